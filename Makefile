@@ -1,0 +1,40 @@
+# Two commands on a fresh machine with only Python 3.11+: `make demo` and `make test`.
+# Each installs what it needs into ./.venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint proto proto-check bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/mus rules play --seed 1
+
+test: $(STAMP)
+	$(BIN)/pytest -n auto
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+bench: $(STAMP)
+	$(BIN)/mus bench engine
+
+proto: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH proto/generate.sh
+
+proto-check: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH proto/check.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

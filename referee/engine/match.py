@@ -1,0 +1,1161 @@
+"""The match state machine: deal, mus, lances, betting, tanteo, games, vacas, faults (mus-rules §3-§13).
+
+A `Match` is a pure function of its rules, its seed, an optional scripted setup and the steps applied to it.
+Seats are absolute (0..3); team 0 is seats 0 and 2, team 1 is seats 1 and 3. Every decision is asked of the
+seats in `awaited()`; `apply` takes a legal action, `check` says why one is not legal, `apply_timeout` and
+`record_illegal_action` carry out mus-rules §13. Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import lru_cache
+from itertools import combinations
+from typing import Any
+
+from referee.engine.actions import Action, ActionKind
+from referee.engine.cards import Card, format_cards, shuffled_deck, sort_hand
+from referee.engine.errors import IllegalActionError, MatchOverError
+from referee.engine.events import Event, EventKind
+from referee.engine.hands import HandFacts, Lance, best_seat, evaluate
+from referee.engine.rules import (
+    Declarations,
+    DejeMode,
+    DiscardSubmission,
+    IllegalActionPolicy,
+    OrdagoResolution,
+    RefusedJugadaBonusTo,
+    ReplacementOrder,
+    ReshufflePool,
+    ResponseMode,
+    Rules,
+    SenasMode,
+)
+from referee.engine.senas import Sena, sena_rejection, true_hand_senas
+
+
+class DecisionKind(Enum):
+    """What an awaited seat is asked to decide."""
+
+    MUS = "mus"
+    DISCARD = "discard"
+    DECLARE = "declare"
+    SENAS = "senas"
+    BET = "bet"
+
+
+class LanceOutcome(Enum):
+    """How a lance's betting ended (mus-rules §8.2)."""
+
+    PASSED = "passed"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    ORDAGO_ACCEPTED = "ordago_accepted"
+    NO_BETTING = "no_betting"
+    SKIPPED = "skipped"
+
+
+class GameTermination(Enum):
+    """How a game ended (mus-rules §9.5)."""
+
+    TARGET_AT_TANTEO = "target_at_tanteo"
+    TARGET_AT_DEJE = "target_at_deje"
+    ORDAGO = "ordago"
+    FORFEIT = "forfeit"
+
+
+class MatchTermination(Enum):
+    """How a match ended (mus-rules §9.5, §13)."""
+
+    NORMAL = "normal"
+    FORFEIT = "forfeit"
+
+
+class FaultCause(Enum):
+    """The faults of mus-rules §13."""
+
+    ILLEGAL_ACTION = "illegal_action"
+    TIMEOUT = "timeout"
+
+
+class StepKind(Enum):
+    """What one entry of the action log is: an action, a timeout, or an illegal action's fault."""
+
+    ACTION = "action"
+    TIMEOUT = "timeout"
+    ILLEGAL = "illegal"
+
+
+def team_of(seat: int) -> int:
+    """Team 0 holds seats 0 and 2, team 1 seats 1 and 3 (partners sit opposite, mus-rules §1)."""
+    return seat % 2
+
+
+def partner_of(seat: int) -> int:
+    return (seat + 2) % 4
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One entry of the action log: enough, with the rules, seed and setup, to replay the match."""
+
+    seat: int
+    kind: StepKind
+    action: Action | None = None
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"seat": self.seat, "kind": self.kind.value}
+        if self.action is not None:
+            out["action"] = str(self.action)
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Step:
+        action = Action.parse(data["action"]) if "action" in data else None
+        return cls(int(data["seat"]), StepKind(data["kind"]), action, str(data.get("reason", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """What applying one step did: the step and the events it produced, in order."""
+
+    step: Step
+    events: tuple[Event, ...]
+    rejected_senas: tuple[tuple[Sena, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """One game: winner (None after a forfeit), final counters, termination, the hand it ended in."""
+
+    vaca: int
+    game: int
+    winner: int | None
+    score: tuple[int, int]
+    termination: GameTermination
+    hand_number: int
+
+
+@dataclass(frozen=True, slots=True)
+class VacaResult:
+    vaca: int
+    winner: int
+    games: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchOutcome:
+    """The result of a match as a value: winner team, termination, and every game and vaca."""
+
+    winner: int
+    termination: MatchTermination
+    vacas: tuple[int, int]
+    games: tuple[GameResult, ...]
+    vaca_results: tuple[VacaResult, ...]
+    faults: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Scripted chance, for tests and vectors: decks by hand number, a start score, the first dealer.
+
+    A deck lists 40 cards; card i of the first 16 goes to seat `(mano + i) % 4`, the rest is the stock in
+    dealing order (mus-rules §4). `skip_mus_first_hand` starts the first hand at Grande, as the scenario
+    vectors do (they give the hands after the mus phase).
+    """
+
+    first_dealer: int | None = None
+    decks: Mapping[int, Sequence[Card]] = field(default_factory=dict)
+    start_score: tuple[int, int] = (0, 0)
+    skip_mus_first_hand: bool = False
+
+
+def deck_from_hands(hands: Sequence[Sequence[Card]], mano: int) -> list[Card]:
+    """A 40-card deck that deals `hands[k]` to seat `(mano + k) % 4`; the stock is the rest, canonical order."""
+    from referee.engine.cards import FULL_DECK
+
+    deck: list[Card] = []
+    for i in range(4):
+        for k in range(4):
+            deck.append(hands[k][i])
+    used = set(deck)
+    if len(used) != 16:
+        raise ValueError("the four hands must hold 16 different cards")
+    deck.extend(card for card in FULL_DECK if card not in used)
+    return deck
+
+
+# Streams derived from the match seed (mus-rules §4.1). Python's `random.Random` seeded with a str hashes it
+# with SHA-512, so each stream is fixed by (seed, hand number[, seña index]) on every platform.
+def deal_rng(seed: int, hand_number: int) -> random.Random:
+    """The deal randomness of one hand: its shuffle and its reshuffles."""
+    return random.Random(f"mus/deal/{seed}/{hand_number}")
+
+
+def leak_rng(seed: int, hand_number: int, sena_index: int) -> random.Random:
+    """The leak draw of one delivered seña (mus-rules §12.3 item 5)."""
+    return random.Random(f"mus/leak/{seed}/{hand_number}/{sena_index}")
+
+
+def first_dealer_of(seed: int) -> int:
+    """The first dealer, drawn from the match seed alone (mus-rules §3)."""
+    return random.Random(f"mus/first_dealer/{seed}").randrange(4)
+
+
+@lru_cache(maxsize=4096)
+def _amount_actions(kind: ActionKind, low: int, high: int) -> tuple[Action, ...]:
+    return tuple(Action(kind, amount=amount) for amount in range(low, high + 1))
+
+
+@lru_cache(maxsize=65536)
+def _discard_actions(hand: tuple[Card, ...], low: int, high: int) -> tuple[Action, ...]:
+    return tuple(Action.discard(cards) for size in range(low, high + 1) for cards in combinations(hand, size))
+
+
+@lru_cache(maxsize=4096)
+def _betting_menu(
+    pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
+) -> tuple[Action, ...]:
+    """The legal betting actions of a lance state (mus-rules §8.2), cached: they depend on little."""
+    high = cap if cap is not None else max(target, min_bet)
+    if ordago:
+        return (_QUIERO, _NO_QUIERO)
+    if pending is None:
+        return (_PASO, *_amount_actions(ActionKind.ENVIDO, min_bet, high), _ORDAGO)
+    mas_high = high - pending if cap is not None else max(high, min_raise)
+    return (_QUIERO, _NO_QUIERO, *_amount_actions(ActionKind.MAS, min_raise, mas_high), _ORDAGO)
+
+
+_PASO, _QUIERO, _NO_QUIERO, _ORDAGO = Action.paso(), Action.quiero(), Action.no_quiero(), Action.ordago()
+_MUS, _NO_MUS = Action.mus(), Action.no_mus()
+_NO_SENAS = Action.send_senas(())
+
+
+@dataclass(slots=True)
+class _Betting:
+    """The betting state of one lance (mus-rules §8.2)."""
+
+    lance: Lance
+    participants: tuple[int, ...]
+    queue: list[int]
+    accepted: int = 0
+    pending: int | None = None
+    ordago: bool = False
+    proposer: int | None = None
+    first_answer: tuple[int, Action] | None = None
+    """In `both_answer_most_aggressive`, the first rival's answer while his partner answers."""
+
+
+@dataclass(slots=True)
+class _LanceResult:
+    lance: Lance
+    outcome: LanceOutcome
+    participants: tuple[int, ...]
+    stake: int = 0
+    refusal_winner: int | None = None
+
+
+def _rivals_after(seat: int, participants: Sequence[int]) -> list[int]:
+    """The participants of the other team, in speaking order starting just after `seat` (mus-rules §8.2)."""
+    return [other for k in range(1, 4) if (other := (seat + k) % 4) in participants and team_of(other) != team_of(seat)]
+
+
+class _GameOver(Exception):
+    """Raised inside a hand when the game has just ended, to stop playing and counting the hand at once."""
+
+
+class Match:
+    """A whole match of Mus between two partnerships, from the first deal to the match result."""
+
+    def __init__(self, rules: Rules | None = None, seed: int = 0, setup: Setup | None = None) -> None:
+        self.rules = rules if rules is not None else Rules()
+        self.rules.validate()
+        self.seed = seed
+        self.setup = setup if setup is not None else Setup()
+        self.events: list[Event] = []
+        self.log: list[Step] = []
+        self.outcome: MatchOutcome | None = None
+        self.score = list(self.setup.start_score)
+        self.games_won = [0, 0]
+        self.vacas_won = [0, 0]
+        self.faults = [0, 0]
+        self.game_results: list[GameResult] = []
+        self.vaca_results: list[VacaResult] = []
+        self.vaca_number = 0
+        self.game_number = 0
+        self.hand_number = -1
+        first_dealer = self.setup.first_dealer
+        self.first_dealer = first_dealer_of(seed) if first_dealer is None else first_dealer
+        self.mano = self.first_dealer  # becomes the first mano in _start_hand
+        self.dealer = self.first_dealer
+        self.hands: list[tuple[Card, ...]] = [(), (), (), ()]
+        self.facts: list[HandFacts] = []
+        self.stock: list[Card] = []
+        self.discard_pile: list[Card] = []
+        self.lance: Lance | None = None
+        self.decision: DecisionKind | None = None
+        self._rng = random.Random(0)
+        self._senas_delivered = 0
+        self._auto_sent: list[set[Sena]] = [set(), set(), set(), set()]
+        self._mus_turn = 0
+        self._discards_done = 0
+        self._round_discards: dict[int, tuple[Card, ...]] = {}
+        self._discard_order: list[int] = []
+        self._set_aside: list[Card] = []
+        self._consumed: set[int] = set()
+        self._lance_index = 0
+        self._declare_queue: list[int] = []
+        self._sena_queue: list[int] = []
+        self._betting: _Betting | None = None
+        self._results: dict[Lance, _LanceResult] = {}
+        self._emit(EventKind.MATCH_STARTED, first_dealer=self.first_dealer, rules=self.rules.to_options(), seed=seed)
+        self._start_game()
+        try:
+            self._start_hand()
+        except _GameOver:
+            self._after_game()
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def is_over(self) -> bool:
+        return self.outcome is not None
+
+    def speaking_order(self) -> tuple[int, ...]:
+        """The seats from the mano in speaking order (mus-rules §1)."""
+        return tuple((self.mano + k) % 4 for k in range(4))
+
+    def awaited(self) -> tuple[int, ...]:
+        """The seats whose decision the match waits for, in speaking order; empty once the match is over."""
+        if self.outcome is not None or self.decision is None:
+            return ()
+        kind = self.decision
+        if kind is DecisionKind.MUS:
+            return ((self.mano + self._mus_turn) % 4,)
+        if kind is DecisionKind.DISCARD:
+            if self.rules.discard_submission is DiscardSubmission.SEQUENTIAL:
+                return (self._discard_order[len(self._round_discards)],)
+            return tuple(seat for seat in self.speaking_order() if seat not in self._round_discards)
+        if kind is DecisionKind.DECLARE:
+            return (self._declare_queue[0],)
+        if kind is DecisionKind.SENAS:
+            return (self._sena_queue[0],)
+        betting = self._betting
+        assert betting is not None
+        if betting.first_answer is not None:
+            return (betting.queue[1],)
+        return (betting.queue[0],)
+
+    def decision_kind(self, seat: int) -> DecisionKind | None:
+        """What `seat` is asked now, or None when it is not awaited."""
+        return self.decision if seat in self.awaited() else None
+
+    def legal_actions(self, seat: int) -> tuple[Action, ...]:
+        """The legal actions of an awaited seat, in a stable order; empty for a seat that is not awaited.
+
+        Señas attached to a mus call are not enumerated (any acceptable list may ride on the call). With an
+        uncapped stake (`max_total_stake = null`) bets are listed up to the target score; larger ones are legal
+        too and decide the game the same way (mus-rules §8.1).
+        """
+        if seat not in self.awaited():
+            return ()
+        kind = self.decision
+        rules = self.rules
+        if kind is DecisionKind.MUS:
+            return (_MUS, _NO_MUS)
+        if kind is DecisionKind.DISCARD:
+            return _discard_actions(self.hands[seat], rules.discard_min, rules.discard_max)
+        if kind is DecisionKind.DECLARE:
+            return (Action.declare(self._holds(seat, self._declaring_lance())),)
+        if kind is DecisionKind.SENAS:
+            lance = self.lance
+            return (_NO_SENAS, *(Action.send_senas((sena,)) for sena in self._acceptable_senas(seat, lance)))
+        return self._betting_actions()
+
+    def _betting_actions(self) -> tuple[Action, ...]:
+        betting = self._betting
+        assert betting is not None
+        rules = self.rules
+        return _betting_menu(
+            betting.pending,
+            betting.ordago,
+            rules.min_bet,
+            rules.min_raise,
+            rules.stake_cap,
+            rules.target_score,
+        )
+
+    def check(self, seat: int, action: Action) -> None:
+        """Raise `IllegalActionError` saying why `action` is not legal for `seat` now; return if it is."""
+        if self.outcome is not None:
+            raise MatchOverError("the match is over")
+        if not 0 <= seat <= 3:
+            raise IllegalActionError(f"there is no seat {seat}: seats are 0..3")
+        awaited = self.awaited()
+        if seat not in awaited:
+            waiting = ", ".join(map(str, awaited))
+            raise IllegalActionError(f"seat {seat} is not asked to act now: the match waits for seat {waiting}")
+        kind = self.decision
+        assert kind is not None
+        if kind is DecisionKind.MUS and action.kind in (ActionKind.MUS, ActionKind.NO_MUS):
+            return
+        if kind is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
+            reasons = self._sena_list_rejections(seat, action.senas, self.lance)
+            if reasons:
+                raise IllegalActionError("; ".join(f"{sena.value}: {reason}" for sena, reason in reasons))
+            return
+        if kind is DecisionKind.BET and action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
+            self._check_amount(action)
+            return
+        legal = self.legal_actions(seat)
+        if action not in legal:
+            raise IllegalActionError(
+                f"{action} is not legal for seat {seat} now ({kind.value} decision); legal: {_describe(legal)}"
+            )
+
+    def _check_amount(self, action: Action) -> None:
+        betting = self._betting
+        assert betting is not None
+        cap = self.rules.stake_cap
+        legal = self._betting_actions()
+        if action.kind is ActionKind.ENVIDO:
+            if betting.pending is not None or betting.ordago:
+                raise IllegalActionError(f"envido opens a lance; a bet is pending, legal: {_describe(legal)}")
+            if action.amount < self.rules.min_bet:
+                raise IllegalActionError(f"envido {action.amount} is below min_bet {self.rules.min_bet}")
+            if cap is not None and action.amount > cap:
+                raise IllegalActionError(f"envido {action.amount} is above the stake cap {cap} (max_total_stake)")
+            return
+        if betting.pending is None or betting.ordago:
+            what = "an órdago cannot be raised" if betting.ordago else "no bet is pending to raise"
+            raise IllegalActionError(f"mas {action.amount}: {what}; legal: {_describe(legal)}")
+        if action.amount < self.rules.min_raise:
+            raise IllegalActionError(f"mas {action.amount} is below min_raise {self.rules.min_raise}")
+        if cap is not None and betting.pending + action.amount > cap:
+            raise IllegalActionError(
+                f"mas {action.amount} takes the stake to {betting.pending + action.amount}, "
+                f"above the cap {cap} (max_total_stake)"
+            )
+
+    def is_legal(self, seat: int, action: Action) -> bool:
+        """Whether `check` would accept the action."""
+        try:
+            self.check(seat, action)
+        except IllegalActionError:
+            return False
+        return True
+
+    def default_action(self, seat: int) -> Action:
+        """The action a timeout applies for an awaited seat (mus-rules §13)."""
+        if seat not in self.awaited():
+            raise IllegalActionError(f"seat {seat} is not asked to act now")
+        kind = self.decision
+        if kind is DecisionKind.MUS:
+            return _NO_MUS
+        if kind is DecisionKind.DISCARD:
+            return Action.discard(self.hands[seat][: self.rules.discard_max])
+        if kind is DecisionKind.DECLARE:
+            return self.legal_actions(seat)[0]
+        if kind is DecisionKind.SENAS:
+            return _NO_SENAS
+        betting = self._betting
+        assert betting is not None
+        return _PASO if betting.pending is None and not betting.ordago else _NO_QUIERO
+
+    # ------------------------------------------------------------------ steps
+
+    def apply(self, seat: int, action: Action) -> StepRecord:
+        """Apply a legal action of an awaited seat; an illegal one raises and changes nothing.
+
+        Señas are the exception the rules make (mus-rules §12.3 item 4): on a mus call or in a seña round, each
+        seña of the list is checked on its own, the false ones are rejected (the sender alone is told, in the
+        record and a private event) and the rest are delivered. That is not an illegal action.
+        """
+        if action.kind is ActionKind.SENAS and self.decision is DecisionKind.SENAS and seat in self.awaited():
+            pass  # per-seña rejection below, never an illegal action
+        else:
+            self.check(seat, action)
+        start = len(self.events)
+        step = Step(seat, StepKind.ACTION, action)
+        self.log.append(step)
+        rejected = self._dispatch(seat, action)
+        return StepRecord(step, tuple(self.events[start:]), rejected)
+
+    def apply_timeout(self, seat: int) -> StepRecord:
+        """A seat's decision time and bank ran out: count a fault and apply the default action (mus-rules §13).
+
+        A seña round that times out sends an empty list and is not a fault.
+        """
+        if self.outcome is not None:
+            raise MatchOverError("the match is over")
+        if seat not in self.awaited():
+            raise IllegalActionError(f"seat {seat} is not asked to act now, so it cannot time out")
+        start = len(self.events)
+        step = Step(seat, StepKind.TIMEOUT)
+        self.log.append(step)
+        action = self.default_action(seat)
+        if self.decision is DecisionKind.SENAS or self._fault(seat, FaultCause.TIMEOUT):
+            self._dispatch(seat, action)
+        return StepRecord(step, tuple(self.events[start:]))
+
+    def record_illegal_action(self, seat: int, reason: str) -> StepRecord:
+        """An illegal action (or one from a seat not asked) arrived: it is never applied; count one fault.
+
+        Under `illegal_action_policy = default_action` an awaited seat then gets its default action; under
+        `retry` it is still awaited. A forfeit ends the match at once (mus-rules §13).
+        """
+        if self.outcome is not None:
+            raise MatchOverError("the match is over")
+        if not 0 <= seat <= 3:
+            raise IllegalActionError(f"there is no seat {seat}")
+        start = len(self.events)
+        step = Step(seat, StepKind.ILLEGAL, reason=reason)
+        self.log.append(step)
+        awaited = seat in self.awaited()
+        if (
+            self._fault(seat, FaultCause.ILLEGAL_ACTION)
+            and awaited
+            and self.rules.illegal_action_policy is IllegalActionPolicy.DEFAULT_ACTION
+        ):
+            self._dispatch(seat, self.default_action(seat))
+        return StepRecord(step, tuple(self.events[start:]))
+
+    def _fault(self, seat: int, cause: FaultCause) -> bool:
+        """Count a fault; end the match by forfeit at the limit. Returns whether the match goes on."""
+        team = team_of(seat)
+        self.faults[team] += 1
+        self._emit(EventKind.FAULT, seat=seat, cause=cause.value, team=team, faults=self.faults[team])
+        if self.faults[team] >= self.rules.max_faults_before_forfeit:
+            self._forfeit(team)
+            return False
+        return True
+
+    def _dispatch(self, seat: int, action: Action) -> tuple[tuple[Sena, str], ...]:
+        kind = self.decision
+        rejected: tuple[tuple[Sena, str], ...] = ()
+        try:
+            if kind is DecisionKind.MUS:
+                rejected = self._mus_call(seat, action)
+            elif kind is DecisionKind.DISCARD:
+                self._discard(seat, action.cards)
+            elif kind is DecisionKind.DECLARE:
+                self._declare(seat, action.has_jugada)
+            elif kind is DecisionKind.SENAS:
+                rejected = self._sena_answer(seat, action.senas)
+            else:
+                self._bet(seat, action)
+        except _GameOver:
+            self._after_game()
+        return rejected
+
+    # ------------------------------------------------------------------ events
+
+    def _emit(self, kind: EventKind, to: frozenset[int] | None = None, **data: Any) -> Event:
+        event = Event(len(self.events), kind, data, to)
+        self.events.append(event)
+        return event
+
+    def _add_points(self, team: int, points: int, lance: Lance | None, reason: str) -> None:
+        """Score one entry and stop the game the moment a team reaches the target (mus-rules §9.5)."""
+        if points <= 0:
+            return
+        self.score[team] += points
+        self._emit(
+            EventKind.POINTS_SCORED,
+            team=team,
+            points=points,
+            lance=lance.value if lance else None,
+            reason=reason,
+            score=list(self.score),
+        )
+        if self.score[team] >= self.rules.target_score:
+            termination = GameTermination.TARGET_AT_DEJE if reason == "deje" else GameTermination.TARGET_AT_TANTEO
+            self._end_game(team, termination)
+
+    # ------------------------------------------------------------------ games, hands
+
+    def _start_game(self) -> None:
+        self.game_number += 1
+        self._emit(EventKind.GAME_STARTED, vaca=self.vaca_number + 1, game=self.game_number, score=list(self.score))
+
+    def _start_hand(self) -> None:
+        self.hand_number += 1
+        self.dealer = self.mano
+        self.mano = (self.mano + 1) % 4
+        number = self.hand_number
+        self._rng = deal_rng(self.seed, number)
+        scripted = self.setup.decks.get(number)
+        deck = list(scripted) if scripted is not None else shuffled_deck(self._rng)
+        hands: list[list[Card]] = [[], [], [], []]
+        for i in range(16):
+            hands[(self.mano + i) % 4].append(deck[i])
+        self.hands = [sort_hand(hand) for hand in hands]
+        self.stock = deck[16:]
+        self.discard_pile = []
+        self._senas_delivered = 0
+        self._auto_sent = [set(), set(), set(), set()]
+        self._discards_done = 0
+        self._results = {}
+        self._lance_index = 0
+        self.lance = None
+        self._betting = None
+        self._emit(EventKind.HAND_STARTED, hand=number, mano=self.mano, dealer=self.dealer)
+        for seat in self.speaking_order():
+            self._emit(EventKind.CARDS_DEALT, frozenset({seat}), seat=seat, cards=format_cards(self.hands[seat]))
+        if number == 0 and self.setup.skip_mus_first_hand:
+            self._start_lances()
+        else:
+            self._start_mus_round()
+
+    def _end_game(self, winner: int, termination: GameTermination) -> None:
+        """Record the game; `_GameOver` then unwinds the hand so nothing after this point is counted."""
+        self._show_hands()
+        self._emit(EventKind.HAND_ENDED, hand=self.hand_number)
+        result = GameResult(
+            self.vaca_number + 1,
+            self.game_number,
+            winner,
+            (self.score[0], self.score[1]),
+            termination,
+            self.hand_number,
+        )
+        self.game_results.append(result)
+        self._emit(
+            EventKind.GAME_ENDED,
+            vaca=result.vaca,
+            game=result.game,
+            winner=winner,
+            score=list(result.score),
+            termination=termination.value,
+            hand=self.hand_number,
+        )
+        self.games_won[winner] += 1
+        if self.games_won[winner] >= self.rules.games_to_win_vaca:
+            self.vaca_number += 1
+            self.vaca_results.append(VacaResult(self.vaca_number, winner, (self.games_won[0], self.games_won[1])))
+            self._emit(EventKind.VACA_ENDED, vaca=self.vaca_number, winner=winner, games=list(self.games_won))
+            self.vacas_won[winner] += 1
+            self.games_won = [0, 0]
+            self.game_number = 0
+            if self.vacas_won[winner] >= self.rules.vacas_to_win_match:
+                self._end_match(winner, MatchTermination.NORMAL)
+        raise _GameOver
+
+    def _after_game(self) -> None:
+        """After a game ends: the next game from 0-0 with a new deal, unless the match is over."""
+        self.decision = None
+        if self.outcome is not None:
+            return
+        self.score = [0, 0]
+        self._start_game()
+        self._start_hand()
+
+    def _end_match(self, winner: int, termination: MatchTermination) -> None:
+        self.outcome = MatchOutcome(
+            winner=winner,
+            termination=termination,
+            vacas=(self.vacas_won[0], self.vacas_won[1]),
+            games=tuple(self.game_results),
+            vaca_results=tuple(self.vaca_results),
+            faults=(self.faults[0], self.faults[1]),
+        )
+        self.decision = None
+        self._emit(EventKind.MATCH_ENDED, winner=winner, termination=termination.value, vacas=list(self.vacas_won))
+
+    def _forfeit(self, team: int) -> None:
+        """A team reached the fault limit: the other team wins the match; the game in progress has no winner."""
+        self._emit(EventKind.FORFEIT, team=team)
+        result = GameResult(
+            self.vaca_number + 1,
+            self.game_number,
+            None,
+            (self.score[0], self.score[1]),
+            GameTermination.FORFEIT,
+            self.hand_number,
+        )
+        self.game_results.append(result)
+        self._emit(
+            EventKind.GAME_ENDED,
+            vaca=result.vaca,
+            game=result.game,
+            winner=None,
+            score=list(result.score),
+            termination=GameTermination.FORFEIT.value,
+            hand=self.hand_number,
+        )
+        self._end_match(1 - team, MatchTermination.FORFEIT)
+
+    def _show_hands(self) -> None:
+        """Every seat sees the four current hands when a hand ends (mus-rules §11)."""
+        self._emit(EventKind.HANDS_SHOWN, hands=[format_cards(hand) for hand in self.hands])
+
+    # ------------------------------------------------------------------ mus phase
+
+    def _start_mus_round(self) -> None:
+        self.decision = DecisionKind.MUS
+        self._mus_turn = 0
+
+    def _mus_call(self, seat: int, action: Action) -> tuple[tuple[Sena, str], ...]:
+        """Señas ride on the call and are delivered before it (mus-rules §12.3 item 3a)."""
+        rejected: tuple[tuple[Sena, str], ...] = ()
+        if self.rules.senas_mode is SenasMode.AUTOMATIC:
+            rejected = tuple((sena, "senas_mode is automatic: the referee sends señas") for sena in action.senas)
+            self._note_rejections(seat, rejected)
+            self._send_automatic_senas(seat, None)
+        elif action.senas:
+            rejected = self._send_sena_list(seat, action.senas, None)
+        wants = action.kind is ActionKind.MUS
+        self._emit(EventKind.MUS_CALLED, seat=seat, mus=wants)
+        if not wants:
+            self._emit(EventKind.MUS_CUT, reason="no_mus", seat=seat)
+            self._start_lances()
+        elif self._mus_turn == 3:
+            self._start_discards()
+        else:
+            self._mus_turn += 1
+        return rejected
+
+    def _dealing_order(self) -> list[int]:
+        order = list(self.speaking_order())
+        if self.rules.replacement_order is ReplacementOrder.DEALER_FIRST:
+            order.reverse()
+        return order
+
+    def _start_discards(self) -> None:
+        self.decision = DecisionKind.DISCARD
+        self._round_discards = {}
+        self._discard_order = self._dealing_order()
+        self._set_aside = []
+        self._consumed = set()
+
+    def _discard(self, seat: int, cards: tuple[Card, ...]) -> None:
+        self._round_discards[seat] = cards
+        self._emit(EventKind.CARDS_DISCARDED, frozenset({seat}), seat=seat, cards=format_cards(cards))
+        if self.rules.discard_submission is DiscardSubmission.SEQUENTIAL:
+            self._emit(EventKind.DISCARD_COUNTED, seat=seat, count=len(cards))
+            self._replace(seat)
+            if len(self._round_discards) == 4:
+                self._finish_discard_round()
+            return
+        if len(self._round_discards) < 4:
+            return
+        # mus-rules §5.2: the counts are published together, then the replacements are dealt.
+        for other in self.speaking_order():
+            self._emit(EventKind.DISCARD_COUNTED, seat=other, count=len(self._round_discards[other]))
+        for other in self._discard_order:
+            self._replace(other)
+        self._finish_discard_round()
+
+    def _replace(self, seat: int) -> None:
+        """Deal a seat its replacements, reshuffling the discards when the stock runs out (mus-rules §5.2)."""
+        thrown = self._round_discards[seat]
+        kept = [card for card in self.hands[seat] if card not in thrown]
+        received: list[Card] = []
+        for _ in thrown:
+            if not self.stock:
+                self._reshuffle(seat)
+            received.append(self.stock.pop(0))
+        self.hands[seat] = sort_hand(kept + received)
+        self._emit(EventKind.CARDS_REPLACED, frozenset({seat}), seat=seat, cards=format_cards(sort_hand(received)))
+
+    def _reshuffle(self, due: int) -> None:
+        order = self._discard_order
+        waiting = set(order[order.index(due) :])
+        pool = list(self.discard_pile)
+        self.discard_pile = []
+        for seat in order:
+            if seat not in self._round_discards or seat in self._consumed:
+                continue
+            if self.rules.reshuffle_pool is ReshufflePool.EXCLUDE_PENDING_OWN and seat in waiting:
+                continue
+            pool.extend(self._round_discards[seat])
+            self._consumed.add(seat)
+        pool.sort()
+        self._rng.shuffle(pool)
+        self.stock = pool
+        self._emit(EventKind.STOCK_RESHUFFLED)
+
+    def _finish_discard_round(self) -> None:
+        for seat in self._discard_order:
+            if seat not in self._consumed:
+                self.discard_pile.extend(self._round_discards[seat])
+        self._round_discards = {}
+        self._discards_done += 1
+        limit = self.rules.max_mus_rounds
+        if limit is not None and self._discards_done >= limit:
+            self._emit(EventKind.MUS_CUT, reason="max_mus_rounds", seat=None)
+            self._start_lances()
+        else:
+            self._start_mus_round()
+
+    # ------------------------------------------------------------------ lances
+
+    def _start_lances(self) -> None:
+        self.facts = [evaluate(hand, self.rules.deck_mode, self.rules.real_31) for hand in self.hands]
+        self._lance_index = 0
+        self._next_lance()
+
+    def _next_lance(self) -> None:
+        """Open the next lance, or count the tanteo when all are closed (mus-rules §7)."""
+        order = (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO)
+        if self._lance_index >= len(order):
+            self._tanteo()
+            return
+        lance = order[self._lance_index]
+        self._lance_index += 1
+        self.lance = lance
+        self._emit(EventKind.LANCE_STARTED, lance=lance.value)
+        if lance in (Lance.PARES, Lance.JUEGO):
+            self._declare_queue = list(self.speaking_order())
+            if self.rules.declarations is Declarations.BOT_DECLARES:
+                self.decision = DecisionKind.DECLARE
+                return
+            for seat in self._declare_queue:
+                self._emit(EventKind.DECLARED, lance=lance.value, seat=seat, has=self._holds(seat, lance))
+            self._declare_queue = []
+        self._after_declarations()
+
+    def _declaring_lance(self) -> Lance:
+        assert self.lance is not None
+        return self.lance
+
+    def _holds(self, seat: int, lance: Lance) -> bool:
+        facts = self.facts[seat]
+        if lance is Lance.PARES:
+            return facts.has_pares
+        if lance is Lance.JUEGO:
+            return facts.has_juego
+        return True
+
+    def _declare(self, seat: int, has_jugada: bool) -> None:
+        lance = self._declaring_lance()
+        self._declare_queue.pop(0)
+        self._emit(EventKind.DECLARED, lance=lance.value, seat=seat, has=has_jugada)
+        if not self._declare_queue:
+            self._after_declarations()
+
+    def _after_declarations(self) -> None:
+        lance = self.lance
+        assert lance is not None
+        participants = tuple(seat for seat in self.speaking_order() if self._holds(seat, lance))
+        if lance is Lance.JUEGO and not participants:
+            # mus-rules §7: nobody has juego, so Punto is played at once, by all four.
+            lance = Lance.PUNTO
+            self.lance = lance
+            self._emit(EventKind.LANCE_STARTED, lance=lance.value)
+            participants = self.speaking_order()
+        teams = {team_of(seat) for seat in participants}
+        if len(teams) < 2:
+            outcome = LanceOutcome.SKIPPED if not participants else LanceOutcome.NO_BETTING
+            self._close_lance(_LanceResult(lance, outcome, participants))
+            return
+        self._betting = _Betting(lance, participants, list(participants))
+        self._sena_queue = list(self.speaking_order())
+        if self.rules.senas_mode is SenasMode.VOLUNTARY and self.rules.max_senas_per_window > 0:
+            self.decision = DecisionKind.SENAS
+            return
+        if self.rules.senas_mode is SenasMode.AUTOMATIC:
+            for seat in self._sena_queue:
+                self._send_automatic_senas(seat, lance)
+        self._sena_queue = []
+        self.decision = DecisionKind.BET
+
+    def _close_lance(self, result: _LanceResult) -> None:
+        self._results[result.lance] = result
+        self._betting = None
+        self._emit(
+            EventKind.LANCE_CLOSED,
+            lance=result.lance.value,
+            outcome=result.outcome.value,
+            stake=result.stake,
+            winner_team=result.refusal_winner,
+        )
+        self._next_lance()
+
+    # ------------------------------------------------------------------ señas
+
+    def _acceptable_senas(self, seat: int, lance: Lance | None) -> tuple[Sena, ...]:
+        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
+        return tuple(sena for sena in Sena if sena_rejection(sena, facts, self.rules, lance) is None)
+
+    def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[str | None]:
+        """For each seña of a list, why it is rejected, or None when it is delivered (mus-rules §12.3)."""
+        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
+        limit = self.rules.max_senas_per_window
+        verdicts: list[str | None] = []
+        for index, sena in enumerate(senas):
+            reason = sena_rejection(sena, facts, self.rules, lance)
+            if reason is None and index >= limit:
+                reason = f"beyond the first {limit} señas of the list (max_senas_per_window)"
+            verdicts.append(reason)
+        return verdicts
+
+    def _sena_list_rejections(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[tuple[Sena, str]]:
+        verdicts = self._sena_verdicts(seat, senas, lance)
+        return [(sena, reason) for sena, reason in zip(senas, verdicts, strict=True) if reason is not None]
+
+    def _sena_answer(self, seat: int, senas: tuple[Sena, ...]) -> tuple[tuple[Sena, str], ...]:
+        self._sena_queue.pop(0)
+        rejected = self._send_sena_list(seat, senas, self.lance)
+        if not self._sena_queue:
+            self.decision = DecisionKind.BET
+        return rejected
+
+    def _send_sena_list(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> tuple[tuple[Sena, str], ...]:
+        verdicts = self._sena_verdicts(seat, senas, lance)
+        rejected = tuple((sena, reason) for sena, reason in zip(senas, verdicts, strict=True) if reason is not None)
+        self._note_rejections(seat, rejected)
+        for sena, reason in zip(senas, verdicts, strict=True):
+            if reason is None:
+                self._deliver(seat, sena, lance)
+        return rejected
+
+    def _note_rejections(self, seat: int, rejected: Sequence[tuple[Sena, str]]) -> None:
+        for sena, reason in rejected:
+            self._emit(EventKind.SENA_REJECTED, frozenset({seat}), seat=seat, sena=sena.value, reason=reason)
+
+    def _send_automatic_senas(self, seat: int, lance: Lance | None) -> None:
+        """Automatic mode: each true hand-fact seña once per hand, at its first allowed window (§12.3 item 6)."""
+        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
+        for sena in true_hand_senas(facts, self.rules, lance):
+            if sena not in self._auto_sent[seat]:
+                self._auto_sent[seat].add(sena)
+                self._deliver(seat, sena, lance)
+
+    def _deliver(self, seat: int, sena: Sena, lance: Lance | None) -> None:
+        """The partner always receives a seña; both rivals with `sena_leak_probability` (§12.3 item 5)."""
+        probability = self.rules.sena_leak_probability
+        index = self._senas_delivered
+        self._senas_delivered += 1
+        leaked = leak_rng(self.seed, self.hand_number, index).random() < probability
+        to = None if leaked else frozenset({seat, partner_of(seat)})
+        phase = lance.value if lance is not None else "mus"
+        self._emit(EventKind.SENA_DELIVERED, to, seat=seat, sena=sena.value, phase=phase)
+
+    # ------------------------------------------------------------------ betting
+
+    def _bet(self, seat: int, action: Action) -> None:
+        betting = self._betting
+        assert betting is not None
+        both = self.rules.response_mode is ResponseMode.BOTH_ANSWER_MOST_AGGRESSIVE
+        if betting.pending is None and not betting.ordago:
+            self._emit_bet(betting, seat, action)
+            self._open_action(betting, seat, action)
+            return
+        self._emit_bet(betting, seat, action)
+        if not both:
+            self._answer(betting, seat, action, final=False)
+            return
+        # mus-rules §8.2 both_answer_most_aggressive: the partner answers after seeing the first answer (not
+        # after an órdago); the most aggressive answer stands, as if its author had acted alone.
+        first = betting.first_answer
+        if first is None and action.kind is not ActionKind.ORDAGO and len(betting.queue) > 1:
+            betting.first_answer = (seat, action)
+            return
+        betting.first_answer = None
+        answers = [first, (seat, action)] if first is not None else [(seat, action)]
+        chosen_seat, chosen = max(answers, key=lambda answer: _aggression(answer[1]))
+        self._answer(betting, chosen_seat, chosen, final=True)
+
+    def _emit_bet(self, betting: _Betting, seat: int, action: Action) -> None:
+        self._emit(
+            EventKind.BET,
+            lance=betting.lance.value,
+            seat=seat,
+            action=action.kind.value,
+            amount=action.amount,
+        )
+
+    def _open_action(self, betting: _Betting, seat: int, action: Action) -> None:
+        if action.kind is ActionKind.PASO:
+            betting.queue.pop(0)
+            if not betting.queue:
+                self._close_lance(_LanceResult(betting.lance, LanceOutcome.PASSED, betting.participants))
+            return
+        if action.kind is ActionKind.ENVIDO:
+            betting.pending = action.amount
+        else:
+            betting.ordago = True
+        betting.proposer = seat
+        betting.queue = _rivals_after(seat, betting.participants)
+
+    def _answer(self, betting: _Betting, seat: int, action: Action, *, final: bool) -> None:
+        """Apply an answer to a pending bet. `final`: a no_quiero refuses for the whole team (both-answer mode)."""
+        kind = action.kind
+        if kind is ActionKind.QUIERO:
+            if betting.ordago:
+                self._ordago_accepted(betting)
+                return
+            assert betting.pending is not None
+            self._close_lance(
+                _LanceResult(betting.lance, LanceOutcome.ACCEPTED, betting.participants, stake=betting.pending)
+            )
+            return
+        if kind is ActionKind.NO_QUIERO:
+            if not final:
+                betting.queue.pop(0)
+                if betting.queue:
+                    return
+            self._refused(betting)
+            return
+        assert betting.pending is not None
+        betting.accepted = betting.pending
+        if kind is ActionKind.MAS:
+            betting.pending += action.amount
+        else:
+            betting.ordago = True
+        betting.proposer = seat
+        betting.queue = _rivals_after(seat, betting.participants)
+
+    def _refused(self, betting: _Betting) -> None:
+        """mus-rules §8.3: the refusing team concedes; the proposer's team scores the deje at once."""
+        assert betting.proposer is not None
+        winner = team_of(betting.proposer)
+        points = self._deje(betting.lance, betting.accepted)
+        result = _LanceResult(betting.lance, LanceOutcome.REJECTED, betting.participants, refusal_winner=winner)
+        self._results[betting.lance] = result
+        self._add_points(winner, points, betting.lance, "deje")
+        self._close_lance(result)
+
+    def _deje(self, lance: Lance, accepted: int) -> int:
+        mode = self.rules.deje_mode
+        if mode is DejeMode.ALWAYS_ONE or accepted == 0:
+            return 1
+        if mode is DejeMode.FEM_PLUS_ONE and lance in (Lance.PARES, Lance.JUEGO, Lance.PUNTO):
+            return accepted + 1
+        return accepted
+
+    def _ordago_accepted(self, betting: _Betting) -> None:
+        """mus-rules §8.4: hands shown, the lance decided on cards, the game won at once."""
+        lance = betting.lance
+        self._results[lance] = _LanceResult(lance, LanceOutcome.ORDAGO_ACCEPTED, betting.participants)
+        self._emit(
+            EventKind.LANCE_CLOSED,
+            lance=lance.value,
+            outcome=LanceOutcome.ORDAGO_ACCEPTED.value,
+            stake=0,
+            winner_team=None,
+        )
+        if self.rules.ordago_resolution is OrdagoResolution.COUNT_PRIOR:
+            for prior in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO):
+                if prior is lance or (prior is Lance.JUEGO and lance is Lance.PUNTO):
+                    break
+                self._tanteo_entry(prior)
+        winner_seat = best_seat(self.facts, lance, self.mano, betting.participants)
+        assert winner_seat is not None
+        self._emit(EventKind.LANCE_DECIDED, lance=lance.value, seat=winner_seat, team=team_of(winner_seat))
+        self._end_game(team_of(winner_seat), GameTermination.ORDAGO)
+
+    # ------------------------------------------------------------------ tanteo
+
+    def _tanteo(self) -> None:
+        """Count every lance in order, stopping the moment a team reaches the target (mus-rules §9)."""
+        self.decision = None
+        self.lance = None
+        for lance in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO, Lance.PUNTO):
+            self._tanteo_entry(lance)
+        self._show_hands()
+        self._emit(EventKind.HAND_ENDED, hand=self.hand_number)
+        self._start_hand()
+
+    def _team_values(self, team: int, lance: Lance) -> int:
+        seats = (team, team + 2)
+        if lance is Lance.PARES:
+            return sum(self.facts[seat].pares_value for seat in seats)
+        return sum(self.facts[seat].juego_value for seat in seats)
+
+    def _tanteo_entry(self, lance: Lance) -> None:
+        """One lance's entry: everything it pays at the tanteo, to one team (mus-rules §9.2, §9.5)."""
+        result = self._results.get(lance)
+        if result is None or result.outcome is LanceOutcome.SKIPPED:
+            return
+        rules = self.rules
+        outcome = result.outcome
+        best = best_seat(self.facts, lance, self.mano, result.participants)
+        if lance in (Lance.GRANDE, Lance.CHICA):
+            assert best is not None
+            if outcome is LanceOutcome.PASSED:
+                self._add_points(team_of(best), 1, lance, "tanteo")
+            elif outcome is LanceOutcome.ACCEPTED:
+                self._add_points(team_of(best), result.stake, lance, "tanteo")
+            return
+        if lance is Lance.PUNTO:
+            assert best is not None
+            bonus = 1 if rules.punto_bonus else 0
+            if outcome is LanceOutcome.PASSED:
+                self._add_points(team_of(best), 1, lance, "tanteo")
+            elif outcome is LanceOutcome.ACCEPTED:
+                self._add_points(team_of(best), result.stake + bonus, lance, "tanteo")
+            elif outcome is LanceOutcome.REJECTED and bonus:
+                team = self._refused_bonus_team(result, best)
+                if team is not None:
+                    self._add_points(team, bonus, lance, "tanteo")
+            return
+        # Pares and Juego: values of the holders of one team.
+        if outcome is LanceOutcome.NO_BETTING:
+            team = team_of(result.participants[0])
+            self._add_points(team, self._team_values(team, lance), lance, "tanteo")
+            return
+        assert best is not None
+        if outcome is LanceOutcome.PASSED:
+            team = team_of(best)
+            paso = 1 if rules.paso_point_in_pares_juego else 0
+            self._add_points(team, self._team_values(team, lance) + paso, lance, "tanteo")
+        elif outcome is LanceOutcome.ACCEPTED:
+            team = team_of(best)
+            self._add_points(team, result.stake + self._team_values(team, lance), lance, "tanteo")
+        elif outcome is LanceOutcome.REJECTED:
+            refusal_team = self._refused_bonus_team(result, best)
+            if refusal_team is not None:
+                self._add_points(refusal_team, self._team_values(refusal_team, lance), lance, "tanteo")
+
+    def _refused_bonus_team(self, result: _LanceResult, best: int) -> int | None:
+        mode = self.rules.refused_jugada_bonus_to
+        if mode is RefusedJugadaBonusTo.BETTOR_TEAM:
+            return result.refusal_winner
+        if mode is RefusedJugadaBonusTo.BEST_CARDS:
+            return team_of(best)
+        return None
+
+    # ------------------------------------------------------------------ views
+
+    def events_for(self, seat: int | None) -> list[Event]:
+        """Every event a seat has seen, in order (None: the public events a spectator sees)."""
+        if seat is None:
+            return [event for event in self.events if event.to is None]
+        return [event for event in self.events if event.to is None or seat in event.to]
+
+    def hand_start_index(self) -> int:
+        """Index in `events` of the current hand's `hand_started` event."""
+        for index in range(len(self.events) - 1, -1, -1):
+            if self.events[index].kind is EventKind.HAND_STARTED:
+                return index
+        return 0
+
+
+_AGGRESSION = {ActionKind.NO_QUIERO: 0, ActionKind.QUIERO: 1, ActionKind.MAS: 2, ActionKind.ORDAGO: 3}
+
+
+def _aggression(action: Action) -> tuple[int, int]:
+    """Rank of an answer in both-answer mode: órdago > larger raise > quiero > no quiero (mus-rules §8.2)."""
+    return (_AGGRESSION[action.kind], action.amount)
+
+
+def _describe(actions: Sequence[Action]) -> str:
+    """A short description of a legal set: amounts given as ranges."""
+    parts: list[str] = []
+    amounts: dict[ActionKind, list[int]] = {}
+    for action in actions:
+        if action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
+            amounts.setdefault(action.kind, []).append(action.amount)
+            continue
+        parts.append(str(action))
+    for kind, values in amounts.items():
+        parts.append(f"{kind.value} {min(values)}..{max(values)}")
+    return ", ".join(parts) if parts else "nothing"

@@ -1,0 +1,71 @@
+"""Replay: a match is a function of its rules, seed, setup and steps (mus-rules §4.1)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from referee.engine.cards import parse_cards
+from referee.engine.match import Match, Setup, Step, StepKind
+from referee.engine.rules import Rules
+
+
+def apply_step(match: Match, step: Step) -> None:
+    """Apply one logged step exactly as it was applied the first time."""
+    if step.kind is StepKind.ACTION:
+        assert step.action is not None
+        match.apply(step.seat, step.action)
+    elif step.kind is StepKind.TIMEOUT:
+        match.apply_timeout(step.seat)
+    else:
+        match.record_illegal_action(step.seat, step.reason)
+
+
+def replay(rules: Rules, seed: int, steps: Iterable[Step], setup: Setup | None = None) -> Match:
+    """Rebuild a match from its rules, seed and logged steps; raises if a step is not legal in the replay."""
+    match = Match(rules, seed, setup)
+    for step in steps:
+        apply_step(match, step)
+    return match
+
+
+def setup_to_json(setup: Setup) -> dict[str, Any]:
+    return {
+        "first_dealer": setup.first_dealer,
+        "decks": {str(hand): " ".join(map(str, deck)) for hand, deck in setup.decks.items()},
+        "start_score": list(setup.start_score),
+        "skip_mus_first_hand": setup.skip_mus_first_hand,
+    }
+
+
+def setup_from_json(data: Mapping[str, Any]) -> Setup:
+    return Setup(
+        first_dealer=data.get("first_dealer"),
+        decks={int(hand): parse_cards(deck) for hand, deck in data.get("decks", {}).items()},
+        start_score=(int(data.get("start_score", [0, 0])[0]), int(data.get("start_score", [0, 0])[1])),
+        skip_mus_first_hand=bool(data.get("skip_mus_first_hand", False)),
+    )
+
+
+def match_record(match: Match) -> dict[str, Any]:
+    """The replay file of a match: rules, seed, setup, steps, and the full event log for inspection."""
+    return {
+        "format": "mus-arena/replay/v1",
+        "rules": match.rules.changed_options(),
+        "seed": match.seed,
+        "setup": setup_to_json(match.setup),
+        "steps": [step.to_json() for step in match.log],
+        "events": [event.to_json() for event in match.events],
+    }
+
+
+def replay_record(record: Mapping[str, Any]) -> Match:
+    """Re-simulate a replay file written by `match_record`."""
+    rules = Rules.from_options(record.get("rules", {}))
+    steps = [Step.from_json(step) for step in record["steps"]]
+    return replay(rules, int(record["seed"]), steps, setup_from_json(record.get("setup", {})))
+
+
+def dumps_record(match: Match) -> str:
+    return json.dumps(match_record(match), ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,113 @@
+"""Señas: the closed vocabulary and the truth predicates (mus-rules §12.1, §12.3)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from referee.engine.hands import HandFacts, Lance, ParesClass
+from referee.engine.rules import Rules, SenaTruth
+
+
+class Sena(Enum):
+    """Seña ids, in the order of the mus-rules §12.1 table (automatic mode sends them in this order)."""
+
+    DOS_REYES = "dos_reyes"
+    DOS_ASES = "dos_ases"
+    PARES = "pares"
+    MEDIAS_REYES = "medias_reyes"
+    MEDIAS_ASES = "medias_ases"
+    MEDIAS = "medias"
+    DUPLES = "duples"
+    JUEGO = "juego"
+    TREINTA_Y_UNA = "treinta_y_una"
+    TREINTA = "treinta"
+    VEINTINUEVE = "veintinueve"
+    CIEGO = "ciego"
+    CORTAR_MUS = "cortar_mus"
+    ENVIDAR_MAS = "envidar_mas"
+    CUATRO_REYES = "cuatro_reyes"
+    CUATRO_ASES = "cuatro_ases"
+    LA_BONITA = "la_bonita"
+
+
+INTENTIONS = frozenset({Sena.CORTAR_MUS, Sena.ENVIDAR_MAS})
+"""Señas of intention: always allowed, never checked (mus-rules §12.3)."""
+
+_KING, _ACE = 12, 1
+_COUNT_SENAS = {
+    Sena.DOS_REYES: (_KING, 2),
+    Sena.MEDIAS_REYES: (_KING, 3),
+    Sena.CUATRO_REYES: (_KING, 4),
+    Sena.DOS_ASES: (_ACE, 2),
+    Sena.MEDIAS_ASES: (_ACE, 3),
+    Sena.CUATRO_ASES: (_ACE, 4),
+}
+
+
+def _fact_is_true(sena: Sena, facts: HandFacts, truth: SenaTruth) -> bool:
+    """Truth of a hand-fact seña on the sender's current cards (mus-rules §12.3 item 2), ciego excluded."""
+    if sena in _COUNT_SENAS:
+        rank, count = _COUNT_SENAS[sena]
+        held = facts.ranks.count(rank)
+        return held >= count if truth is SenaTruth.AT_LEAST else held == count
+    if sena is Sena.PARES:
+        return facts.pares_class is ParesClass.PAR
+    if sena is Sena.MEDIAS:
+        return facts.pares_class is ParesClass.MEDIAS
+    if sena is Sena.DUPLES:
+        return facts.pares_class is ParesClass.DUPLES
+    if sena is Sena.JUEGO:
+        return facts.total > 31
+    if sena is Sena.TREINTA_Y_UNA:
+        return facts.total == 31
+    if sena is Sena.TREINTA:
+        return facts.total == 30
+    if sena is Sena.VEINTINUEVE:
+        return facts.total == 29
+    if sena is Sena.LA_BONITA:
+        return facts.ranks == (_KING, _KING, _KING, _ACE)
+    raise AssertionError(f"not a hand-fact seña: {sena}")
+
+
+_HAND_FACTS = tuple(sena for sena in Sena if sena not in INTENTIONS and sena is not Sena.CIEGO)
+
+
+def vocabulary(rules: Rules) -> tuple[Sena, ...]:
+    """The señas these rules allow at all: la_bonita only with `sena_la_bonita` (mus-rules §12.1)."""
+    return tuple(sena for sena in Sena if sena is not Sena.LA_BONITA or rules.sena_la_bonita)
+
+
+def sena_rejection(sena: Sena, facts: HandFacts, rules: Rules, lance: Lance | None) -> str | None:
+    """Why this seña may not be sent now, or None when it is accepted.
+
+    `lance` is the lance whose seña round this is, or None for a mus-call window (mus-rules §12.3 item 3).
+    """
+    if rules.senas_mode.value == "off":
+        return "señas are off (senas_mode=off)"
+    if sena is Sena.LA_BONITA and not rules.sena_la_bonita:
+        return "la_bonita is not in the vocabulary unless sena_la_bonita is true"
+    if sena is Sena.MEDIAS and (lance is None or lance is Lance.GRANDE):
+        return "medias may not be shown until the grande lance is over (mus-rules §12.3)"
+    if sena in INTENTIONS:
+        return None
+    if sena is Sena.CIEGO:
+        held = [
+            other
+            for other in _HAND_FACTS
+            if _allowed_fact(other, rules) and _fact_is_true(other, facts, rules.sena_truth)
+        ]
+        if held:
+            return f"ciego is false: the hand has {held[0].value}"
+        return None
+    if _fact_is_true(sena, facts, rules.sena_truth):
+        return None
+    return f"{sena.value} is false for this hand"
+
+
+def _allowed_fact(sena: Sena, rules: Rules) -> bool:
+    return sena is not Sena.LA_BONITA or rules.sena_la_bonita
+
+
+def true_hand_senas(facts: HandFacts, rules: Rules, lance: Lance | None) -> tuple[Sena, ...]:
+    """The hand-fact señas (ciego included, intentions not) that are true and allowed now, in table order."""
+    return tuple(sena for sena in Sena if sena not in INTENTIONS and sena_rejection(sena, facts, rules, lance) is None)

@@ -1,0 +1,122 @@
+"""Every case of shared/vectors through `mus rules eval`, compared with its `expected` answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from workers.cli.main import app
+
+runner = CliRunner()
+
+
+def run_eval(path: Path, *options: str) -> list[dict[str, Any]]:
+    args = ["rules", "eval", str(path)]
+    for option in options:
+        args += ["--option", option]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def option_args(option: dict[str, Any]) -> list[str]:
+    return [f"{key}={json.dumps(value) if not isinstance(value, str) else value}" for key, value in option.items()]
+
+
+def test_every_hand_vector_wins_the_expected_seat(vectors_dir: Path) -> None:
+    cases = json.loads((vectors_dir / "hands.json").read_text())["hand_vectors"]
+    answers = run_eval(vectors_dir / "hands.json")
+    assert len(answers) == len(cases) > 0
+    for case, answer in zip(cases, answers, strict=True):
+        assert answer == {"id": case["id"], "winner_seat": case["expected_winner_seat"]}, case["justification"]
+
+
+def test_every_scenario_scores_as_expected(vectors_dir: Path) -> None:
+    cases = json.loads((vectors_dir / "scenarios.json").read_text())["scoring_scenarios"]
+    answers = run_eval(vectors_dir / "scenarios.json")
+    assert len(answers) == len(cases) > 0
+    for case, answer in zip(cases, answers, strict=True):
+        expected = case["expected"]
+        assert answer == {
+            "id": case["id"],
+            "points_this_hand": expected["points_this_hand"],
+            "final_score": expected["final_score"],
+            "game_winner": expected["game_winner"],
+        }, case["explanation"]
+
+
+def variant_cases(vectors_dir: Path) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    cases = json.loads((vectors_dir / "scenarios.json").read_text())["scoring_scenarios"]
+    return [(case["id"], variant["option"], variant) for case in cases for variant in case.get("variant_results", [])]
+
+
+def test_every_variant_result_under_its_options(vectors_dir: Path) -> None:
+    variants = variant_cases(vectors_dir)
+    assert variants, "the scenarios should carry variant_results"
+    for case_id, option, variant in variants:
+        answers = {answer["id"]: answer for answer in run_eval(vectors_dir / "scenarios.json", *option_args(option))}
+        answer = answers[case_id]
+        assert answer["final_score"] == variant["final_score"], (case_id, option)
+        assert answer["game_winner"] == variant["game_winner"], (case_id, option)
+
+
+def test_a_scenario_with_a_wrong_turn_prints_an_error_line_and_goes_on(tmp_path: Path, vectors_dir: Path) -> None:
+    data = json.loads((vectors_dir / "scenarios.json").read_text())
+    broken = json.loads(json.dumps(data["scoring_scenarios"][0]))
+    broken["id"] = "BROKEN"
+    broken["actions"]["grande"] = ["S1 paso", *broken["actions"]["grande"][1:]]
+    data["scoring_scenarios"] = [broken, data["scoring_scenarios"][1]]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(data))
+    answers = run_eval(path)
+    assert answers[0]["id"] == "BROKEN" and "seat 1 is not asked" in answers[0]["error"]
+    assert answers[1]["id"] == data["scoring_scenarios"][1]["id"] and "error" not in answers[1]
+
+
+def test_an_unknown_option_in_a_case_config_is_an_error_line(tmp_path: Path, vectors_dir: Path) -> None:
+    data = json.loads((vectors_dir / "scenarios.json").read_text())
+    data["scoring_scenarios"] = [dict(data["scoring_scenarios"][0], config={"no_such_option": 1})]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(data))
+    [answer] = run_eval(path)
+    assert "unknown rules option 'no_such_option'" in answer["error"]
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        ("{not json", [], "is not valid JSON"),
+        ('{"something": []}', [], "neither 'hand_vectors' nor 'scoring_scenarios'"),
+        ('{"hand_vectors": []}', ["--option", "no_such_key=1"], "unknown rules option 'no_such_key'"),
+        ('{"hand_vectors": []}', ["--option", "target_score=-3"], "target_score must be at least 1"),
+        ('{"hand_vectors": []}', ["--option", "mus_decision_mode=fem_out_of_turn"], "unsupported in v1"),
+        ('{"hand_vectors": []}', ["--option", "target_score"], "must be written key=value"),
+    ],
+)
+def test_bad_input_is_a_one_line_error_with_exit_code_1(
+    tmp_path: Path, content: str, args: list[str], message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    result = runner.invoke(app, ["rules", "eval", str(path), *args])
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_an_unknown_card_is_reported_for_its_case(tmp_path: Path) -> None:
+    case = {"id": "X", "lance": "grande", "hands": [["13o", "1c", "2c", "3c"], ["4o"] * 4, ["5o"] * 4, ["6o"] * 4]}
+    path = tmp_path / "cards.json"
+    path.write_text(json.dumps({"hand_vectors": [case]}))
+    [answer] = run_eval(path)
+    assert answer["id"] == "X" and "unknown card '13o'" in answer["error"]
+
+
+def test_a_missing_file_is_a_one_line_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["rules", "eval", str(tmp_path / "nope.json")])
+    assert result.exit_code == 1 and "cannot read" in result.stderr
