@@ -33,7 +33,7 @@ class DeckMode(Enum):
     CUATRO_REYES = "4_reyes"
 
 
-@dataclass(frozen=True, order=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Card:
     """One physical card. Its notation is `<rank><suit>`, for example `12o` or `3c`."""
 

@@ -776,7 +776,6 @@ class Match:
                 continue
             pool.extend(self._round_discards[seat])
             self._consumed.add(seat)
-        pool.sort()
         self._rng.shuffle(pool)
         self.stock = pool
         self._emit(EventKind.STOCK_RESHUFFLED)
@@ -1122,6 +1121,19 @@ class Match:
         if mode is RefusedJugadaBonusTo.BEST_CARDS:
             return team_of(best)
         return None
+
+    def card_census(self) -> list[Card]:
+        """Every card where it is now: hands, stock, discard pile and this round's discards in transit.
+
+        The 40 cards are always all there exactly once (mus-rules §5.2); tests check it after every step.
+        """
+        cards = [card for hand in self.hands for card in hand]
+        cards += self.stock + self.discard_pile
+        for seat, thrown in self._round_discards.items():
+            replaced = not set(thrown) & set(self.hands[seat])
+            if replaced and seat not in self._consumed:
+                cards += thrown
+        return cards
 
     # ------------------------------------------------------------------ views
 
