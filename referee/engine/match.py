@@ -34,7 +34,7 @@ from referee.engine.rules import (
     Rules,
     SenasMode,
 )
-from referee.engine.senas import Sena, sena_rejection, true_hand_senas
+from referee.engine.senas import Sena, SenaRejection, SenaRejectionCode, sena_rejection, true_hand_senas
 
 
 class DecisionKind(Enum):
@@ -314,7 +314,8 @@ class Match:
         self._sena_queue: list[int] = []
         self._betting: _Betting | None = None
         self._results: dict[Lance, _LanceResult] = {}
-        self._emit(EventKind.MATCH_STARTED, first_dealer=self.first_dealer, rules=self.rules.to_options(), seed=seed)
+        # The seed fixes every deal, so it is never part of an event: seats must not learn it (mus-rules §4.1).
+        self._emit(EventKind.MATCH_STARTED, first_dealer=self.first_dealer, rules=self.rules.to_options())
         self._start_game()
         try:
             self._start_hand()
@@ -705,8 +706,10 @@ class Match:
         """Señas ride on the call and are delivered before it (mus-rules §12.3 item 3a)."""
         rejected: tuple[tuple[Sena, str], ...] = ()
         if self.rules.senas_mode is SenasMode.AUTOMATIC:
-            rejected = tuple((sena, "senas_mode is automatic: the referee sends señas") for sena in action.senas)
-            self._note_rejections(seat, rejected)
+            text = "senas_mode is automatic: the referee sends señas"
+            automatic = [(sena, SenaRejection(SenaRejectionCode.OUTSIDE_WINDOW, text)) for sena in action.senas]
+            self._note_rejections(seat, automatic)
+            rejected = tuple((sena, text) for sena in action.senas)
             self._send_automatic_senas(seat, None)
         elif action.senas:
             rejected = self._send_sena_list(seat, action.senas, None)
@@ -883,21 +886,22 @@ class Match:
         facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
         return tuple(sena for sena in Sena if sena_rejection(sena, facts, self.rules, lance) is None)
 
-    def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[str | None]:
+    def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
         """For each seña of a list, why it is rejected, or None when it is delivered (mus-rules §12.3)."""
         facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
         limit = self.rules.max_senas_per_window
-        verdicts: list[str | None] = []
+        verdicts: list[SenaRejection | None] = []
         for index, sena in enumerate(senas):
             reason = sena_rejection(sena, facts, self.rules, lance)
             if reason is None and index >= limit:
-                reason = f"beyond the first {limit} señas of the list (max_senas_per_window)"
+                text = f"beyond the first {limit} señas of the list (max_senas_per_window)"
+                reason = SenaRejection(SenaRejectionCode.OVER_LIMIT, text)
             verdicts.append(reason)
         return verdicts
 
     def _sena_list_rejections(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[tuple[Sena, str]]:
         verdicts = self._sena_verdicts(seat, senas, lance)
-        return [(sena, reason) for sena, reason in zip(senas, verdicts, strict=True) if reason is not None]
+        return [(sena, str(reason)) for sena, reason in zip(senas, verdicts, strict=True) if reason is not None]
 
     def _sena_answer(self, seat: int, senas: tuple[Sena, ...]) -> tuple[tuple[Sena, str], ...]:
         self._sena_queue.pop(0)
@@ -913,11 +917,19 @@ class Match:
         for sena, reason in zip(senas, verdicts, strict=True):
             if reason is None:
                 self._deliver(seat, sena, lance)
-        return rejected
+        return tuple((sena, str(reason)) for sena, reason in rejected)
 
-    def _note_rejections(self, seat: int, rejected: Sequence[tuple[Sena, str]]) -> None:
+    def _note_rejections(self, seat: int, rejected: Sequence[tuple[Sena, SenaRejection]]) -> None:
+        """Only the sender learns that a seña was rejected, and why (mus-rules §12.3 item 4)."""
         for sena, reason in rejected:
-            self._emit(EventKind.SENA_REJECTED, frozenset({seat}), seat=seat, sena=sena.value, reason=reason)
+            self._emit(
+                EventKind.SENA_REJECTED,
+                frozenset({seat}),
+                seat=seat,
+                sena=sena.value,
+                reason=reason.text,
+                code=reason.code.value,
+            )
 
     def _send_automatic_senas(self, seat: int, lance: Lance | None) -> None:
         """Automatic mode: each true hand-fact seña once per hand, at its first allowed window (§12.3 item 6)."""
@@ -935,7 +947,7 @@ class Match:
         leaked = leak_rng(self.seed, self.hand_number, index).random() < probability
         to = None if leaked else frozenset({seat, partner_of(seat)})
         phase = lance.value if lance is not None else "mus"
-        self._emit(EventKind.SENA_DELIVERED, to, seat=seat, sena=sena.value, phase=phase)
+        self._emit(EventKind.SENA_DELIVERED, to, seat=seat, sena=sena.value, phase=phase, mus_round=self._discards_done)
 
     # ------------------------------------------------------------------ betting
 
@@ -963,12 +975,26 @@ class Match:
         self._answer(betting, chosen_seat, chosen, final=True)
 
     def _emit_bet(self, betting: _Betting, seat: int, action: Action) -> None:
+        """Publish a betting action with the totals it leaves on the table (accepted, pending, órdago)."""
+        pending, accepted, ordago = betting.pending, betting.accepted, betting.ordago
+        kind = action.kind
+        if kind is ActionKind.ENVIDO:
+            pending = action.amount
+        elif kind is ActionKind.MAS:
+            accepted, pending = pending or 0, (pending or 0) + action.amount
+        elif kind is ActionKind.ORDAGO:
+            accepted, ordago = pending or 0, True
+        elif kind is ActionKind.QUIERO and not ordago:
+            accepted = pending or 0
         self._emit(
             EventKind.BET,
             lance=betting.lance.value,
             seat=seat,
-            action=action.kind.value,
+            action=kind.value,
             amount=action.amount,
+            pending=pending,
+            accepted=accepted,
+            ordago=ordago,
         )
 
     def _open_action(self, betting: _Betting, seat: int, action: Action) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 from referee.engine.hands import HandFacts, Lance, ParesClass
@@ -28,6 +29,26 @@ class Sena(Enum):
     CUATRO_REYES = "cuatro_reyes"
     CUATRO_ASES = "cuatro_ases"
     LA_BONITA = "la_bonita"
+
+
+class SenaRejectionCode(Enum):
+    """Why a seña was not delivered (mus-rules §12.3 item 4)."""
+
+    NOT_IN_VOCABULARY = "not_in_vocabulary"
+    FALSE = "false"
+    OUTSIDE_WINDOW = "outside_window"
+    OVER_LIMIT = "over_limit"
+
+
+@dataclass(frozen=True, slots=True)
+class SenaRejection:
+    """A rejected seña's reason: a code for machines and a sentence for people."""
+
+    code: SenaRejectionCode
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 INTENTIONS = frozenset({Sena.CORTAR_MUS, Sena.ENVIDAR_MAS})
@@ -77,31 +98,31 @@ def vocabulary(rules: Rules) -> tuple[Sena, ...]:
     return tuple(sena for sena in Sena if sena is not Sena.LA_BONITA or rules.sena_la_bonita)
 
 
-def sena_rejection(sena: Sena, facts: HandFacts, rules: Rules, lance: Lance | None) -> str | None:
+def sena_rejection(sena: Sena, facts: HandFacts, rules: Rules, lance: Lance | None) -> SenaRejection | None:
     """Why this seña may not be sent now, or None when it is accepted.
 
     `lance` is the lance whose seña round this is, or None for a mus-call window (mus-rules §12.3 item 3).
     """
     if rules.senas_mode.value == "off":
-        return "señas are off (senas_mode=off)"
+        return SenaRejection(SenaRejectionCode.OUTSIDE_WINDOW, "señas are off (senas_mode=off)")
     if sena is Sena.LA_BONITA and not rules.sena_la_bonita:
-        return "la_bonita is not in the vocabulary unless sena_la_bonita is true"
+        return SenaRejection(
+            SenaRejectionCode.NOT_IN_VOCABULARY, "la_bonita is not in the vocabulary unless sena_la_bonita is true"
+        )
     if sena is Sena.MEDIAS and (lance is None or lance is Lance.GRANDE):
-        return "medias may not be shown until the grande lance is over (mus-rules §12.3)"
+        return SenaRejection(
+            SenaRejectionCode.OUTSIDE_WINDOW, "medias may not be shown until the grande lance is over (mus-rules §12.3)"
+        )
     if sena in INTENTIONS:
         return None
     if sena is Sena.CIEGO:
-        held = [
-            other
-            for other in _HAND_FACTS
-            if _allowed_fact(other, rules) and _fact_is_true(other, facts, rules.sena_truth)
-        ]
-        if held:
-            return f"ciego is false: the hand has {held[0].value}"
+        for other in _HAND_FACTS:
+            if _allowed_fact(other, rules) and _fact_is_true(other, facts, rules.sena_truth):
+                return SenaRejection(SenaRejectionCode.FALSE, f"ciego is false: the hand has {other.value}")
         return None
     if _fact_is_true(sena, facts, rules.sena_truth):
         return None
-    return f"{sena.value} is false for this hand"
+    return SenaRejection(SenaRejectionCode.FALSE, f"{sena.value} is false for this hand")
 
 
 def _allowed_fact(sena: Sena, rules: Rules) -> bool:

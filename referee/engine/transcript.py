@@ -18,7 +18,7 @@ def describe_event(event: Event) -> str | None:
     data = event.data
     kind = event.kind
     if kind is EventKind.MATCH_STARTED:
-        return f"Match, seed {data['seed']}; first dealer seat {data['first_dealer']}"
+        return f"Match: first dealer seat {data['first_dealer']}"
     if kind is EventKind.GAME_STARTED:
         return f"\n=== Vaca {data['vaca']}, game {data['game']} ==="
     if kind is EventKind.HAND_STARTED:

@@ -75,4 +75,5 @@ def play_command(
     if json_output:
         typer.echo(json.dumps(match_record(match), ensure_ascii=False))
         return
+    typer.echo(f"Seed {seed}; rules: {rules.changed_options() or 'defaults'}")
     typer.echo(render_transcript(match.events if seat is None else match.events_for(seat)), nl=False)
