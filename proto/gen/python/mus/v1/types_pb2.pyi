@@ -674,6 +674,7 @@ class LegalAction(_message.Message):
     MAX_CARDS_FIELD_NUMBER: _builtins.int
     HAS_JUGADA_FIELD_NUMBER: _builtins.int
     MAX_SENAS_FIELD_NUMBER: _builtins.int
+    SENAS_FIELD_NUMBER: _builtins.int
     kind: Global___ActionKind.ValueType
     """The legal kind."""
     min_amount: _builtins.int
@@ -692,6 +693,12 @@ class LegalAction(_message.Message):
     """For MUS, NO_MUS and SENAS: the most senas that will be considered (max_senas_per_window); 0 means senas
     are not accepted here. 0 for other kinds.
     """
+    @_builtins.property
+    def senas(self) -> _containers.RepeatedScalarFieldContainer[Global___Sena.ValueType]:
+        """For MUS, NO_MUS and SENAS: the senas that would be accepted now (true for the seat's cards and allowed in
+        this window), in the order of the rulebook's table. Any other sena is rejected without a fault.
+        """
+
     def __init__(
         self,
         *,
@@ -702,10 +709,11 @@ class LegalAction(_message.Message):
         max_cards: _builtins.int = ...,
         has_jugada: _builtins.bool = ...,
         max_senas: _builtins.int = ...,
+        senas: _abc.Iterable[Global___Sena.ValueType] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["has_jugada", b"has_jugada", "kind", b"kind", "max_amount", b"max_amount", "max_cards", b"max_cards", "max_senas", b"max_senas", "min_amount", b"min_amount", "min_cards", b"min_cards"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["has_jugada", b"has_jugada", "kind", b"kind", "max_amount", b"max_amount", "max_cards", b"max_cards", "max_senas", b"max_senas", "min_amount", b"min_amount", "min_cards", b"min_cards", "senas", b"senas"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
