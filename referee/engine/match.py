@@ -1148,6 +1148,26 @@ class Match:
             return team_of(best)
         return None
 
+    def betting_totals(self) -> tuple[int, int, bool]:
+        """The current lance's accepted and pending totals and whether an órdago is pending (0, 0, False)."""
+        betting = self._betting
+        if betting is None:
+            return (0, 0, False)
+        return (betting.accepted, betting.pending or 0, betting.ordago)
+
+    @property
+    def discard_rounds(self) -> int:
+        """How many discards the current hand has had (public: everybody saw them)."""
+        return self._discards_done
+
+    def acceptable_senas(self, seat: int) -> tuple[Sena, ...]:
+        """The señas an awaited seat could send now and have accepted (mus call or seña round), else ()."""
+        if seat not in self.awaited() or self.decision not in (DecisionKind.MUS, DecisionKind.SENAS):
+            return ()
+        if self.rules.senas_mode is not SenasMode.VOLUNTARY:
+            return ()
+        return self._acceptable_senas(seat, self.lance if self.decision is DecisionKind.SENAS else None)
+
     def card_census(self) -> list[Card]:
         """Every card where it is now: hands, stock, discard pile and this round's discards in transit.
 

@@ -1,0 +1,48 @@
+"""The referee's gRPC server: Play, Watch, TableAdmin, plus grpc.health.v1 and server reflection."""
+
+from __future__ import annotations
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, play_pb2_grpc, watch_pb2, watch_pb2_grpc
+from referee.service.servicer import (
+    MAX_MESSAGE_BYTES,
+    PlayServicer,
+    Referee,
+    TableAdminServicer,
+    WatchServicer,
+)
+
+SERVICE_NAMES = (
+    play_pb2.DESCRIPTOR.services_by_name["PlayService"].full_name,
+    watch_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
+    admin_pb2.DESCRIPTOR.services_by_name["TableAdminService"].full_name,
+)
+
+
+async def start_server(referee: Referee, address: str = "127.0.0.1:0") -> tuple[grpc.aio.Server, int]:
+    """Start serving on `address` (port 0 picks a free port); returns the server and its port."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", 16 * 1024 * 1024),
+            ("grpc.keepalive_time_ms", 20_000),
+            ("grpc.http2.max_pings_without_data", 0),
+            ("grpc.keepalive_permit_without_calls", 1),
+        ]
+    )
+    play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
+    watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
+    admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    await server.start()
+    for name in (*SERVICE_NAMES, ""):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, port

@@ -1,0 +1,336 @@
+"""The gRPC servicers: thin, they check who is calling and hand everything else to the tables.
+
+Every refusal is a gRPC status with a message naming the problem, never a bare UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, play_pb2_grpc, watch_pb2, watch_pb2_grpc
+from mus.v1 import types_pb2 as pb
+from referee.engine.errors import RulesError
+from referee.engine.rules import Rules
+from referee.service import convert
+from referee.service.table import PROTOCOL_VERSION, Table, TableError, TableStatus
+
+log = logging.getLogger(__name__)
+
+JOIN_WAIT_S = 10.0
+"""How long a new Play stream may take to send its Join."""
+
+MAX_MESSAGE_BYTES = 64 * 1024
+"""The largest message a client may send; the biggest legitimate one is a few hundred bytes."""
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+_STATUS = {name: getattr(grpc.StatusCode, name) for name in ("ABORTED", "ALREADY_EXISTS", "FAILED_PRECONDITION")}
+
+
+class RateLimiter:
+    """A token bucket per stream: a bot may send bursts, but not a flood (messages per second)."""
+
+    def __init__(self, rate: float = 200.0, burst: float = 400.0) -> None:
+        self.rate, self.capacity, self.tokens = rate, burst, burst
+        self.updated = time.monotonic()
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class Referee:
+    """Every table of this process, the seat tokens that open them, and the admin token."""
+
+    def __init__(self, admin_token: str | None = None, *, reconnect_grace_s: float = 5.0, keep_finished: int = 1000):
+        self.admin_token = admin_token or secrets.token_urlsafe(24)
+        self.reconnect_grace_s = reconnect_grace_s
+        self.keep_finished = keep_finished
+        self.tables: dict[str, Table] = {}
+        self._tokens: dict[str, tuple[Table, int]] = {}
+        self._external: dict[str, tuple[str, admin_pb2.CreateTableRequest]] = {}
+        self._finished: list[str] = []
+
+    def create_table(
+        self,
+        rules: Rules,
+        seed: int,
+        bot_names: list[str],
+        *,
+        join_timeout_s: float = 30.0,
+        table_id: str | None = None,
+    ) -> Table:
+        """A new table waiting for its four seats; the seat tokens are in `table.seats[i].token`."""
+        if len(bot_names) != 4:
+            raise ValueError("a table has four seats")
+        table_id = table_id or secrets.token_hex(8)
+        table = Table(
+            table_id,
+            rules,
+            seed,
+            bot_names,
+            join_timeout_s=join_timeout_s,
+            reconnect_grace_s=self.reconnect_grace_s,
+            on_finish=self._finished_table,
+        )
+        self.tables[table_id] = table
+        for seat, state in enumerate(table.seats):
+            self._tokens[state.token] = (table, seat)
+        return table
+
+    def seat_for_token(self, token: str) -> tuple[Table, int] | None:
+        return self._tokens.get(token)
+
+    def _finished_table(self, table: Table) -> None:
+        """Tokens die with the match; the table itself is kept a while for status and replays."""
+        for state in table.seats:
+            self._tokens.pop(state.token, None)
+        self._finished.append(table.table_id)
+        while len(self._finished) > self.keep_finished:
+            self.tables.pop(self._finished.pop(0), None)
+
+    def check_admin(self, context: Context) -> bool:
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+                return hmac.compare_digest(value[len("Bearer ") :].encode(), self.admin_token.encode())
+        return False
+
+
+class PlayServicer(play_pb2_grpc.PlayServiceServicer):
+    """One bidirectional stream per seat: decisions and events out, actions in."""
+
+    def __init__(self, referee: Referee) -> None:
+        self.referee = referee
+
+    async def Play(
+        self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Context
+    ) -> AsyncIterator[play_pb2.PlayResponse]:
+        try:
+            first = await asyncio.wait_for(anext(request_iterator), JOIN_WAIT_S)
+        except StopAsyncIteration:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending Join")
+        except TimeoutError:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no Join within {JOIN_WAIT_S:g} s")
+        if first.WhichOneof("message") != "join":
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a Play stream must be Join")
+        join = first.join
+        if join.protocol_version != PROTOCOL_VERSION:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"protocol version {join.protocol_version} is not supported: this referee speaks {PROTOCOL_VERSION}",
+            )
+        found = self.referee.seat_for_token(join.seat_token)
+        if found is None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown or expired seat token")
+        table, seat = found
+        outbox: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
+        try:
+            table.attach(seat, outbox, join.next_seq)
+        except TableError as error:
+            await context.abort(_STATUS[error.code], str(error))
+        closing: list[tuple[grpc.StatusCode, str]] = []
+        reader = asyncio.create_task(self._read(table, seat, request_iterator, outbox, closing))
+        try:
+            while True:
+                message = await outbox.get()
+                if message is None:
+                    break
+                yield message
+        finally:
+            reader.cancel()
+            table.detach(seat, outbox)
+        if closing:
+            await context.abort(*closing[0])
+        if table.status is TableStatus.CANCELLED:
+            await context.abort(grpc.StatusCode.ABORTED, f"table {table.table_id} was cancelled")
+
+    async def _read(
+        self,
+        table: Table,
+        seat: int,
+        requests: AsyncIterator[play_pb2.PlayRequest],
+        outbox: asyncio.Queue[play_pb2.PlayResponse | None],
+        closing: list[tuple[grpc.StatusCode, str]],
+    ) -> None:
+        """Apply what the seat sends; a protocol error closes its stream with a status naming it."""
+        limiter = RateLimiter()
+
+        def close(code: grpc.StatusCode, detail: str) -> None:
+            table.protocol_error(seat, detail)
+            closing.append((code, detail))
+            outbox.put_nowait(None)
+
+        try:
+            async for request in requests:
+                if not limiter.allow():
+                    close(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many messages: the limit is 200 per second")
+                    return
+                kind = request.WhichOneof("message")
+                if kind == "act":
+                    rejection = table.act(seat, request.act.decision_id, request.act.action)
+                    if rejection is not None:
+                        outbox.put_nowait(play_pb2.PlayResponse(action_rejected=rejection))
+                elif kind == "ping":
+                    outbox.put_nowait(play_pb2.PlayResponse(pong=play_pb2.Pong(nonce=request.ping.nonce)))
+                elif kind == "join":
+                    close(grpc.StatusCode.INVALID_ARGUMENT, "Join may only be the first message of a stream")
+                    return
+                else:
+                    close(grpc.StatusCode.INVALID_ARGUMENT, "an empty PlayRequest: set act or ping")
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # a message the server could not read: garbage bytes, oversized
+            log.info("table %s seat %d: unreadable stream: %r", table.table_id, seat, error)
+            close(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable message: {type(error).__name__}")
+
+
+class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
+    """Spectators: public events live; the omniscient record only once the match has ended."""
+
+    def __init__(self, referee: Referee) -> None:
+        self.referee = referee
+
+    async def Watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
+        table = self.referee.tables.get(request.table_id)
+        if table is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        if request.omniscient:
+            if table.status not in (TableStatus.FINISHED, TableStatus.CANCELLED):
+                await context.abort(
+                    grpc.StatusCode.FAILED_PRECONDITION, "the omniscient replay opens only after the match has ended"
+                )
+            for event in table.omniscient_events:
+                yield watch_pb2.WatchResponse(event=event)
+            if table.outcome is not None:
+                yield watch_pb2.WatchResponse(outcome=table.outcome)
+            return
+        queue: asyncio.Queue[pb.Event | pb.Outcome | None] = asyncio.Queue()
+        for event in table.public_events:
+            queue.put_nowait(event)
+        if table.status is TableStatus.FINISHED and table.outcome is not None:
+            queue.put_nowait(table.outcome)
+            queue.put_nowait(None)
+        elif table.status is TableStatus.CANCELLED:
+            queue.put_nowait(None)
+        else:
+            table.watchers.add(queue)
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, pb.Outcome):
+                    yield watch_pb2.WatchResponse(outcome=item)
+                else:
+                    yield watch_pb2.WatchResponse(event=item)
+        finally:
+            table.watchers.discard(queue)
+
+
+class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
+    """Create, cancel and inspect tables; every call needs `authorization: Bearer <admin token>`."""
+
+    def __init__(self, referee: Referee) -> None:
+        self.referee = referee
+
+    async def _authorize(self, context: Context) -> None:
+        if not self.referee.check_admin(context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid admin token is required (authorization)")
+
+    async def CreateTable(
+        self, request: admin_pb2.CreateTableRequest, context: Context
+    ) -> admin_pb2.CreateTableResponse:
+        await self._authorize(context)
+        if len(request.seats) != 4:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a table has 4 seats, got {len(request.seats)}")
+        try:
+            options = dict(request.rules)
+            rules = convert.rules_from_map(options)
+            overrides: dict[str, float] = {}
+            if request.HasField("decision_timeout_s"):
+                overrides["decision_timeout_s"] = request.decision_timeout_s
+            if request.HasField("time_bank_s"):
+                overrides["time_bank_s"] = request.time_bank_s
+            if overrides:
+                rules = rules.with_options(overrides)
+        except RulesError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        if request.external_id and request.external_id in self.referee._external:
+            table_id, earlier = self.referee._external[request.external_id]
+            if earlier != request:
+                await context.abort(
+                    grpc.StatusCode.ALREADY_EXISTS, f"external id {request.external_id!r} names another table"
+                )
+            table = self.referee.tables[table_id]
+        else:
+            join_timeout = request.join_timeout_s if request.HasField("join_timeout_s") else 30.0
+            table = self.referee.create_table(
+                rules, request.seed, [seat.bot_name for seat in request.seats], join_timeout_s=join_timeout
+            )
+            if request.external_id:
+                self.referee._external[request.external_id] = (table.table_id, request)
+        return admin_pb2.CreateTableResponse(
+            table_id=table.table_id,
+            seat_tokens=[state.token for state in table.seats],
+            rules=convert.rules_to_map(table.rules),
+        )
+
+    async def CancelTable(
+        self, request: admin_pb2.CancelTableRequest, context: Context
+    ) -> admin_pb2.CancelTableResponse:
+        await self._authorize(context)
+        table = self.referee.tables.get(request.table_id)
+        if table is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        table.cancel(request.reason or "cancelled by the admin")
+        return admin_pb2.CancelTableResponse(status=_table_status(table))
+
+    async def GetTableStatus(
+        self, request: admin_pb2.GetTableStatusRequest, context: Context
+    ) -> admin_pb2.GetTableStatusResponse:
+        await self._authorize(context)
+        table = self.referee.tables.get(request.table_id)
+        if table is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        return table_status_message(table)
+
+
+def _table_status(table: Table) -> admin_pb2.TableStatus.ValueType:
+    return admin_pb2.TableStatus.Value(f"TABLE_STATUS_{table.status.name}")
+
+
+def table_status_message(table: Table) -> admin_pb2.GetTableStatusResponse:
+    """A table's status as the admin API reports it."""
+    response = admin_pb2.GetTableStatusResponse(
+        table_id=table.table_id,
+        status=_table_status(table),
+        seats=[
+            admin_pb2.SeatStatus(
+                seat=seat, bot_name=state.name, joined=state.joined, connected=state.outbox is not None
+            )
+            for seat, state in enumerate(table.seats)
+        ],
+        rules=convert.rules_to_map(table.rules),
+        faults=table.all_faults(),
+    )
+    match = table.match
+    if match is not None:
+        response.hand_number = max(match.hand_number, 0)
+        response.score_team_0, response.score_team_1 = match.score
+        response.games_team_0, response.games_team_1 = match.games_won
+        response.vacas_team_0, response.vacas_team_1 = match.vacas_won
+        response.faults_team_0, response.faults_team_1 = match.faults
+    if table.outcome is not None:
+        response.outcome.CopyFrom(table.outcome)
+    return response

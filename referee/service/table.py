@@ -1,0 +1,503 @@
+"""One table: a match on the engine, its four seats' streams, their clocks, faults and spectators.
+
+A table is driven by one asyncio event loop and every method is synchronous, so a step of the match is never
+interleaved with another: no locks, and one slow or hostile bot only ever waits on its own clock. The rules'
+clocks are those of mus-rules §13: a decision has `decision_timeout_s`, then draws on the seat's bank; a seña
+round has `decision_timeout_s` only. Beyond the rules' faults (illegal action, timeout), the table records
+incidents with their causes: protocol_error, disconnect, crash, stall, absent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mus.v1 import play_pb2
+from mus.v1 import types_pb2 as pb
+from referee.engine.errors import IllegalActionError, MalformedError
+from referee.engine.match import DecisionKind, Match
+from referee.engine.rules import IllegalActionPolicy, Rules
+from referee.service import convert
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+
+
+class TableStatus(enum.Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class TableError(Exception):
+    """A request the table refuses; `code` is the gRPC status name the servicer maps it to."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(slots=True)
+class _Decision:
+    """An open decision of one seat."""
+
+    decision_id: int
+    kind: DecisionKind
+    asked_at: float
+    uses_bank: bool
+    answered: bool = False
+    """Whether the seat sent anything for it (an illegal action counts): silence until timeout is a stall."""
+
+
+@dataclass(slots=True)
+class _Seat:
+    """A seat's connection state, clock and records."""
+
+    name: str
+    token: str
+    bank: float
+    outbox: asyncio.Queue[play_pb2.PlayResponse | None] | None = None
+    joined: bool = False
+    gone: bool = False
+    """The seat will not answer any more (crashed, absent, or disconnected past the grace period): its
+    decisions time out at once."""
+    grace: asyncio.TimerHandle | None = None
+    last_decision_id: int = 0
+    decision_seconds: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """A service-level fault: a named cause beyond the rules' illegal action and timeout."""
+
+    seat: int
+    cause: str
+    detail: str
+
+
+class Table:
+    """A match and everything the referee needs to run it over streams."""
+
+    def __init__(
+        self,
+        table_id: str,
+        rules: Rules,
+        seed: int,
+        bot_names: list[str],
+        *,
+        join_timeout_s: float = 30.0,
+        reconnect_grace_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        loop: asyncio.AbstractEventLoop | None = None,
+        on_finish: Callable[[Table], None] | None = None,
+    ) -> None:
+        self.table_id = table_id
+        self.rules = rules
+        self.seed = seed
+        self.loop = loop or asyncio.get_running_loop()
+        self.clock = clock
+        self.reconnect_grace_s = reconnect_grace_s
+        self.seats = [_Seat(name, secrets.token_urlsafe(24), rules.time_bank_s) for name in bot_names]
+        self.status = TableStatus.WAITING
+        self.match: Match | None = None
+        self.seat_events: list[list[pb.Event]] = [[], [], [], []]
+        self._hand_start: list[int] = [0, 0, 0, 0]
+        self.public_events: list[pb.Event] = []
+        self.omniscient_events: list[pb.Event] = []
+        self.watchers: set[asyncio.Queue[pb.Event | pb.Outcome | None]] = set()
+        self.incidents: list[Incident] = []
+        self.decisions: dict[int, _Decision] = {}
+        self._next_decision_id = 1
+        self._published = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._on_finish = on_finish
+        self.finished = asyncio.Event()
+        self.outcome: pb.Outcome | None = None
+        self.created_at = clock()
+        self.started_at: float | None = None
+        self._join_timer = self.loop.call_later(join_timeout_s, self._join_timeout)
+
+    # ------------------------------------------------------------------ seats and streams
+
+    def attach(self, seat: int, outbox: asyncio.Queue[play_pb2.PlayResponse | None], next_seq: int = 0) -> None:
+        """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision."""
+        state = self.seats[seat]
+        if self.status is TableStatus.CANCELLED:
+            raise TableError("ABORTED", f"table {self.table_id} was cancelled")
+        if state.outbox is not None:
+            raise TableError("ALREADY_EXISTS", f"seat {seat} of table {self.table_id} already has a live stream")
+        if state.gone and self.status is TableStatus.RUNNING:
+            raise TableError("FAILED_PRECONDITION", f"seat {seat} was dropped: the reconnect grace period is over")
+        resumed = state.joined
+        state.outbox = outbox
+        state.joined = True
+        if state.grace is not None:
+            state.grace.cancel()
+            state.grace = None
+        outbox.put_nowait(
+            play_pb2.PlayResponse(
+                joined=play_pb2.Joined(
+                    seat=seat,
+                    table_id=self.table_id,
+                    rules=convert.rules_to_map(self.rules),
+                    protocol_version=PROTOCOL_VERSION,
+                    resumed=resumed,
+                )
+            )
+        )
+        for event in self.seat_events[seat][next_seq:]:
+            outbox.put_nowait(play_pb2.PlayResponse(event=event))
+        if self.status is TableStatus.FINISHED:
+            assert self.outcome is not None
+            outbox.put_nowait(play_pb2.PlayResponse(outcome=self.outcome))
+            outbox.put_nowait(None)
+            return
+        if self.status is TableStatus.WAITING and all(other.joined for other in self.seats):
+            self._start()
+            return
+        decision = self.decisions.get(seat)
+        if decision is not None:
+            self._send_decision(seat, decision)
+
+    def detach(self, seat: int, outbox: asyncio.Queue[play_pb2.PlayResponse | None]) -> None:
+        """A seat's stream ended. A running match gives it the grace period to rejoin."""
+        state = self.seats[seat]
+        if state.outbox is not outbox:
+            return
+        state.outbox = None
+        if self.status is not TableStatus.RUNNING and self.status is not TableStatus.WAITING:
+            return
+        state.grace = self.loop.call_later(self.reconnect_grace_s, self._grace_over, seat)
+
+    def _grace_over(self, seat: int) -> None:
+        state = self.seats[seat]
+        state.grace = None
+        if state.outbox is not None or self.status not in (TableStatus.RUNNING, TableStatus.WAITING):
+            return
+        self.record_incident(seat, "disconnect", f"no stream for {self.reconnect_grace_s:g} s")
+        self._drop(seat)
+
+    def report_crash(self, seat: int, detail: str) -> None:
+        """The launcher saw the seat's process exit: it will not answer again."""
+        if self.status in (TableStatus.FINISHED, TableStatus.CANCELLED) or self.seats[seat].gone:
+            return
+        self.record_incident(seat, "crash", detail)
+        self._drop(seat)
+
+    def protocol_error(self, seat: int, detail: str) -> None:
+        """The seat's stream sent something the protocol does not allow; the stream is closed after this."""
+        if self.status in (TableStatus.FINISHED, TableStatus.CANCELLED):
+            return
+        self.record_incident(seat, "protocol_error", detail)
+
+    def record_incident(self, seat: int, cause: str, detail: str) -> None:
+        log.info("table %s seat %d: %s (%s)", self.table_id, seat, cause, detail)
+        self.incidents.append(Incident(seat, cause, detail))
+
+    def _drop(self, seat: int) -> None:
+        self.seats[seat].gone = True
+        if self.status is TableStatus.RUNNING:
+            self._sync()
+
+    def _join_timeout(self) -> None:
+        """Seats that never joined are absent: the match starts and their decisions time out at once."""
+        if self.status is not TableStatus.WAITING:
+            return
+        for seat, state in enumerate(self.seats):
+            if not state.joined:
+                self.record_incident(seat, "absent", "did not join before the join timeout")
+                state.gone = True
+        self._start()
+
+    # ------------------------------------------------------------------ the match
+
+    def _start(self) -> None:
+        self._join_timer.cancel()
+        self.status = TableStatus.RUNNING
+        self.started_at = self.clock()
+        self.match = Match(self.rules, self.seed)
+        self._sync()
+
+    def _publish(self) -> None:
+        """Convert new engine events once per recipient and route them: seats, spectators, the replay."""
+        match = self.match
+        assert match is not None
+        for event in match.events[self._published :]:
+            for seat in range(4):
+                if not event.visible_to(seat):
+                    continue
+                events = self.seat_events[seat]
+                message = convert.event_to_proto(event, len(events), seat)
+                if message.WhichOneof("payload") == "hand_started":
+                    self._hand_start[seat] = len(events)
+                events.append(message)
+                outbox = self.seats[seat].outbox
+                if outbox is not None:
+                    outbox.put_nowait(play_pb2.PlayResponse(event=message))
+            self.omniscient_events.append(convert.event_to_proto(event, len(self.omniscient_events), None))
+            if event.to is None:
+                public = convert.event_to_proto(event, len(self.public_events), None)
+                self.public_events.append(public)
+                for watcher in self.watchers:
+                    watcher.put_nowait(public)
+        self._published = len(match.events)
+
+    def _sync(self) -> None:
+        """After any step: publish events, close and open decisions, time out dropped seats, re-arm the clock."""
+        match = self.match
+        assert match is not None
+        while True:
+            self._publish()
+            if match.is_over:
+                self._finish()
+                return
+            awaited = match.awaited()
+            for seat in list(self.decisions):
+                if seat not in awaited:
+                    del self.decisions[seat]
+            dropped = next((seat for seat in awaited if self.seats[seat].gone), None)
+            if dropped is not None:
+                self.decisions.pop(dropped, None)
+                match.apply_timeout(dropped)
+                continue
+            for seat in awaited:
+                if seat not in self.decisions:
+                    self._open_decision(seat)
+            break
+        self._arm_timer()
+
+    def _open_decision(self, seat: int) -> None:
+        match = self.match
+        assert match is not None
+        kind = match.decision_kind(seat)
+        assert kind is not None
+        decision = _Decision(self._next_decision_id, kind, self.clock(), uses_bank=kind is not DecisionKind.SENAS)
+        self._next_decision_id += 1
+        self.seats[seat].last_decision_id = decision.decision_id
+        self.decisions[seat] = decision
+        self._send_decision(seat, decision)
+
+    def _time_left(self, seat: int, decision: _Decision) -> tuple[float, float]:
+        """(decision time left, bank left) in seconds for an open decision."""
+        elapsed = self.clock() - decision.asked_at
+        timeout = self.rules.decision_timeout_s
+        bank = self.seats[seat].bank if decision.uses_bank else 0.0
+        if elapsed <= timeout:
+            return timeout - elapsed, bank
+        return 0.0, max(bank - (elapsed - timeout), 0.0)
+
+    def _deadline(self, seat: int, decision: _Decision) -> float:
+        bank = self.seats[seat].bank if decision.uses_bank else 0.0
+        return decision.asked_at + self.rules.decision_timeout_s + bank
+
+    def _send_decision(self, seat: int, decision: _Decision) -> None:
+        outbox = self.seats[seat].outbox
+        if outbox is None:
+            return
+        match = self.match
+        assert match is not None
+        left, bank = self._time_left(seat, decision)
+        events = self.seat_events[seat]
+        request = play_pb2.DecisionRequest(
+            decision_id=decision.decision_id,
+            kind=convert.decision_to_proto(decision.kind),
+            view=convert.seat_view_to_proto(match, seat, events[self._hand_start[seat] :]),
+            legal_actions=convert.legal_actions_to_proto(
+                match, seat, match.legal_actions(seat), match.acceptable_senas(seat)
+            ),
+            decision_time_left_ms=int(left * 1000),
+            bank_time_left_ms=int(bank * 1000),
+        )
+        outbox.put_nowait(play_pb2.PlayResponse(decision_request=request))
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.decisions:
+            return
+        deadline = min(self._deadline(seat, decision) for seat, decision in self.decisions.items())
+        delay = max(deadline - self.clock(), 0.0)
+        self._timer = self.loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        """Time out every decision past its deadline, in speaking order (mus-rules §13)."""
+        self._timer = None
+        match = self.match
+        if match is None or self.status is not TableStatus.RUNNING:
+            return
+        now = self.clock()
+        for seat in match.awaited():
+            decision = self.decisions.get(seat)
+            if decision is None or now < self._deadline(seat, decision):
+                continue
+            self._timeout(seat, decision)
+            if match.is_over:
+                break
+        self._sync()
+
+    def _timeout(self, seat: int, decision: _Decision) -> None:
+        match = self.match
+        assert match is not None
+        state = self.seats[seat]
+        if decision.uses_bank:
+            state.bank = 0.0
+        if state.outbox is not None and not decision.answered and decision.kind is not DecisionKind.SENAS:
+            self.record_incident(seat, "stall", f"silent on decision {decision.decision_id} until its deadline")
+        del self.decisions[seat]
+        match.apply_timeout(seat)
+
+    def act(self, seat: int, decision_id: int, message: pb.Action) -> play_pb2.ActionRejected | None:
+        """A seat's answer. Returns None when applied, else the rejection to send back (mus-rules §13)."""
+        match = self.match
+        if match is None or self.status is not TableStatus.RUNNING:
+            return play_pb2.ActionRejected(
+                decision_id=decision_id,
+                code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
+                reason=f"the table is {self.status.value}: no decision is open",
+            )
+        state = self.seats[seat]
+        decision = self.decisions.get(seat)
+        if decision is None or decision.decision_id != decision_id:
+            if 0 < decision_id <= state.last_decision_id and (decision is None or decision_id < decision.decision_id):
+                # An answer to a decision that already closed (e.g. after its timeout): discarded, no fault.
+                return play_pb2.ActionRejected(
+                    decision_id=decision_id,
+                    code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
+                    reason=f"decision {decision_id} is closed",
+                    decision_open=decision is not None,
+                )
+            reason = (
+                f"seat {seat} was not asked to act (decision {decision_id} is not open for this seat)"
+                if decision is None
+                else f"decision {decision_id} is not the open decision {decision.decision_id} of seat {seat}"
+            )
+            return self._illegal(seat, decision_id, reason, play_pb2.REJECTION_CODE_NOT_ASKED)
+        decision.answered = True
+        now = self.clock()
+        elapsed = now - decision.asked_at
+        if now >= self._deadline(seat, decision):
+            self._timeout(seat, decision)
+            self._sync()
+            return play_pb2.ActionRejected(
+                decision_id=decision_id,
+                code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
+                reason=f"decision {decision_id} timed out before the answer arrived",
+            )
+        try:
+            action = convert.action_from_proto(message)
+            if decision.kind is not DecisionKind.SENAS:
+                match.check(seat, action)
+            elif action.kind.value != "senas":
+                raise IllegalActionError(f"{action} is not an answer to a seña round: send a list of señas")
+        except (MalformedError, IllegalActionError) as error:
+            return self._illegal(seat, decision_id, str(error), play_pb2.REJECTION_CODE_ILLEGAL_ACTION)
+        if decision.uses_bank and elapsed > self.rules.decision_timeout_s:
+            state.bank = max(state.bank - (elapsed - self.rules.decision_timeout_s), 0.0)
+        state.decision_seconds.append(elapsed)
+        del self.decisions[seat]
+        match.apply(seat, action)
+        self._sync()
+        return None
+
+    def _illegal(
+        self, seat: int, decision_id: int, reason: str, code: play_pb2.RejectionCode.ValueType
+    ) -> play_pb2.ActionRejected:
+        """Never applied; one fault; the seat may retry within its time unless the policy applies a default."""
+        match = self.match
+        assert match is not None
+        legal_messages = convert.legal_actions_to_proto(
+            match, seat, match.legal_actions(seat), match.acceptable_senas(seat)
+        )
+        decision = self.decisions.get(seat)
+        match.record_illegal_action(seat, reason)
+        retry = self.rules.illegal_action_policy is IllegalActionPolicy.RETRY
+        still_open = decision is not None and retry and not match.is_over
+        if decision is not None and not still_open:
+            del self.decisions[seat]  # the policy applied the default action: this decision is closed
+        self._sync()
+        rejection = play_pb2.ActionRejected(
+            decision_id=decision_id,
+            code=code,
+            reason=reason,
+            legal_actions=legal_messages if still_open else [],
+            fault_counted=True,
+            decision_open=still_open,
+        )
+        if still_open and decision is not None:
+            left, bank = self._time_left(seat, decision)
+            rejection.decision_id = decision.decision_id
+            rejection.decision_time_left_ms = int(left * 1000)
+            rejection.bank_time_left_ms = int(bank * 1000)
+        return rejection
+
+    def _finish(self) -> None:
+        match = self.match
+        assert match is not None and match.outcome is not None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.decisions.clear()
+        self.status = TableStatus.FINISHED
+        self.outcome = convert.outcome_to_proto(match.outcome, self.all_faults())
+        for state in self.seats:
+            if state.grace is not None:
+                state.grace.cancel()
+                state.grace = None
+            if state.outbox is not None:
+                state.outbox.put_nowait(play_pb2.PlayResponse(outcome=self.outcome))
+                state.outbox.put_nowait(None)
+        for watcher in self.watchers:
+            watcher.put_nowait(self.outcome)
+            watcher.put_nowait(None)
+        self.finished.set()
+        if self._on_finish is not None:
+            self._on_finish(self)
+
+    def cancel(self, reason: str) -> None:
+        """Stop the table: streams end with ABORTED; nothing more is applied."""
+        if self.status in (TableStatus.FINISHED, TableStatus.CANCELLED):
+            return
+        log.info("table %s cancelled: %s", self.table_id, reason)
+        self.status = TableStatus.CANCELLED
+        self._join_timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        for state in self.seats:
+            if state.grace is not None:
+                state.grace.cancel()
+            if state.outbox is not None:
+                state.outbox.put_nowait(None)
+        for watcher in self.watchers:
+            watcher.put_nowait(None)
+        self.finished.set()
+        if self._on_finish is not None:
+            self._on_finish(self)
+
+    # ------------------------------------------------------------------ reports
+
+    def all_faults(self) -> list[pb.Fault]:
+        """Every fault of the match: the rules' (from the engine's events) and the table's incidents."""
+        faults: list[pb.Fault] = []
+        if self.match is not None:
+            for event in self.match.events:
+                if event.kind.value == "fault":
+                    faults.append(
+                        pb.Fault(
+                            seat=event.data["seat"],
+                            cause=convert.fault_cause_to_proto(event.data["cause"]),
+                            team_faults=event.data["faults"],
+                        )
+                    )
+        faults.extend(
+            pb.Fault(seat=incident.seat, cause=convert.fault_cause_to_proto(incident.cause))
+            for incident in self.incidents
+        )
+        return faults

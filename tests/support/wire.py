@@ -1,0 +1,80 @@
+"""A bare-wire bot client for the referee tests: speaks mus.v1 directly, with pluggable misbehaviour.
+
+It does not use the SDK on purpose, so that the tests exercise exactly what arrives on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import grpc
+
+from mus.v1 import play_pb2, play_pb2_grpc
+from mus.v1 import types_pb2 as pb
+
+
+def random_wire_action(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
+    """A random legal action built from the structured legal actions of a decision request."""
+    legal = rng.choice(list(request.legal_actions))
+    action = pb.Action(kind=legal.kind)
+    if legal.kind in (pb.ACTION_KIND_ENVIDO, pb.ACTION_KIND_MAS):
+        high = legal.max_amount or legal.min_amount + 10
+        action.amount = rng.randint(legal.min_amount, min(high, legal.min_amount + 6))
+    elif legal.kind == pb.ACTION_KIND_DISCARD:
+        count = rng.randint(legal.min_cards, legal.max_cards)
+        action.cards.extend(rng.sample(list(request.view.cards), count))
+    elif legal.kind == pb.ACTION_KIND_DECLARE:
+        action.has_jugada = legal.has_jugada
+    elif legal.kind == pb.ACTION_KIND_SENAS and legal.senas and rng.random() < 0.5:
+        action.senas.append(rng.choice(list(legal.senas)))
+    return action
+
+
+@dataclass
+class WireLog:
+    """Everything one seat received, in order."""
+
+    messages: list[play_pb2.PlayResponse] = field(default_factory=list)
+    status: grpc.StatusCode | None = None
+    details: str = ""
+
+    @property
+    def outcome(self) -> pb.Outcome | None:
+        for message in reversed(self.messages):
+            if message.WhichOneof("message") == "outcome":
+                return message.outcome
+        return None
+
+    def of(self, kind: str) -> list[play_pb2.PlayResponse]:
+        return [message for message in self.messages if message.WhichOneof("message") == kind]
+
+
+async def play_seat(address: str, token: str, seed: int, *, next_seq: int = 0, log: WireLog | None = None) -> WireLog:
+    """Join with `token` and answer every decision with a random legal action until the stream ends."""
+    rng = random.Random(seed)
+    log = log if log is not None else WireLog()
+    outgoing: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
+    join = play_pb2.Join(seat_token=token, bot_name="wire", bot_version="1", protocol_version=1, next_seq=next_seq)
+    outgoing.put_nowait(play_pb2.PlayRequest(join=join))
+
+    async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
+        while (message := await outgoing.get()) is not None:
+            yield message
+
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = play_pb2_grpc.PlayServiceStub(channel).Play(requests())
+        try:
+            async for response in call:
+                log.messages.append(response)
+                if response.WhichOneof("message") == "decision_request":
+                    request = response.decision_request
+                    act = play_pb2.Act(decision_id=request.decision_id, action=random_wire_action(rng, request))
+                    outgoing.put_nowait(play_pb2.PlayRequest(act=act))
+        except grpc.aio.AioRpcError as error:
+            log.status, log.details = error.code(), error.details() or ""
+        finally:
+            outgoing.put_nowait(None)
+    return log
