@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from workers.cli import bench_cmd, rules_cmd
+from workers.cli import bench_cmd, match_cmd, referee_cmd, rules_cmd
 
 app = typer.Typer(
     name="mus",
@@ -13,4 +13,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(rules_cmd.app, name="rules")
+app.add_typer(referee_cmd.app, name="referee")
+app.add_typer(match_cmd.app, name="match")
 app.add_typer(bench_cmd.app, name="bench")

@@ -1,0 +1,107 @@
+"""`mus match play`: one match between two bot programs over real gRPC on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from typing import Annotated, Any
+
+import typer
+
+from referee.engine.errors import MusError
+from referee.engine.rules import Rules
+from referee.engine.transcript import render_transcript
+from workers.cli.errors import fail
+from workers.cli.rules_cmd import OptionList, parse_options
+from workers.launcher import LaunchError, resolve_program
+from workers.matches import PlayedMatch, play_programs
+
+app = typer.Typer(help="Single matches between bot programs.", no_args_is_help=True)
+
+
+@app.command(
+    "play",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def play_command(
+    ctx: typer.Context,
+    bot_a: Annotated[str, typer.Argument(help="Team 0: an example bot (random, rules), a .py file or a command.")],
+    bot_b: Annotated[str | None, typer.Argument(help="Team 1, the same way; or give its command after `--`.")] = None,
+    seed: Annotated[int, typer.Option(help="The match seed.")] = 1,
+    option: OptionList = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print only the result, as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option(help="Print the result without the transcript.")] = False,
+) -> None:
+    """Play BOT_A (seats 0 and 2) against BOT_B (seats 1 and 3), each seat its own process."""
+    if ctx.args:  # everything after `--` is the second bot's command line
+        bot_b = shlex.join([*([bot_b] if bot_b else []), *ctx.args])
+    if bot_b is None:
+        fail("give two bots: mus match play BOT_A BOT_B (or BOT_A -- COMMAND ...)")
+    options = parse_options(option)
+    try:
+        rules = Rules.from_options(options)
+        programs = (resolve_program(bot_a), resolve_program(bot_b))
+    except (MusError, LaunchError) as error:
+        fail(str(error))
+    try:
+        played = asyncio.run(play_programs(programs, rules, seed))
+    except LaunchError as error:
+        fail(str(error))
+    result = match_result(played, (programs[0].name, programs[1].name), seed)
+    if json_output:
+        typer.echo(json.dumps(result))
+        return
+    if not quiet:
+        typer.echo(render_transcript(played.match.events), nl=False)
+    typer.echo(describe_result(result))
+    if result["faults"]:
+        typer.echo(f"bot output: {played.logs[0].parent}")
+
+
+def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict[str, Any]:
+    """The result as JSON: winner, termination, per game and per vaca, faults with their causes."""
+    outcome = played.match.outcome
+    assert outcome is not None
+    table = played.table
+    faults = [
+        {"seat": event.data["seat"], "bot": names[event.data["seat"] % 2], "cause": event.data["cause"]}
+        for event in played.match.events
+        if event.kind.value == "fault"
+    ]
+    faults += [
+        {"seat": incident.seat, "bot": names[incident.seat % 2], "cause": incident.cause, "detail": incident.detail}
+        for incident in table.incidents
+    ]
+    return {
+        "seed": seed,
+        "teams": {"0": names[0], "1": names[1]},
+        "winner": names[outcome.winner],
+        "winner_team": outcome.winner,
+        "termination": outcome.termination.value,
+        "vacas": list(outcome.vacas),
+        "games": [
+            {
+                "vaca": game.vaca,
+                "game": game.game,
+                "winner_team": game.winner,
+                "score": list(game.score),
+                "termination": game.termination.value,
+                "hand": game.hand_number,
+            }
+            for game in outcome.games
+        ],
+        "faults": faults,
+        "decision_seconds_median": [
+            sorted(state.decision_seconds)[len(state.decision_seconds) // 2] if state.decision_seconds else None
+            for state in table.seats
+        ],
+    }
+
+
+def describe_result(result: dict[str, Any]) -> str:
+    games = ", ".join(f"{g['score'][0]}-{g['score'][1]} ({g['termination']})" for g in result["games"])
+    lines = [f"Result: {result['winner']} wins ({result['termination']}); games: {games}"]
+    for fault in result["faults"]:
+        lines.append(f"  fault: seat {fault['seat']} ({fault['bot']}) {fault['cause']}")
+    return "\n".join(lines)
