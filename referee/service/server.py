@@ -6,9 +6,19 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, play_pb2_grpc, watch_pb2, watch_pb2_grpc
+from mus.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    play_pb2,
+    play_pb2_grpc,
+    watch_pb2,
+    watch_pb2_grpc,
+)
 from referee.service.servicer import (
     MAX_MESSAGE_BYTES,
+    LobbyServicer,
     PlayServicer,
     Referee,
     TableAdminServicer,
@@ -19,11 +29,18 @@ SERVICE_NAMES = (
     play_pb2.DESCRIPTOR.services_by_name["PlayService"].full_name,
     watch_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
     admin_pb2.DESCRIPTOR.services_by_name["TableAdminService"].full_name,
+    lobby_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name,
 )
 
 
-async def start_server(referee: Referee, address: str = "127.0.0.1:0") -> tuple[grpc.aio.Server, int]:
-    """Start serving on `address` (port 0 picks a free port); returns the server and its port."""
+async def start_server(
+    referee: Referee, address: str = "127.0.0.1:0", public_address: str | None = None
+) -> tuple[grpc.aio.Server, int]:
+    """Start serving on `address` (port 0 picks a free port); returns the server and its port.
+
+    `public_address` is where remote bots reach this referee (sent in lobby assignments); by default the
+    listening host and port.
+    """
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -36,6 +53,7 @@ async def start_server(referee: Referee, address: str = "127.0.0.1:0") -> tuple[
     play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
     admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
+    lobby_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyServicer(referee), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
@@ -43,6 +61,7 @@ async def start_server(referee: Referee, address: str = "127.0.0.1:0") -> tuple[
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     await server.start()
+    referee.lobby.referee_address = public_address or f"{address.rsplit(':', 1)[0]}:{port}"
     for name in (*SERVICE_NAMES, ""):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return server, port

@@ -15,11 +15,21 @@ from typing import Any
 
 import grpc
 
-from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, play_pb2_grpc, watch_pb2, watch_pb2_grpc
+from mus.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    lobby_pb2,
+    lobby_pb2_grpc,
+    play_pb2,
+    play_pb2_grpc,
+    watch_pb2,
+    watch_pb2_grpc,
+)
 from mus.v1 import types_pb2 as pb
 from referee.engine.errors import RulesError
 from referee.engine.rules import Rules
 from referee.service import convert
+from referee.service.lobby import Lobby, LobbySession
 from referee.service.table import PROTOCOL_VERSION, Table, TableError, TableStatus
 
 log = logging.getLogger(__name__)
@@ -63,6 +73,7 @@ class Referee:
         self._tokens: dict[str, tuple[Table, int]] = {}
         self._external: dict[str, tuple[str, admin_pb2.CreateTableRequest]] = {}
         self._finished: list[str] = []
+        self.lobby = Lobby()
 
     def create_table(
         self,
@@ -72,8 +83,12 @@ class Referee:
         *,
         join_timeout_s: float = 30.0,
         table_id: str | None = None,
+        remote_seats: frozenset[int] = frozenset(),
     ) -> Table:
-        """A new table waiting for its four seats; the seat tokens are in `table.seats[i].token`."""
+        """A new table waiting for its four seats; the seat tokens are in `table.seats[i].token`.
+
+        `remote_seats` are offered through the lobby to the remote bots named for them.
+        """
         if len(bot_names) != 4:
             raise ValueError("a table has four seats")
         table_id = table_id or secrets.token_hex(8)
@@ -89,6 +104,8 @@ class Referee:
         self.tables[table_id] = table
         for seat, state in enumerate(table.seats):
             self._tokens[state.token] = (table, seat)
+        for seat in sorted(remote_seats):
+            self.lobby.offer(table, seat)
         return table
 
     def seat_for_token(self, token: str) -> tuple[Table, int] | None:
@@ -98,6 +115,7 @@ class Referee:
         """Tokens die with the match; the table itself is kept a while for status and replays."""
         for state in table.seats:
             self._tokens.pop(state.token, None)
+        self.lobby.table_done(table)
         self._finished.append(table.table_id)
         while len(self._finished) > self.keep_finished:
             self.tables.pop(self._finished.pop(0), None)
@@ -275,14 +293,25 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
             table = self.referee.tables[table_id]
         else:
             join_timeout = request.join_timeout_s if request.HasField("join_timeout_s") else 30.0
+            remote = frozenset(index for index, seat in enumerate(request.seats) if seat.remote)
+            unknown = [request.seats[index].bot_name for index in remote]
+            unknown = [name for name in unknown if not self.referee.lobby.is_registered(name)]
+            if unknown:
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"remote bot {unknown[0]!r} is not registered")
             table = self.referee.create_table(
-                rules, request.seed, [seat.bot_name for seat in request.seats], join_timeout_s=join_timeout
+                rules,
+                request.seed,
+                [seat.bot_name for seat in request.seats],
+                join_timeout_s=join_timeout,
+                remote_seats=remote,
             )
             if request.external_id:
                 self.referee._external[request.external_id] = (table.table_id, request)
         return admin_pb2.CreateTableResponse(
             table_id=table.table_id,
-            seat_tokens=[state.token for state in table.seats],
+            seat_tokens=[
+                "" if seat.remote else state.token for seat, state in zip(request.seats, table.seats, strict=True)
+            ],
             rules=convert.rules_to_map(table.rules),
         )
 
@@ -293,6 +322,8 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         table = self.referee.tables.get(request.table_id)
         if table is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        if table.status is TableStatus.FINISHED:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"table {table.table_id} has already finished")
         table.cancel(request.reason or "cancelled by the admin")
         return admin_pb2.CancelTableResponse(status=_table_status(table))
 
@@ -304,6 +335,82 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         if table is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
         return table_status_message(table)
+
+    async def RegisterRemoteBot(
+        self, request: admin_pb2.RegisterRemoteBotRequest, context: Context
+    ) -> admin_pb2.RegisterRemoteBotResponse:
+        await self._authorize(context)
+        digest = request.token_sha256.lower()
+        if not request.bot_name or len(digest) != 64 or any(char not in "0123456789abcdef" for char in digest):
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "give bot_name and the 64-hex-digit SHA-256 of its token"
+            )
+        self.referee.lobby.register(request.bot_name, digest)
+        return admin_pb2.RegisterRemoteBotResponse()
+
+
+class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
+    """Remote bots wait here for seats: hello with a bot token, then offers to accept or decline."""
+
+    def __init__(self, referee: Referee) -> None:
+        self.referee = referee
+
+    async def Connect(
+        self, request_iterator: AsyncIterator[lobby_pb2.ConnectRequest], context: Context
+    ) -> AsyncIterator[lobby_pb2.ConnectResponse]:
+        try:
+            first = await asyncio.wait_for(anext(request_iterator), JOIN_WAIT_S)
+        except StopAsyncIteration:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending LobbyHello")
+        except TimeoutError:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no LobbyHello within {JOIN_WAIT_S:g} s")
+        if first.WhichOneof("message") != "hello":
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first lobby message must be LobbyHello")
+        hello = first.hello
+        if hello.protocol_version != PROTOCOL_VERSION:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"protocol version {hello.protocol_version} is not supported: this referee speaks {PROTOCOL_VERSION}",
+            )
+        name = self.referee.lobby.authenticate(hello.bot_token)
+        if name is None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown bot token")
+        if not 1 <= hello.max_concurrent_matches <= 64:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "max_concurrent_matches must be 1..64")
+        outbox: asyncio.Queue[lobby_pb2.ConnectResponse | None] = asyncio.Queue()
+        session = LobbySession(name, hello.max_concurrent_matches, outbox)
+        outbox.put_nowait(
+            lobby_pb2.ConnectResponse(welcome=lobby_pb2.LobbyWelcome(bot_name=name, protocol_version=PROTOCOL_VERSION))
+        )
+        self.referee.lobby.connect(session)
+        reader = asyncio.create_task(self._read(session, request_iterator))
+        try:
+            while (message := await outbox.get()) is not None:
+                yield message
+        finally:
+            reader.cancel()
+            self.referee.lobby.disconnect(session)
+
+    async def _read(self, session: LobbySession, requests: AsyncIterator[lobby_pb2.ConnectRequest]) -> None:
+        limiter = RateLimiter(rate=20.0, burst=100.0)
+        try:
+            async for request in requests:
+                if not limiter.allow():
+                    break
+                kind = request.WhichOneof("message")
+                if kind == "accept":
+                    reply = self.referee.lobby.accept(session, request.accept.assignment_id)
+                    if reply is not None:
+                        session.outbox.put_nowait(reply)
+                elif kind == "decline":
+                    self.referee.lobby.decline(session, request.decline.assignment_id)
+                else:
+                    break
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # an unreadable message ends the session
+            log.info("lobby session of %s: unreadable stream: %r", session.bot_name, error)
+        session.outbox.put_nowait(None)
 
 
 def _table_status(table: Table) -> admin_pb2.TableStatus.ValueType:

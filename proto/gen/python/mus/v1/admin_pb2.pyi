@@ -59,16 +59,23 @@ class SeatConfig(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     BOT_NAME_FIELD_NUMBER: _builtins.int
+    REMOTE_FIELD_NUMBER: _builtins.int
     bot_name: _builtins.str
     """The name of the bot that will sit here, for display and logs."""
+    remote: _builtins.bool
+    """When true, the seat is offered through the lobby to the remote bot registered under `bot_name`
+    (RegisterRemoteBot) instead of being handed to the caller: its seat token travels only in the
+    MatchAssignment, and CreateTableResponse.seat_tokens holds an empty string for it.
+    """
     def __init__(
         self,
         *,
         bot_name: _builtins.str = ...,
+        remote: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_name", b"bot_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_name", b"bot_name", "remote", b"remote"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -425,3 +432,46 @@ class GetTableStatusResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetTableStatusResponse: _TypeAlias = GetTableStatusResponse  # noqa: Y015
+
+@_typing.final
+class RegisterRemoteBotRequest(_message.Message):
+    """Register a remote bot."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_NAME_FIELD_NUMBER: _builtins.int
+    TOKEN_SHA256_FIELD_NUMBER: _builtins.int
+    bot_name: _builtins.str
+    """The bot's name, as used in SeatConfig.bot_name."""
+    token_sha256: _builtins.str
+    """The lowercase hex SHA-256 of the bot token the bot will present in LobbyHello."""
+    def __init__(
+        self,
+        *,
+        bot_name: _builtins.str = ...,
+        token_sha256: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_name", b"bot_name", "token_sha256", b"token_sha256"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RegisterRemoteBotRequest: _TypeAlias = RegisterRemoteBotRequest  # noqa: Y015
+
+@_typing.final
+class RegisterRemoteBotResponse(_message.Message):
+    """The remote bot is registered."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RegisterRemoteBotResponse: _TypeAlias = RegisterRemoteBotResponse  # noqa: Y015

@@ -58,6 +58,11 @@ class TableAdminServiceStub:
                 request_serializer=mus_dot_v1_dot_admin__pb2.GetTableStatusRequest.SerializeToString,
                 response_deserializer=mus_dot_v1_dot_admin__pb2.GetTableStatusResponse.FromString,
                 _registered_method=True)
+        self.RegisterRemoteBot = channel.unary_unary(
+                '/mus.v1.TableAdminService/RegisterRemoteBot',
+                request_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
+                response_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
+                _registered_method=True)
 
 
 class TableAdminServiceServicer:
@@ -95,6 +100,15 @@ class TableAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterRemoteBot(self, request, context):
+        """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
+        is given here; the token itself never reaches the referee's storage. Registering a name again replaces
+        its token hash.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,6 +126,11 @@ def add_TableAdminServiceServicer_to_server(servicer, server):
                     servicer.GetTableStatus,
                     request_deserializer=mus_dot_v1_dot_admin__pb2.GetTableStatusRequest.FromString,
                     response_serializer=mus_dot_v1_dot_admin__pb2.GetTableStatusResponse.SerializeToString,
+            ),
+            'RegisterRemoteBot': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterRemoteBot,
+                    request_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.FromString,
+                    response_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -204,6 +223,33 @@ class TableAdminService:
             '/mus.v1.TableAdminService/GetTableStatus',
             mus_dot_v1_dot_admin__pb2.GetTableStatusRequest.SerializeToString,
             mus_dot_v1_dot_admin__pb2.GetTableStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterRemoteBot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mus.v1.TableAdminService/RegisterRemoteBot',
+            mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
+            mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
             options,
             channel_credentials,
             insecure,

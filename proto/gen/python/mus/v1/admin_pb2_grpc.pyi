@@ -52,6 +52,11 @@ class TableAdminServiceStub:
     """
     GetTableStatus: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTableStatusRequest, _admin_pb2.GetTableStatusResponse]
     """Report a table's state: status, score, faults, and the outcome once finished."""
+    RegisterRemoteBot: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RegisterRemoteBotRequest, _admin_pb2.RegisterRemoteBotResponse]
+    """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
+    is given here; the token itself never reaches the referee's storage. Registering a name again replaces
+    its token hash.
+    """
 
 @_typing.type_check_only
 class TableAdminServiceAsyncStub(TableAdminServiceStub):
@@ -77,6 +82,11 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     """
     GetTableStatus: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTableStatusRequest, _admin_pb2.GetTableStatusResponse]  # type: ignore[assignment]
     """Report a table's state: status, score, faults, and the outcome once finished."""
+    RegisterRemoteBot: _aio.UnaryUnaryMultiCallable[_admin_pb2.RegisterRemoteBotRequest, _admin_pb2.RegisterRemoteBotResponse]  # type: ignore[assignment]
+    """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
+    is given here; the token itself never reaches the referee's storage. Registering a name again replaces
+    its token hash.
+    """
 
 class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """TableAdminService is served by the referee service.
@@ -117,5 +127,16 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.GetTableStatusResponse, _abc.Awaitable[_admin_pb2.GetTableStatusResponse]]:
         """Report a table's state: status, score, faults, and the outcome once finished."""
+
+    @_abc_1.abstractmethod
+    def RegisterRemoteBot(
+        self,
+        request: _admin_pb2.RegisterRemoteBotRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RegisterRemoteBotResponse, _abc.Awaitable[_admin_pb2.RegisterRemoteBotResponse]]:
+        """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
+        is given here; the token itself never reaches the referee's storage. Registering a name again replaces
+        its token hash.
+        """
 
 def add_TableAdminServiceServicer_to_server(servicer: TableAdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,203 @@
+"""The lobby: remote bots dial in with a bot token and are offered seats as tables are created for them.
+
+A remote bot is registered by name with the SHA-256 of its token (the token itself is never stored). A table
+seat marked remote is offered to one of that bot's connected lobby sessions with free capacity; the session
+accepts (and gets `AssignmentConfirmed`, after which it joins the table's Play stream with the seat token) or
+declines, or lets the offer lapse, and the seat is offered again. A seat nobody takes is absent when the
+table's join timeout ends (mus-rules §13 via the table's incident `absent`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+
+from mus.v1 import lobby_pb2
+from referee.service import convert
+from referee.service.table import Table, TableStatus
+
+log = logging.getLogger(__name__)
+
+OFFER_RESPONSE_S = 10.0
+"""How long a session has to accept or decline an offer."""
+
+
+def token_sha256(token: str) -> str:
+    """The hex SHA-256 under which a bot token is registered."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(eq=False)
+class LobbySession:
+    """One connected lobby stream of a remote bot."""
+
+    bot_name: str
+    capacity: int
+    outbox: asyncio.Queue[lobby_pb2.ConnectResponse | None]
+    busy: set[str] = field(default_factory=set)
+    """Assignment ids offered to or confirmed by this session whose tables have not finished."""
+
+
+@dataclass(eq=False)
+class _Offer:
+    assignment_id: str
+    table: Table
+    seat: int
+    session: LobbySession | None = None
+    confirmed: bool = False
+    timer: asyncio.TimerHandle | None = None
+    declined_by: set[LobbySession] = field(default_factory=set)
+
+
+class Lobby:
+    """Registered remote bots, their sessions, and the seats waiting to be taken."""
+
+    def __init__(self) -> None:
+        self.referee_address = ""
+        self._bots: dict[str, str] = {}
+        self._sessions: dict[str, list[LobbySession]] = {}
+        self._pending: dict[str, deque[_Offer]] = {}
+        self._offers: dict[str, _Offer] = {}
+
+    def register(self, bot_name: str, token_hash: str) -> None:
+        self._bots[bot_name] = token_hash.lower()
+
+    def is_registered(self, bot_name: str) -> bool:
+        return bot_name in self._bots
+
+    def authenticate(self, token: str) -> str | None:
+        """The registered bot whose token this is, compared in constant time."""
+        digest = token_sha256(token)
+        for name, expected in self._bots.items():
+            if hmac.compare_digest(digest, expected):
+                return name
+        return None
+
+    def connect(self, session: LobbySession) -> None:
+        self._sessions.setdefault(session.bot_name, []).append(session)
+        self._dispatch(session.bot_name)
+
+    def disconnect(self, session: LobbySession) -> None:
+        """Offers still open on a closed session go back to the queue; confirmed ones stay with their table."""
+        sessions = self._sessions.get(session.bot_name, [])
+        if session in sessions:
+            sessions.remove(session)
+        for assignment_id in list(session.busy):
+            offer = self._offers.get(assignment_id)
+            if offer is not None and not offer.confirmed:
+                self._requeue(offer)
+        self._dispatch(session.bot_name)
+
+    def offer(self, table: Table, seat: int) -> None:
+        """Offer a remote seat of a new table to its bot."""
+        offer = _Offer(secrets.token_hex(8), table, seat)
+        self._offers[offer.assignment_id] = offer
+        self._pending.setdefault(table.seats[seat].name, deque()).append(offer)
+        self._dispatch(table.seats[seat].name)
+
+    def accept(self, session: LobbySession, assignment_id: str) -> lobby_pb2.ConnectResponse | None:
+        offer = self._offers.get(assignment_id)
+        if offer is None or offer.session is not session or offer.confirmed:
+            return None
+        if offer.timer is not None:
+            offer.timer.cancel()
+        offer.confirmed = True
+        return lobby_pb2.ConnectResponse(confirmed=lobby_pb2.AssignmentConfirmed(assignment_id=assignment_id))
+
+    def decline(self, session: LobbySession, assignment_id: str) -> None:
+        offer = self._offers.get(assignment_id)
+        if offer is None or offer.session is not session or offer.confirmed:
+            return
+        offer.declined_by.add(session)
+        self._requeue(offer)
+        self._dispatch(session.bot_name)
+
+    def table_done(self, table: Table) -> None:
+        """A table ended: free its sessions' capacity and withdraw what was never taken."""
+        for assignment_id, offer in list(self._offers.items()):
+            if offer.table is not table:
+                continue
+            del self._offers[assignment_id]
+            if offer.timer is not None:
+                offer.timer.cancel()
+            session = offer.session
+            if session is not None:
+                session.busy.discard(assignment_id)
+                if not offer.confirmed:
+                    session.outbox.put_nowait(
+                        lobby_pb2.ConnectResponse(
+                            withdrawn=lobby_pb2.AssignmentWithdrawn(
+                                assignment_id=assignment_id, reason=f"table {table.table_id} is {table.status.value}"
+                            )
+                        )
+                    )
+                self._dispatch(session.bot_name)
+            queue = self._pending.get(table.seats[offer.seat].name)
+            if queue is not None and offer in queue:
+                queue.remove(offer)
+
+    def _requeue(self, offer: _Offer) -> None:
+        if offer.timer is not None:
+            offer.timer.cancel()
+            offer.timer = None
+        if offer.session is not None:
+            offer.session.busy.discard(offer.assignment_id)
+            offer.session.outbox.put_nowait(
+                lobby_pb2.ConnectResponse(
+                    withdrawn=lobby_pb2.AssignmentWithdrawn(
+                        assignment_id=offer.assignment_id, reason="not accepted; offered again"
+                    )
+                )
+            )
+        offer.session = None
+        if offer.table.status is TableStatus.WAITING:
+            self._pending.setdefault(offer.table.seats[offer.seat].name, deque()).appendleft(offer)
+
+    def _dispatch(self, bot_name: str) -> None:
+        queue = self._pending.get(bot_name)
+        while queue:
+            offer = queue[0]
+            free = [
+                session
+                for session in self._sessions.get(bot_name, [])
+                if len(session.busy) < session.capacity and session not in offer.declined_by
+            ]
+            if not free:
+                return
+            queue.popleft()
+            session = min(free, key=lambda candidate: len(candidate.busy))
+            self._send(offer, session)
+
+    def _send(self, offer: _Offer, session: LobbySession) -> None:
+        table, seat = offer.table, offer.seat
+        offer.session = session
+        session.busy.add(offer.assignment_id)
+        names = [state.name for state in table.seats]
+        assignment = lobby_pb2.MatchAssignment(
+            assignment_id=offer.assignment_id,
+            table_id=table.table_id,
+            seat_token=table.seats[seat].token,
+            referee_address=self.referee_address,
+            seat=seat,
+            partner_name=names[(seat + 2) % 4],
+            opponent_names=[names[(seat + 1) % 4], names[(seat + 3) % 4]],
+            rules=convert.rules_to_map(table.rules),
+            respond_within_ms=int(OFFER_RESPONSE_S * 1000),
+        )
+        session.outbox.put_nowait(lobby_pb2.ConnectResponse(assignment=assignment))
+        offer.timer = table.loop.call_later(OFFER_RESPONSE_S, self._lapsed, offer)
+
+    def _lapsed(self, offer: _Offer) -> None:
+        offer.timer = None
+        if offer.confirmed or offer.session is None:
+            return
+        log.info("offer %s lapsed on a session of %s", offer.assignment_id, offer.table.seats[offer.seat].name)
+        offer.declined_by.add(offer.session)
+        name = offer.session.bot_name
+        self._requeue(offer)
+        self._dispatch(name)

@@ -1,0 +1,136 @@
+"""Remote bots through the lobby: registration, offers, accept and decline, absence."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from mus.v1 import admin_pb2, admin_pb2_grpc, lobby_pb2, lobby_pb2_grpc
+from referee.service.lobby import token_sha256
+from tests.service.conftest import Running, with_referee
+from tests.support.wire import play_seat
+
+
+class LobbyClient:
+    """A raw lobby stream: send requests, read responses one at a time."""
+
+    def __init__(self, channel: grpc.aio.Channel, token: str, capacity: int = 1) -> None:
+        self.outgoing: asyncio.Queue[lobby_pb2.ConnectRequest | None] = asyncio.Queue()
+        self.outgoing.put_nowait(
+            lobby_pb2.ConnectRequest(
+                hello=lobby_pb2.LobbyHello(bot_token=token, max_concurrent_matches=capacity, protocol_version=1)
+            )
+        )
+        self.call = lobby_pb2_grpc.LobbyServiceStub(channel).Connect(self._requests())
+
+    async def _requests(self) -> AsyncIterator[lobby_pb2.ConnectRequest]:
+        while (message := await self.outgoing.get()) is not None:
+            yield message
+
+    async def read(self) -> lobby_pb2.ConnectResponse:
+        return await asyncio.wait_for(self.call.read(), 10)  # type: ignore[arg-type, return-value]
+
+    def send(self, message: lobby_pb2.ConnectRequest) -> None:
+        self.outgoing.put_nowait(message)
+
+
+def admin(running: Running) -> tuple[admin_pb2_grpc.TableAdminServiceStub, tuple[tuple[str, str], ...]]:
+    channel = grpc.aio.insecure_channel(running.address)
+    return admin_pb2_grpc.TableAdminServiceStub(channel), (("authorization", f"Bearer {running.referee.admin_token}"),)
+
+
+def remote_table_request(remote_seats: set[int]) -> admin_pb2.CreateTableRequest:
+    seats = [
+        admin_pb2.SeatConfig(bot_name="far" if seat in remote_seats else f"local{seat}", remote=seat in remote_seats)
+        for seat in range(4)
+    ]
+    return admin_pb2.CreateTableRequest(seed=5, seats=seats, join_timeout_s=3.0)
+
+
+def test_a_remote_bot_is_offered_its_seat_accepts_and_plays_the_match_to_the_end() -> None:
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await stub.RegisterRemoteBot(
+            admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("secret")), metadata=auth
+        )
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "secret")
+            welcome = await lobby.read()
+            assert welcome.welcome.bot_name == "far"
+            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
+            assert created.seat_tokens[1] == "", "a remote seat's token is never handed to the caller"
+            offer = (await lobby.read()).assignment
+            assert offer.table_id == created.table_id and offer.seat == 1
+            assert offer.referee_address == running.address
+            lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=offer.assignment_id)))
+            assert (await lobby.read()).confirmed.assignment_id == offer.assignment_id
+            tokens = list(created.seat_tokens)
+            tokens[1] = offer.seat_token
+            logs = await asyncio.gather(*(play_seat(running.address, token, seat) for seat, token in enumerate(tokens)))
+            assert all(log.outcome is not None for log in logs)
+            table = running.referee.tables[created.table_id]
+            assert table.status.value == "finished" and table.incidents == []
+            lobby.send(None)
+
+    with_referee(scenario)
+
+
+def test_a_declined_offer_goes_to_another_session_and_an_untaken_seat_is_absent() -> None:
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await stub.RegisterRemoteBot(
+            admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("secret")), metadata=auth
+        )
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            first, second = LobbyClient(channel, "secret"), LobbyClient(channel, "secret")
+            await first.read()
+            await second.read()
+            created = await stub.CreateTable(remote_table_request({3}), metadata=auth)
+            offered_to, other = first, second
+            response = await first.read()
+            offer = response.assignment
+            offered_to.send(
+                lobby_pb2.ConnectRequest(decline=lobby_pb2.DeclineAssignment(assignment_id=offer.assignment_id))
+            )
+            assert (await offered_to.read()).withdrawn.assignment_id == offer.assignment_id
+            again = (await other.read()).assignment
+            assert again.assignment_id == offer.assignment_id and again.seat == 3
+            other.send(lobby_pb2.ConnectRequest(decline=lobby_pb2.DeclineAssignment(assignment_id=again.assignment_id)))
+            assert (await other.read()).withdrawn.assignment_id == offer.assignment_id
+            tokens = list(created.seat_tokens)
+            await asyncio.gather(*(play_seat(running.address, tokens[seat], seat) for seat in range(3)))
+            table = running.referee.tables[created.table_id]
+            assert [(incident.seat, incident.cause) for incident in table.incidents][0] == (3, "absent")
+            assert table.status.value == "finished"
+            assert table.match is not None and table.match.outcome is not None
+            assert table.match.outcome.winner == 0, "the team of the absent seat forfeits"
+            first.send(None)
+            second.send(None)
+
+    with_referee(scenario)
+
+
+@pytest.mark.parametrize(("token", "code"), [("wrong", grpc.StatusCode.UNAUTHENTICATED)])
+def test_a_lobby_hello_with_an_unknown_token_is_refused(token: str, code: grpc.StatusCode) -> None:
+    async def scenario(running: Running) -> None:
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, token)
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await lobby.read()
+            assert raised.value.code() == code and "unknown bot token" in (raised.value.details() or "")
+
+    with_referee(scenario)
+
+
+def test_creating_a_table_for_an_unregistered_remote_bot_fails_with_a_clear_status() -> None:
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await stub.CreateTable(remote_table_request({0}), metadata=auth)
+        assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "'far' is not registered" in (raised.value.details() or "")
+
+    with_referee(scenario)
