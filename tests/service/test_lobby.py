@@ -103,7 +103,7 @@ def test_a_declined_offer_goes_to_another_session_and_an_untaken_seat_is_absent(
             tokens = list(created.seat_tokens)
             await asyncio.gather(*(play_seat(running.address, tokens[seat], seat) for seat in range(3)))
             table = running.referee.tables[created.table_id]
-            assert [(incident.seat, incident.cause) for incident in table.incidents][0] == (3, "absent")
+            assert next((incident.seat, incident.cause) for incident in table.incidents) == (3, "absent")
             assert table.status.value == "finished"
             assert table.match is not None and table.match.outcome is not None
             assert table.match.outcome.winner == 0, "the team of the absent seat forfeits"
