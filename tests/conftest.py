@@ -10,6 +10,21 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--regen-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite the golden files under tests/data/goldens/ from the engine's current output",
+    )
+
+
+@pytest.fixture(scope="session")
+def regen_goldens(request: pytest.FixtureRequest) -> bool:
+    """Whether `--regen-goldens` was given: golden tests then write their files instead of comparing."""
+    return bool(request.config.getoption("--regen-goldens"))
+
+
 def shared_dir() -> Path:
     """`../shared` beside the checkout (MUS_SHARED_DIR overrides it)."""
     return Path(os.environ.get("MUS_SHARED_DIR", REPO.parent / "shared"))

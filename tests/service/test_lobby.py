@@ -31,13 +31,13 @@ class LobbyClient:
             yield message
 
     async def read(self) -> lobby_pb2.ConnectResponse:
-        return await asyncio.wait_for(self.call.read(), 10)  # type: ignore[arg-type, return-value]
+        return await asyncio.wait_for(self.call.read(), 10)  # type: ignore[arg-type]
 
-    def send(self, message: lobby_pb2.ConnectRequest) -> None:
+    def send(self, message: lobby_pb2.ConnectRequest | None) -> None:
         self.outgoing.put_nowait(message)
 
 
-def admin(running: Running) -> tuple[admin_pb2_grpc.TableAdminServiceStub, tuple[tuple[str, str], ...]]:
+def admin(running: Running) -> tuple[admin_pb2_grpc.TableAdminServiceAsyncStub, tuple[tuple[str, str], ...]]:
     channel = grpc.aio.insecure_channel(running.address)
     return admin_pb2_grpc.TableAdminServiceStub(channel), (("authorization", f"Bearer {running.referee.admin_token}"),)
 

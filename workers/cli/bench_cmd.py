@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="Benchmarks (not timed tests): engine speed.", no_args_is_help=True)
+app = typer.Typer(help="Benchmarks (not timed tests): engine speed, referee round trips and load.", no_args_is_help=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 
@@ -36,3 +37,18 @@ def engine_command(
     from bench import engine
 
     print_result("mus bench engine", engine.run(matches=matches), json_output)
+
+
+@app.command("referee")
+def referee_command(
+    quick: Annotated[bool, typer.Option("--quick", help="A short run (a smoke test), not a measurement.")] = False,
+    profile: Annotated[
+        Path | None, typer.Option(help="Profile the referee's process with cProfile during the load levels.")
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """The referee's decision round trip against a raw gRPC ping-pong, and decisions per second under load."""
+    from bench import referee
+
+    result = referee.run(quick=quick, profile=profile)
+    print_result("mus bench referee", result if json_output else referee.table_rows(result), json_output)
