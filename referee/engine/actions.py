@@ -108,7 +108,7 @@ class Action:
             known = ", ".join(kind.value for kind in ActionKind)
             raise MalformedError(f"unknown action {name!r}; actions are {known}") from None
         if kind in (ActionKind.ENVIDO, ActionKind.MAS):
-            if len(args) != 1 or not args[0].isdigit() or int(args[0]) < 1:
+            if len(args) != 1 or not (args[0].isascii() and args[0].isdigit()) or int(args[0]) < 1:
                 raise MalformedError(f"{name} takes one positive amount, as in '{name} 2'; got {text!r}")
             return cls(kind, amount=int(args[0]))
         if kind is ActionKind.DISCARD:

@@ -48,7 +48,7 @@ class Card:
     def parse(cls, text: str) -> Card:
         """Parse notation such as `12o`; raises `MalformedError` naming what is wrong."""
         text = text.strip()
-        if len(text) < 2 or text[-1] not in _SUIT_BY_LETTER or not text[:-1].isdigit():
+        if len(text) < 2 or text[-1] not in _SUIT_BY_LETTER or not (text[:-1].isascii() and text[:-1].isdigit()):
             raise MalformedError(
                 f"unknown card {text!r}: write <rank><suit>, rank in 1..7,10,11,12 and suit in o,c,e,b"
             )

@@ -302,6 +302,7 @@ class Match:
         self.decision: DecisionKind | None = None
         self._rng = random.Random(0)
         self._senas_delivered = 0
+        self._hands_shown = False
         self._auto_sent: list[set[Sena]] = [set(), set(), set(), set()]
         self._mus_turn = 0
         self._discards_done = 0
@@ -424,24 +425,26 @@ class Match:
         betting = self._betting
         assert betting is not None
         cap = self.rules.stake_cap
-        legal = self._betting_actions()
+        legal = f"legal: {_describe(self._betting_actions())}"
         if action.kind is ActionKind.ENVIDO:
             if betting.pending is not None or betting.ordago:
-                raise IllegalActionError(f"envido opens a lance; a bet is pending, legal: {_describe(legal)}")
+                raise IllegalActionError(f"envido opens a lance; a bet is pending, {legal}")
             if action.amount < self.rules.min_bet:
-                raise IllegalActionError(f"envido {action.amount} is below min_bet {self.rules.min_bet}")
+                raise IllegalActionError(f"envido {action.amount} is below min_bet {self.rules.min_bet}; {legal}")
             if cap is not None and action.amount > cap:
-                raise IllegalActionError(f"envido {action.amount} is above the stake cap {cap} (max_total_stake)")
+                raise IllegalActionError(
+                    f"envido {action.amount} is above the stake cap {cap} (max_total_stake); {legal}"
+                )
             return
         if betting.pending is None or betting.ordago:
             what = "an órdago cannot be raised" if betting.ordago else "no bet is pending to raise"
-            raise IllegalActionError(f"mas {action.amount}: {what}; legal: {_describe(legal)}")
+            raise IllegalActionError(f"mas {action.amount}: {what}; {legal}")
         if action.amount < self.rules.min_raise:
-            raise IllegalActionError(f"mas {action.amount} is below min_raise {self.rules.min_raise}")
+            raise IllegalActionError(f"mas {action.amount} is below min_raise {self.rules.min_raise}; {legal}")
         if cap is not None and betting.pending + action.amount > cap:
             raise IllegalActionError(
                 f"mas {action.amount} takes the stake to {betting.pending + action.amount}, "
-                f"above the cap {cap} (max_total_stake)"
+                f"above the cap {cap} (max_total_stake); {legal}"
             )
 
     def is_legal(self, seat: int, action: Action) -> bool:
@@ -600,6 +603,7 @@ class Match:
         self.stock = deck[16:]
         self.discard_pile = []
         self._senas_delivered = 0
+        self._hands_shown = False
         self._auto_sent = [set(), set(), set(), set()]
         self._discards_done = 0
         self._results = {}
@@ -693,7 +697,10 @@ class Match:
         self._end_match(1 - team, MatchTermination.FORFEIT)
 
     def _show_hands(self) -> None:
-        """Every seat sees the four current hands when a hand ends (mus-rules §11)."""
+        """Every seat sees the four current hands when a hand ends (mus-rules §11), once per hand."""
+        if self._hands_shown:
+            return
+        self._hands_shown = True
         self._emit(EventKind.HANDS_SHOWN, hands=[format_cards(hand) for hand in self.hands])
 
     # ------------------------------------------------------------------ mus phase
@@ -1067,6 +1074,7 @@ class Match:
             stake=0,
             winner_team=None,
         )
+        self._show_hands()  # mus-rules §8.4: play stops and all four hands are shown
         if self.rules.ordago_resolution is OrdagoResolution.COUNT_PRIOR:
             for prior in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO):
                 if prior is lance or (prior is Lance.JUEGO and lance is Lance.PUNTO):
@@ -1083,9 +1091,9 @@ class Match:
         """Count every lance in order, stopping the moment a team reaches the target (mus-rules §9)."""
         self.decision = None
         self.lance = None
+        self._show_hands()  # mus-rules §9.1: the tanteo is counted after the four hands are shown
         for lance in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO, Lance.PUNTO):
             self._tanteo_entry(lance)
-        self._show_hands()
         self._emit(EventKind.HAND_ENDED, hand=self.hand_number)
         self._start_hand()
 
