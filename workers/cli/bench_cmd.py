@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="Benchmarks (not timed tests): engine speed, referee round trips and load.", no_args_is_help=True)
+app = typer.Typer(help="Benchmarks (not timed tests): engine speed, referee round trip and load.", no_args_is_help=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 

@@ -1,0 +1,301 @@
+"""Referee benchmark: the referee's decision round trip against a raw gRPC ping-pong, and throughput under load.
+
+The servers run in a separate process (`bench.referee_server`): the real referee, started with
+`start_server(Referee(admin_token=...))`, and a trivial `grpc.aio` servicer that echoes bytes on one
+bidirectional method, with the same server options. The clients run here, in one asyncio event loop. Tables
+are created through the admin API (`TableAdminService.CreateTable`) with default rules.
+
+What is measured:
+
+- Raw round trip: on one bidirectional stream of the echo servicer, the time from just before `call.write` of
+  a message to the return of `call.read` with its echo. Both messages have `raw_payload_bytes` bytes: the
+  median serialized size of the PlayResponse messages carrying a DecisionRequest in the warm-up matches
+  (`decision_request_bytes` is the same median over every match of the comparison).
+- Referee round trip, with instant bots: one client process holds all four seats' streams of a table and
+  answers every DecisionRequest at once with a random legal action. For an Act that answers the table's only
+  open decision (every decision kind except the simultaneous discard), the time from just before `call.write`
+  of that Act to the return of `call.read` with the next DecisionRequest of the same table, on any of its four
+  streams (the first of them, when the Act opens several). In between the referee validates and applies the
+  action, converts the new events and sends them to every seat, builds the next seat's view and legal actions
+  and sends the DecisionRequest; the client reads, on the four streams, every event sent before it
+  (`referee_messages_per_round_trip` is how many messages that is on average, the DecisionRequest included).
+  Acts that end the match are not timed.
+- The ratio is referee median over raw median. Both are measured in the same run, in interleaved rounds
+  (raw then referee, referee then raw, ...), after a warm-up of both; the medians and p99 pool every round,
+  and `ratio_per_round` shows how much the ratio moves from round to round on this machine.
+- Throughput: for each concurrency level, that many table slots play whole matches back to back with instant
+  bots (four channels per slot, one per bot). After a warm-up, Acts sent during a fixed window give
+  `decisions_per_s`, and round trips (as above) of Acts sent in it give `rtt_*`; matches started before the
+  window's end are played out, and `matches` counts every match of the level. `timeouts` counts the faults of
+  cause TIMEOUT in the outcomes of every match of the level (the outcome carries the table's `all_faults()`),
+  `faults` every fault of any cause. `server_cpu_pct` and `client_cpu_pct` are the CPU time of each process
+  over the window (100 = one core; the machine's cores are shared by both), and `server_cpu_us_per_decision`
+  the server's CPU time over the window divided by the decisions in it (match set-up included).
+
+With a profile path, the server process runs cProfile during the load levels and writes a pstats file there
+(the levels' figures are then slower than normal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from bench.referee_clients import Admin, Tally, clock, ping_pong, play_matches, play_until
+from mus.v1 import admin_pb2_grpc
+from referee.engine.rules import Rules
+
+WHAT_RTT_MEANS = (
+    "raw: write of a message to the return of read with its echo, on one bidirectional stream of a trivial "
+    "bytes echo servicer, both messages of raw_payload_bytes bytes. referee: with instant bots holding "
+    "all four seats of a table in one client process, write of an Act answering the table's only open "
+    "decision (all kinds but the simultaneous discard) to the return of read with the next DecisionRequest "
+    "of that table on any of its four streams; the events the referee sends before it are read on the way."
+)
+RATIO_TARGET = 1.3
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+"""The directory that holds this `bench` package."""
+LEVELS = (1, 4, 16, 100)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How long each part runs."""
+
+    warmup_matches: int = 3
+    rounds: int = 6
+    """Interleaved rounds of the round-trip comparison."""
+    matches_per_round: int = 3
+    """Single-table matches of the referee side of a round (about 40 timed round trips each)."""
+    raw_exchanges_per_round: int = 200
+    level_warmup_s: float = 1.5
+    level_window_s: float = 8.0
+    levels: tuple[int, ...] = LEVELS
+
+
+QUICK = Settings(
+    warmup_matches=1, rounds=2, matches_per_round=1, raw_exchanges_per_round=100, level_warmup_s=0.3, level_window_s=1.0
+)
+
+
+def percentile(samples: Sequence[int], fraction: float) -> float:
+    ordered = sorted(samples)
+    return float(ordered[int(fraction * (len(ordered) - 1))])
+
+
+class ServerProcess:
+    """`python -m bench.referee_server` as a child process, driven by lines on its stdin."""
+
+    def __init__(self) -> None:
+        self.admin_token = secrets.token_urlsafe(24)
+        self.process: asyncio.subprocess.Process | None = None
+        self.referee_address = self.raw_address = ""
+        self.pid = 0
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.referee_server",
+            "--admin-token",
+            self.admin_token,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=PACKAGE_ROOT,  # `-m` looks in the working directory first: import this `bench`, not another one
+        )
+        ready = json.loads(await self._line())
+        self.referee_address = f"127.0.0.1:{ready['referee_port']}"
+        self.raw_address = f"127.0.0.1:{ready['raw_port']}"
+        self.pid = int(ready["pid"])
+
+    async def _line(self) -> str:
+        assert self.process is not None and self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 60)
+        if not line:
+            raise RuntimeError("the benchmark's server process exited")
+        return line.decode().strip()
+
+    async def command(self, line: str) -> str:
+        assert self.process is not None and self.process.stdin is not None
+        self.process.stdin.write(f"{line}\n".encode())
+        await self.process.stdin.drain()
+        return await self._line()
+
+    async def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.returncode is None and self.process.stdin is not None:
+            self.process.stdin.write(b"quit\n")
+            self.process.stdin.close()
+            try:
+                await asyncio.wait_for(self.process.wait(), 30)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+
+    def cpu_seconds(self) -> float | None:
+        """The server process's user + system CPU time, from /proc (None where there is no /proc)."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def compare_round_trips(server: ServerProcess, admin: Admin, settings: Settings) -> dict[str, Any]:
+    """Raw ping-pong and referee round trips at one table, interleaved rounds after a warm-up of both."""
+    warmup = Tally(request_bytes=[])
+    await play_matches(server.referee_address, admin, range(settings.warmup_matches), warmup)
+    assert warmup.request_bytes
+    size = int(statistics.median(warmup.request_bytes))
+    payload = secrets.token_bytes(size)
+    raw_samples: list[int] = []
+    referee_samples: list[int] = []
+    round_trip_messages: list[int] = []
+    sizes: list[int] = list(warmup.request_bytes)
+    ratios: list[float] = []
+    errors: list[str] = list(warmup.stream_errors)
+    async with grpc.aio.insecure_channel(server.raw_address) as channel:
+        await ping_pong(channel, payload, settings.raw_exchanges_per_round)  # warm-up
+        seed = 1000
+        for index in range(settings.rounds):
+            tally = Tally(request_bytes=[])
+            seeds = range(seed, seed + settings.matches_per_round)
+            seed += settings.matches_per_round
+            if index % 2 == 0:
+                raw = await ping_pong(channel, payload, settings.raw_exchanges_per_round)
+                await play_matches(server.referee_address, admin, seeds, tally)
+            else:
+                await play_matches(server.referee_address, admin, seeds, tally)
+                raw = await ping_pong(channel, payload, settings.raw_exchanges_per_round)
+            raw_samples.extend(raw)
+            referee_samples.extend(tally.rtt_ns)
+            round_trip_messages.extend(tally.rtt_messages)
+            assert tally.request_bytes is not None
+            sizes.extend(tally.request_bytes)
+            errors.extend(tally.stream_errors)
+            ratios.append(statistics.median(tally.rtt_ns) / statistics.median(raw))
+    raw_median = statistics.median(raw_samples)
+    referee_median = statistics.median(referee_samples)
+    return {
+        "decision_request_bytes": int(statistics.median(sizes)),
+        "raw_payload_bytes": size,
+        "raw_rtt_median_us": raw_median / 1000,
+        "raw_rtt_p99_us": percentile(raw_samples, 0.99) / 1000,
+        "raw_samples": len(raw_samples),
+        "referee_rtt_median_us": referee_median / 1000,
+        "referee_rtt_p99_us": percentile(referee_samples, 0.99) / 1000,
+        "referee_samples": len(referee_samples),
+        "referee_messages_per_round_trip": statistics.mean(round_trip_messages),
+        "ratio": referee_median / raw_median,
+        "ratio_target": RATIO_TARGET,
+        "ratio_per_round": [round(ratio, 3) for ratio in ratios],
+        "round_trip_stream_errors": len(errors),
+    }
+
+
+async def run_level(server: ServerProcess, admin: Admin, tables: int, settings: Settings) -> dict[str, Any]:
+    """`tables` slots playing matches back to back; decisions per second over a window after a warm-up."""
+    start = clock()
+    window_start = start + int(settings.level_warmup_s * 1e9)
+    window_end = window_start + int(settings.level_window_s * 1e9)
+    tally = Tally(window=(window_start, window_end))
+    cpu: dict[str, float | None] = {}
+
+    async def sample_cpu() -> None:
+        await asyncio.sleep(settings.level_warmup_s)
+        server_before, client_before, wall_before = server.cpu_seconds(), time.process_time(), clock()
+        await asyncio.sleep(settings.level_window_s)
+        server_after, client_after, wall = server.cpu_seconds(), time.process_time(), (clock() - wall_before) / 1e9
+        if server_before is not None and server_after is not None:
+            server_seconds = server_after - server_before
+            cpu["server"], cpu["server_pct"] = server_seconds, 100 * server_seconds / wall
+        cpu["client_pct"] = 100 * (client_after - client_before) / wall
+
+    sampler = asyncio.create_task(sample_cpu())
+    await asyncio.gather(
+        *(
+            play_until(server.referee_address, admin, window_end, 1_000_000 * (tables * 1000 + slot), tally)
+            for slot in range(tables)
+        )
+    )
+    await sampler
+    decisions_per_s = tally.acts / settings.level_window_s
+    server_cpu = cpu.get("server")
+    return {
+        "tables": tables,
+        "decisions_per_s": decisions_per_s,
+        "timeouts": tally.timeouts,
+        "matches": tally.matches,
+        "faults": tally.faults,
+        "rejections": tally.rejections,
+        "stream_errors": len(tally.stream_errors),
+        "rtt_median_us": statistics.median(tally.rtt_ns) / 1000 if tally.rtt_ns else None,
+        "rtt_p99_us": percentile(tally.rtt_ns, 0.99) / 1000 if tally.rtt_ns else None,
+        "rtt_max_ms": max(tally.rtt_ns) / 1e6 if tally.rtt_ns else None,
+        "server_cpu_us_per_decision": 1e6 * server_cpu / tally.acts if server_cpu is not None and tally.acts else None,
+        "server_cpu_pct": cpu.get("server_pct"),
+        "client_cpu_pct": cpu.get("client_pct"),
+    }
+
+
+async def _run(settings: Settings, profile: Path | None) -> dict[str, Any]:
+    rules = Rules()
+    result: dict[str, Any] = {
+        "what_rtt_means": WHAT_RTT_MEANS,
+        "rules": (
+            f"defaults (senas_mode={rules.senas_mode.value}, decision_timeout_s={rules.decision_timeout_s:g}, "
+            f"time_bank_s={rules.time_bank_s:g})"
+        ),
+    }
+    load_before = os.getloadavg()[0]
+    server = ServerProcess()
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.referee_address) as admin_channel:
+            admin = Admin(admin_pb2_grpc.TableAdminServiceStub(admin_channel), server.admin_token)
+            result.update(await compare_round_trips(server, admin, settings))
+            if profile is not None:
+                await server.command("profile-start")
+            levels = [await run_level(server, admin, tables, settings) for tables in settings.levels]
+            if profile is not None:
+                await server.command(f"profile-stop {profile.resolve()}")
+                result["profile"] = str(profile.resolve())
+                result["profiled"] = "yes: the levels ran under cProfile, their figures are slower than normal"
+            result["concurrency"] = levels
+    finally:
+        await server.stop()
+    result["timeouts_target"] = 0
+    result["cpus"] = os.cpu_count()
+    result["load_average_1m_before"], result["load_average_1m_after"] = load_before, os.getloadavg()[0]
+    return result
+
+
+def run(quick: bool = False, profile: Path | None = None) -> dict[str, Any]:
+    """The referee benchmark; one JSON-ready object. `quick` is a short run (a smoke test), not a measurement."""
+    settings = QUICK if quick else Settings()
+    result = asyncio.run(_run(settings, profile))
+    result["quick"] = quick
+    return result
+
+
+def table_rows(result: dict[str, Any]) -> dict[str, Any]:
+    """The result flattened to one value a row, for the table view."""
+    rows = {key: value for key, value in result.items() if key not in ("concurrency", "ratio_per_round")}
+    rows["ratio_per_round"] = ", ".join(f"{ratio:.2f}" for ratio in result["ratio_per_round"])
+    for level in result["concurrency"]:
+        for key, value in level.items():
+            if key != "tables":
+                rows[f"{level['tables']} tables: {key}"] = value
+    return rows

@@ -1,0 +1,99 @@
+"""The server process of `mus bench referee`: the real referee and a trivial ping-pong servicer, side by side.
+
+Run as `python -m bench.referee_server --admin-token TOKEN`. It starts, in one asyncio event loop:
+
+- the referee exactly as deployed, `referee.service.server.start_server(Referee(admin_token=TOKEN))`;
+- a raw `grpc.aio` server with the same channel options, serving one bidirectional method,
+  `/mus.bench.PingPong/Exchange`, that echoes every message back as is (bytes in, the same bytes out: no
+  protobuf on either side).
+
+It prints one JSON line, `{"referee_port": ..., "raw_port": ..., "pid": ...}`, then reads commands on stdin,
+one a line, and answers each with one line on stdout:
+
+- `profile-start`: start cProfile on the event loop's thread;
+- `profile-stop PATH`: stop it and write the pstats file to PATH;
+- `quit` (or the end of stdin): stop both servers and exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from referee.service.server import start_server
+from referee.service.servicer import MAX_MESSAGE_BYTES, Referee
+
+PING_PONG_SERVICE = "mus.bench.PingPong"
+PING_PONG_METHOD = f"/{PING_PONG_SERVICE}/Exchange"
+
+SERVER_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+"""The same options as `referee.service.server.start_server`, so both servers differ only in the servicer."""
+
+
+async def _exchange(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
+    """The trivial servicer: every message comes straight back."""
+    async for request in requests:
+        yield request
+
+
+async def start_ping_pong_server(address: str = "127.0.0.1:0") -> tuple[grpc.aio.Server, int]:
+    server = grpc.aio.server(options=SERVER_OPTIONS)
+    handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.stream_stream_rpc_method_handler(_exchange)  # bytes as is
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(PING_PONG_SERVICE, {"Exchange": handler}),))
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    await server.start()
+    return server, port
+
+
+async def serve(admin_token: str) -> None:
+    referee_server, referee_port = await start_server(Referee(admin_token=admin_token))
+    raw_server, raw_port = await start_ping_pong_server()
+    print(json.dumps({"referee_port": referee_port, "raw_port": raw_port, "pid": os.getpid()}), flush=True)
+    profiler: cProfile.Profile | None = None
+    try:
+        while line := await asyncio.to_thread(sys.stdin.readline):
+            command, _, argument = line.strip().partition(" ")
+            if command == "profile-start":
+                profiler = cProfile.Profile()
+                profiler.enable()
+                reply = "profiling"
+            elif command == "profile-stop" and profiler is not None:
+                profiler.disable()
+                profiler.dump_stats(argument)
+                profiler = None
+                reply = f"profile written to {argument}"
+            elif command == "quit":
+                break
+            else:
+                reply = f"unknown command {line.strip()!r}"
+            print(reply, flush=True)
+    finally:
+        await referee_server.stop(None)
+        await raw_server.stop(None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--admin-token", required=True)
+    arguments = parser.parse_args()
+    asyncio.run(serve(arguments.admin_token))
+
+
+if __name__ == "__main__":
+    main()
