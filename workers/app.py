@@ -1,0 +1,82 @@
+"""The Celery app: an embedded broker by default, Redis or RabbitMQ with `MUS_BROKER_URL`.
+
+The embedded broker is kombu's filesystem transport in a folder beside the database (`./.mus-broker` by
+default, `MUS_BROKER_DIR` to move it): no server to install, real worker processes. Its polling interval is set
+through the transport options (the virtual transport reads `polling_interval` from them); the default of one
+second would cap a league at about one match per second per worker. Processed messages are moved within that
+folder, so a message is taken by exactly one worker (an atomic rename on one file system).
+
+The database, not the broker, is the source of truth: a message is only a hint to play a match id, and
+`play_match` claims the match in the database before doing anything, so a lost or duplicated message never
+loses or double-counts a result.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+
+EMBEDDED_POLLING_S = 0.02
+"""How often an idle embedded worker looks for a message."""
+
+LONGEST_MATCH_S = 6 * 3600
+"""Redis redelivers an unacknowledged message after its visibility timeout: keep it above any match."""
+
+QUEUE = "mus"
+
+
+def broker_dir() -> Path:
+    """The embedded broker's folder."""
+    return Path(os.environ.get("MUS_BROKER_DIR", ".mus-broker")).resolve()
+
+
+def is_embedded() -> bool:
+    """True when no `MUS_BROKER_URL` is set: `mus league run` then starts its own workers."""
+    return not os.environ.get("MUS_BROKER_URL")
+
+
+def broker_settings() -> dict[str, Any]:
+    """Celery's broker settings for this process's environment."""
+    url = os.environ.get("MUS_BROKER_URL")
+    if url:
+        options: dict[str, Any] = {}
+        if url.startswith(("redis://", "rediss://")):
+            options["visibility_timeout"] = LONGEST_MATCH_S
+        return {"broker_url": url, "broker_transport_options": options}
+    folder = broker_dir()
+    queue, processed = folder / "queue", folder / "processed"
+    queue.mkdir(parents=True, exist_ok=True)
+    processed.mkdir(parents=True, exist_ok=True)
+    return {
+        "broker_url": "filesystem://",
+        "broker_transport_options": {
+            "data_folder_in": str(queue),
+            "data_folder_out": str(queue),
+            "processed_folder": str(processed),
+            "store_processed": True,
+            "polling_interval": EMBEDDED_POLLING_S,
+        },
+    }
+
+
+def make_app() -> Celery:
+    app = Celery("mus", include=["workers.tasks"])
+    app.conf.update(
+        broker_settings(),
+        task_default_queue=QUEUE,
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+    )
+    return app
+
+
+app = make_app()
