@@ -28,6 +28,7 @@ _SUIT_TO_PB = {
 _SUIT_FROM_PB = {value: suit for suit, value in _SUIT_TO_PB.items()}
 _KIND_TO_PB = {kind: pb.ActionKind.Value(f"ACTION_KIND_{kind.name}") for kind in ActionKind}
 _KIND_FROM_PB = {value: kind for kind, value in _KIND_TO_PB.items()}
+_KIND_ORDER = {value: index for index, value in enumerate(_KIND_TO_PB.values())}
 _SENA_TO_PB = {sena: pb.Sena.Value(f"SENA_{sena.name}") for sena in Sena}
 _SENA_FROM_PB = {value: sena for sena, value in _SENA_TO_PB.items()}
 _LANCE_TO_PB = {
@@ -151,8 +152,7 @@ def legal_actions_to_proto(
         out.append(
             pb.LegalAction(kind=_KIND_TO_PB[kind], min_amount=min(values), max_amount=0 if uncapped else max(values))
         )
-    order = {value: index for index, value in enumerate(_KIND_TO_PB.values())}
-    out.sort(key=lambda legal_action: order[legal_action.kind])
+    out.sort(key=lambda legal_action: _KIND_ORDER[legal_action.kind])
     return out
 
 

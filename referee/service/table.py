@@ -230,23 +230,36 @@ class Table:
         match = self.match
         assert match is not None
         for event in match.events[self._published :]:
+            # Converted once; each recipient gets a copy with its own seq. Only a seña's `leaked` flag depends
+            # on the recipient, so those are converted per recipient.
+            base = convert.event_to_proto(event, 0, None)
+            payload = base.WhichOneof("payload")
+            per_recipient = payload == "sena_delivered"
             for seat in range(4):
                 if not event.visible_to(seat):
                     continue
                 events = self.seat_events[seat]
-                message = convert.event_to_proto(event, len(events), seat)
-                if message.WhichOneof("payload") == "hand_started":
+                if per_recipient:
+                    message = convert.event_to_proto(event, len(events), seat)
+                else:
+                    message = pb.Event()
+                    message.CopyFrom(base)
+                    message.seq = len(events)
+                if payload == "hand_started":
                     self._hand_start[seat] = len(events)
                 events.append(message)
                 outbox = self.seats[seat].outbox
                 if outbox is not None:
                     outbox.put_nowait(play_pb2.PlayResponse(event=message))
-            self.omniscient_events.append(convert.event_to_proto(event, len(self.omniscient_events), None))
             if event.to is None:
-                public = convert.event_to_proto(event, len(self.public_events), None)
+                public = pb.Event()
+                public.CopyFrom(base)
+                public.seq = len(self.public_events)
                 self.public_events.append(public)
                 for watcher in self.watchers:
                     watcher.put_nowait(public)
+            base.seq = len(self.omniscient_events)
+            self.omniscient_events.append(base)
         self._published = len(match.events)
 
     def _sync(self) -> None:
@@ -305,13 +318,18 @@ class Table:
         assert match is not None
         left, bank = self._time_left(seat, decision)
         events = self.seat_events[seat]
+        legal = match.legal_actions(seat)
+        if decision.kind is DecisionKind.SENAS:  # the legal actions already list the acceptable señas
+            senas = tuple(action.senas[0] for action in legal if action.senas)
+        elif decision.kind is DecisionKind.MUS:
+            senas = match.acceptable_senas(seat)
+        else:
+            senas = ()
         request = play_pb2.DecisionRequest(
             decision_id=decision.decision_id,
             kind=convert.decision_to_proto(decision.kind),
             view=convert.seat_view_to_proto(match, seat, events[self._hand_start[seat] :]),
-            legal_actions=convert.legal_actions_to_proto(
-                match, seat, match.legal_actions(seat), match.acceptable_senas(seat)
-            ),
+            legal_actions=convert.legal_actions_to_proto(match, seat, legal, senas),
             decision_time_left_ms=int(left * 1000),
             bank_time_left_ms=int(bank * 1000),
         )
