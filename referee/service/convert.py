@@ -315,7 +315,7 @@ def seat_view_to_proto(match: Match, seat: int, hand_events: Sequence[pb.Event])
         lance=lance_to_proto(match.lance.value if match.lance else None),
         discard_rounds=match.discard_rounds,
         accepted_total=betting[0],
-        pending_total=betting[1],
+        pending_total=0 if betting[2] else betting[1],
         ordago_pending=betting[2],
     )
     view.events_this_hand.extend(hand_events)

@@ -1,0 +1,409 @@
+"""Play a bot over gRPC: one seat through `PlayService.Play`, or many matches through `LobbyService.Connect`.
+
+The runner owns the wire; the bot sees only `BotView`s, engine events and the outcome, exactly as on the
+local table. It answers every decision request with `Bot.decide`, asks again after a rejected action while the
+decision is open, rejoins a dropped stream from the next event it expects, and turns the referee's error
+statuses into a `RefereeError` that says what went wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import grpc
+
+from clients.sdk.bot import Bot
+from clients.sdk.convert import EventDecoder, action_to_proto, outcome_from_proto, rules_from_proto, view_from_request
+from clients.sdk.errors import ConvertError, RefereeError, SdkError
+from mus.v1 import lobby_pb2, lobby_pb2_grpc, play_pb2, play_pb2_grpc, types_pb2
+from referee.engine.actions import Action
+from referee.engine.match import MatchOutcome
+from referee.engine.rules import Rules
+
+logger = logging.getLogger(__name__)
+
+_M = TypeVar("_M")
+
+PROTOCOL_VERSION = 1
+"""The protocol version this SDK speaks (play.proto `Join.protocol_version`)."""
+
+ENV_REFEREE = "MUS_REFEREE"
+ENV_TOKEN = "MUS_TOKEN"
+
+# A dropped connection, not a refusal: worth joining again (play.proto lists the refusals).
+_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL})
+
+
+def _setting(value: str | None, variable: str, what: str) -> str:
+    found = value if value is not None else os.environ.get(variable)
+    if not found:
+        raise SdkError(f"no {what}: pass it or set the environment variable {variable}")
+    return found
+
+
+def _channel(address: str, credentials: grpc.ChannelCredentials | None) -> grpc.Channel:
+    if credentials is None:
+        return grpc.insecure_channel(address)
+    return grpc.secure_channel(address, credentials)
+
+
+class _Outbox(Generic[_M]):
+    """The request side of a bidirectional stream: a queue that gRPC drains on its own thread."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[_M | None] = queue.Queue()
+
+    def put(self, message: _M) -> None:
+        self._queue.put(message)
+
+    def close(self) -> None:
+        """End the request stream (a half-close) once what was put before is sent."""
+        self._queue.put(None)
+
+    def __iter__(self) -> Iterator[_M]:
+        while True:
+            message = self._queue.get()
+            if message is None:
+                return
+            yield message
+
+
+class _Seat:
+    """One bot at one seat, across every stream it needs to finish the match."""
+
+    def __init__(self, bot: Bot, token: str) -> None:
+        self.bot = bot
+        self.token = token
+        self.next_seq = 0
+        self.joins = 0
+        self.seat: int | None = None
+        self.rules: Rules | None = None
+        self.decoder: EventDecoder | None = None
+        self.outcome: MatchOutcome | None = None
+        self._started_hand = -1
+        self._open: play_pb2.DecisionRequest | None = None
+        self._answered: dict[int, types_pb2.Action] = {}
+
+    def play_stream(self, stub: play_pb2_grpc.PlayServiceStub) -> MatchOutcome:
+        """Join (or rejoin from `next_seq`) and play until the outcome; gRPC errors propagate."""
+        outbox: _Outbox[play_pb2.PlayRequest] = _Outbox()
+        outbox.put(
+            play_pb2.PlayRequest(
+                join=play_pb2.Join(
+                    seat_token=self.token,
+                    bot_name=self.bot.name,
+                    bot_version=self.bot.version,
+                    protocol_version=PROTOCOL_VERSION,
+                    next_seq=self.next_seq,
+                )
+            )
+        )
+        responses = stub.Play(iter(outbox))
+        try:
+            for response in responses:
+                self._handle(response, outbox)
+        finally:
+            outbox.close()
+        if self.outcome is None:
+            raise SdkError("the referee closed the stream before sending the outcome")
+        return self.outcome
+
+    def _handle(self, response: play_pb2.PlayResponse, outbox: _Outbox[play_pb2.PlayRequest]) -> None:
+        which = response.WhichOneof("message")
+        if which == "joined":
+            self._joined(response.joined)
+        elif which == "event":
+            self._event(response.event)
+        elif which == "decision_request":
+            request = response.decision_request
+            self._open = request
+            answer = self._answered.get(request.decision_id)
+            if answer is None:  # a re-sent request after a rejoin keeps the answer already chosen
+                answer = self._decide(request)
+            self._answered = {request.decision_id: answer}
+            outbox.put(play_pb2.PlayRequest(act=play_pb2.Act(decision_id=request.decision_id, action=answer)))
+        elif which == "action_rejected":
+            self._rejected(response.action_rejected, outbox)
+        elif which == "outcome":
+            self.outcome = outcome_from_proto(response.outcome)
+            _call_hook(self.bot.on_outcome, self.outcome)
+        elif which == "pong":
+            pass
+        else:
+            logger.warning("seat %s: ignoring a referee message this SDK does not know (%s)", self.seat, which)
+
+    def _joined(self, joined: play_pb2.Joined) -> None:
+        if joined.protocol_version > PROTOCOL_VERSION:
+            raise SdkError(f"the referee answered protocol version {joined.protocol_version}; this SDK speaks 1")
+        self.joins += 1
+        self.seat = joined.seat
+        self.rules = rules_from_proto(joined.rules)
+        if self.decoder is None:
+            self.decoder = EventDecoder(joined.seat)
+        logger.info("seat %d of table %s: joined (resumed=%s)", joined.seat, joined.table_id, joined.resumed)
+
+    def _event(self, message: types_pb2.Event) -> None:
+        if message.seq < self.next_seq:
+            return  # already seen before the stream dropped
+        self.next_seq = message.seq + 1
+        if self.decoder is None:
+            raise SdkError("the referee sent an event before Joined")
+        try:
+            event = self.decoder.decode(message)
+        except ConvertError as error:
+            logger.warning("seat %s: cannot read event %d: %s", self.seat, message.seq, error)
+            return
+        _call_hook(self.bot.on_event, event)
+
+    def _decide(
+        self, request: play_pb2.DecisionRequest, rejected: play_pb2.ActionRejected | None = None
+    ) -> types_pb2.Action:
+        """The bot's answer on the wire. A `decide` that raises answers with an unset action, which the referee
+        charges as an illegal action, as the local table does (mus-rules §13)."""
+        if self.rules is None:
+            raise SdkError("the referee asked for a decision before Joined")
+        if self.decoder is not None:
+            self.decoder.vaca = request.view.vaca_number + 1
+            self.decoder.game = request.view.game_number + 1
+        if rejected is None:
+            view = view_from_request(request, self.rules)
+        else:
+            view = view_from_request(
+                request,
+                self.rules,
+                rejection=rejected.reason,
+                legal=rejected.legal_actions or None,
+                decision_time_left_ms=rejected.decision_time_left_ms,
+                bank_time_left_ms=rejected.bank_time_left_ms,
+            )
+        if view.hand_number != self._started_hand:
+            self._started_hand = view.hand_number
+            _call_hook(self.bot.on_hand_start, view)
+        try:
+            action = self.bot.decide(view)
+            if not isinstance(action, Action):
+                raise TypeError(f"decide returned {type(action).__name__}, not an Action")
+            return action_to_proto(action)
+        except Exception:
+            logger.warning("seat %s: decide failed; answering with no action (a fault)", self.seat, exc_info=True)
+            return types_pb2.Action()
+
+    def _rejected(self, rejected: play_pb2.ActionRejected, outbox: _Outbox[play_pb2.PlayRequest]) -> None:
+        code = play_pb2.RejectionCode.Name(rejected.code)
+        logger.warning("seat %s: action rejected (%s): %s", self.seat, code, rejected.reason)
+        request = self._open
+        if not rejected.decision_open or request is None or request.decision_id != rejected.decision_id:
+            return
+        answer = self._decide(request, rejected)
+        self._answered = {request.decision_id: answer}
+        outbox.put(play_pb2.PlayRequest(act=play_pb2.Act(decision_id=request.decision_id, action=answer)))
+
+
+def _call_hook(hook: Callable[[Any], None], argument: object) -> None:
+    """A hook that raises is logged and ignored: hooks are advice, never a reason to lose the seat."""
+    try:
+        hook(argument)
+    except Exception:
+        logger.warning("%s raised", getattr(hook, "__name__", "a hook"), exc_info=True)
+
+
+def run_bot(
+    bot: Bot,
+    address: str | None = None,
+    token: str | None = None,
+    *,
+    grace_s: float = 10.0,
+    credentials: grpc.ChannelCredentials | None = None,
+) -> MatchOutcome:
+    """Play one seat of one match with `bot` and return the outcome.
+
+    `address` and `token` default to the environment variables MUS_REFEREE and MUS_TOKEN. A dropped stream
+    (UNAVAILABLE, INTERNAL) is joined again with `Join.next_seq`, with a growing pause, for up to `grace_s`
+    seconds without a successful join; any other error status is raised as a `RefereeError`.
+    """
+    target = _setting(address, ENV_REFEREE, "referee address")
+    seat = _Seat(bot, _setting(token, ENV_TOKEN, "seat token"))
+    with _channel(target, credentials) as channel:
+        stub = play_pb2_grpc.PlayServiceStub(channel)
+        pause, lost_since = 0.1, 0.0
+        while True:
+            joins = seat.joins
+            try:
+                return seat.play_stream(stub)
+            except grpc.RpcError as error:
+                code = error.code()
+                details = str(error.details())
+                # A rejoin may race the referee noticing that the old stream ended (play.proto ALREADY_EXISTS).
+                rejoining = seat.joins > 0
+                if code not in _TRANSIENT and not (rejoining and code is grpc.StatusCode.ALREADY_EXISTS):
+                    raise RefereeError(code.name, details, what=f"the referee at {target}") from None
+                now = time.monotonic()
+                if seat.joins > joins or not lost_since:  # the grace period runs from the last good join
+                    pause, lost_since = 0.1, now
+                if now - lost_since > grace_s:
+                    raise SdkError(
+                        f"lost the referee at {target} ({code.name}: {details}) and could not join again "
+                        f"within {grace_s:g} s"
+                    ) from None
+                logger.warning("seat %s: stream dropped (%s); joining again in %.1f s", seat.seat, code.name, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)  # the referee keeps a dropped seat for a few seconds only
+
+
+@dataclass
+class _Assignment:
+    offer: lobby_pb2.MatchAssignment
+    thread: threading.Thread | None = None
+    result: list[MatchOutcome | BaseException] = field(default_factory=list)
+
+
+def run_remote_bot(
+    bot_factory: Callable[[], Bot],
+    address: str | None = None,
+    bot_token: str | None = None,
+    max_concurrent_matches: int = 1,
+    *,
+    stop: threading.Event | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
+) -> list[MatchOutcome | BaseException]:
+    """Hold a lobby stream and play every confirmed assignment with a fresh bot on its own thread.
+
+    Offers are accepted while fewer than `max_concurrent_matches` matches are open and declined otherwise
+    (declining is never a fault). It returns when the referee ends the lobby stream or `stop` is set, after
+    the matches in progress finish, with each match's outcome or the error that ended it. `address` and
+    `bot_token` default to MUS_REFEREE and MUS_TOKEN.
+    """
+    if max_concurrent_matches < 1:
+        raise SdkError("max_concurrent_matches must be at least 1")
+    target = _setting(address, ENV_REFEREE, "referee address")
+    token = _setting(bot_token, ENV_TOKEN, "bot token")
+    assignments: dict[str, _Assignment] = {}
+    with _channel(target, credentials) as channel:
+        stub = lobby_pb2_grpc.LobbyServiceStub(channel)
+        pause = 0.1
+        while stop is None or not stop.is_set():
+            outbox: _Outbox[lobby_pb2.ConnectRequest] = _Outbox()
+            outbox.put(
+                lobby_pb2.ConnectRequest(
+                    hello=lobby_pb2.LobbyHello(
+                        bot_token=token,
+                        max_concurrent_matches=max_concurrent_matches,
+                        protocol_version=PROTOCOL_VERSION,
+                    )
+                )
+            )
+            responses = stub.Connect(iter(outbox))
+            watcher = _cancel_on(stop, responses)
+            try:
+                for response in responses:
+                    pause = 0.1
+                    _lobby_message(response, assignments, outbox, bot_factory, target, max_concurrent_matches)
+                break  # the referee ended the lobby stream
+            except grpc.RpcError as error:
+                code = error.code()
+                if code is grpc.StatusCode.CANCELLED and stop is not None and stop.is_set():
+                    break
+                if code not in _TRANSIENT:
+                    raise RefereeError(code.name, str(error.details()), what=f"the lobby at {target}") from None
+                logger.warning("lobby stream dropped (%s); connecting again in %.1f s", code.name, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
+            finally:
+                outbox.close()
+                if watcher is not None:
+                    watcher.set()
+    results: list[MatchOutcome | BaseException] = []
+    for assignment in assignments.values():
+        if assignment.thread is not None:
+            assignment.thread.join()
+            results.extend(assignment.result)
+    return results
+
+
+def _cancel_on(stop: threading.Event | None, call: grpc.RpcContext) -> threading.Event | None:
+    """Cancel the lobby call when `stop` is set; returns an event that retires the watcher."""
+    if stop is None:
+        return None
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(0.1):
+                call.cancel()
+                return
+
+    threading.Thread(target=watch, name="mus-lobby-stop", daemon=True).start()
+    return done
+
+
+def _lobby_message(
+    response: lobby_pb2.ConnectResponse,
+    assignments: dict[str, _Assignment],
+    outbox: _Outbox[lobby_pb2.ConnectRequest],
+    bot_factory: Callable[[], Bot],
+    address: str,
+    limit: int,
+) -> None:
+    which = response.WhichOneof("message")
+    if which == "welcome":
+        logger.info("lobby: welcome as %s", response.welcome.bot_name)
+    elif which == "assignment":
+        offer = response.assignment
+        busy = sum(1 for held in assignments.values() if held.thread is None or held.thread.is_alive())
+        if busy >= limit:
+            outbox.put(
+                lobby_pb2.ConnectRequest(
+                    decline=lobby_pb2.DeclineAssignment(assignment_id=offer.assignment_id, reason="at capacity")
+                )
+            )
+            return
+        assignments[offer.assignment_id] = _Assignment(offer)
+        outbox.put(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=offer.assignment_id)))
+    elif which == "confirmed":
+        held = assignments.get(response.confirmed.assignment_id)
+        if held is None or held.thread is not None:
+            return
+        held.thread = threading.Thread(
+            target=_play_assignment,
+            args=(held, bot_factory, address),
+            name=f"mus-table-{held.offer.table_id}",
+        )
+        held.thread.start()
+    elif which == "withdrawn":
+        withdrawn = assignments.get(response.withdrawn.assignment_id)
+        if withdrawn is not None and withdrawn.thread is None:
+            del assignments[response.withdrawn.assignment_id]
+        logger.info("lobby: offer %s withdrawn: %s", response.withdrawn.assignment_id, response.withdrawn.reason)
+
+
+def _play_assignment(held: _Assignment, bot_factory: Callable[[], Bot], address: str) -> None:
+    offer = held.offer
+    try:
+        outcome = run_bot(bot_factory(), offer.referee_address or address, offer.seat_token)
+    except Exception as error:  # one match failing never stops the others
+        logger.error("table %s: %s", offer.table_id, error)
+        held.result.append(error)
+    else:
+        held.result.append(outcome)
+
+
+def run_main(bot: Bot) -> int:
+    """The body of a bot program's `main()`: play the seat named by MUS_REFEREE and MUS_TOKEN.
+
+    Logs to stderr; a referee error or a missing setting becomes one clear line and exit status 1.
+    """
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        outcome = run_bot(bot)
+    except SdkError as error:
+        logger.error("%s", error)
+        return 1
+    logger.info("match over: team %d won (%s)", outcome.winner, outcome.termination.value)
+    return 0
