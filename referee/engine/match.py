@@ -361,7 +361,9 @@ class Match:
     def legal_actions(self, seat: int) -> tuple[Action, ...]:
         """The legal actions of an awaited seat, in a stable order; empty for a seat that is not awaited.
 
-        Señas attached to a mus call are not enumerated (any acceptable list may ride on the call). With an
+        Señas attached to a mus call are not enumerated (any list may ride on the call). In a seña round the
+        list holds the empty answer and each seña that would be accepted now; any other list is legal too, and
+        its false señas are rejected one by one (`acceptable_senas`). With an
         uncapped stake (`max_total_stake = null`) bets are listed up to the target score; larger ones are legal
         too and decide the game the same way (mus-rules §8.1).
         """
@@ -408,10 +410,7 @@ class Match:
         if kind is DecisionKind.MUS and action.kind in (ActionKind.MUS, ActionKind.NO_MUS):
             return
         if kind is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
-            reasons = self._sena_list_rejections(seat, action.senas, self.lance)
-            if reasons:
-                raise IllegalActionError("; ".join(f"{sena.value}: {reason}" for sena, reason in reasons))
-            return
+            return  # any list is legal: each seña is then accepted or rejected on its own (mus-rules §12.3)
         if kind is DecisionKind.BET and action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
             self._check_amount(action)
             return
@@ -477,14 +476,11 @@ class Match:
     def apply(self, seat: int, action: Action) -> StepRecord:
         """Apply a legal action of an awaited seat; an illegal one raises and changes nothing.
 
-        Señas are the exception the rules make (mus-rules §12.3 item 4): on a mus call or in a seña round, each
-        seña of the list is checked on its own, the false ones are rejected (the sender alone is told, in the
-        record and a private event) and the rest are delivered. That is not an illegal action.
+        Señas ride on an action without deciding its legality (mus-rules §12.3 item 4): on a mus call or in a
+        seña round, each seña of the list is checked on its own, the false ones are rejected (the sender alone is
+        told, in the record and a private event) and the rest are delivered. A rejection is not a fault.
         """
-        if action.kind is ActionKind.SENAS and self.decision is DecisionKind.SENAS and seat in self.awaited():
-            pass  # per-seña rejection below, never an illegal action
-        else:
-            self.check(seat, action)
+        self.check(seat, action)
         start = len(self.events)
         step = Step(seat, StepKind.ACTION, action)
         self.log.append(step)
@@ -905,10 +901,6 @@ class Match:
                 reason = SenaRejection(SenaRejectionCode.OVER_LIMIT, text)
             verdicts.append(reason)
         return verdicts
-
-    def _sena_list_rejections(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[tuple[Sena, str]]:
-        verdicts = self._sena_verdicts(seat, senas, lance)
-        return [(sena, str(reason)) for sena, reason in zip(senas, verdicts, strict=True) if reason is not None]
 
     def _sena_answer(self, seat: int, senas: tuple[Sena, ...]) -> tuple[tuple[Sena, str], ...]:
         self._sena_queue.pop(0)
