@@ -159,8 +159,7 @@ class Table:
             outbox.put_nowait(play_pb2.PlayResponse(outcome=self.outcome))
             outbox.put_nowait(None)
             return
-        if self.status is TableStatus.WAITING and all(other.joined for other in self.seats):
-            self._start()
+        if self._maybe_start():
             return
         decision = self.decisions.get(seat)
         if decision is not None:
@@ -205,13 +204,24 @@ class Table:
         self.seats[seat].gone = True
         if self.status is TableStatus.RUNNING:
             self._sync()
+        else:
+            self._maybe_start()
+
+    def _maybe_start(self) -> bool:
+        """Start once every seat has joined or is known never to come (crashed before joining)."""
+        if self.status is not TableStatus.WAITING:
+            return False
+        if not all(state.joined or state.gone for state in self.seats):
+            return False
+        self._start()
+        return True
 
     def _join_timeout(self) -> None:
         """Seats that never joined are absent: the match starts and their decisions time out at once."""
         if self.status is not TableStatus.WAITING:
             return
         for seat, state in enumerate(self.seats):
-            if not state.joined:
+            if not state.joined and not state.gone:
                 self.record_incident(seat, "absent", "did not join before the join timeout")
                 state.gone = True
         self._start()

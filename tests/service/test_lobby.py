@@ -85,8 +85,9 @@ def test_a_declined_offer_goes_to_another_session_and_an_untaken_seat_is_absent(
             admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("secret")), metadata=auth
         )
         async with grpc.aio.insecure_channel(running.address) as channel:
-            first, second = LobbyClient(channel, "secret"), LobbyClient(channel, "secret")
-            await first.read()
+            first = LobbyClient(channel, "secret")
+            await first.read()  # welcomed first, so it is offered first
+            second = LobbyClient(channel, "secret")
             await second.read()
             created = await stub.CreateTable(remote_table_request({3}), metadata=auth)
             offered_to, other = first, second

@@ -16,3 +16,7 @@ app.add_typer(rules_cmd.app, name="rules")
 app.add_typer(referee_cmd.app, name="referee")
 app.add_typer(match_cmd.app, name="match")
 app.add_typer(bench_cmd.app, name="bench")
+
+
+if __name__ == "__main__":
+    app()

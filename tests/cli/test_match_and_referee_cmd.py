@@ -1,0 +1,81 @@
+"""`mus match play` with real bot processes, and `mus referee serve` as a real server process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from typer.testing import CliRunner
+
+from workers.cli.main import app
+
+runner = CliRunner()
+
+
+def test_match_play_runs_the_example_bots_as_processes_and_reports_the_result_as_json() -> None:
+    result = runner.invoke(app, ["match", "play", "rules", "random", "--seed", "4", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["teams"] == {"0": "rules", "1": "random"}
+    assert data["winner"] in ("rules", "random") and data["termination"] in ("normal", "forfeit")
+    assert data["games"] and all(game["score"] for game in data["games"])
+    assert data["faults"] == [], "the example bots never fault"
+
+
+def test_match_play_prints_the_transcript_and_the_result_line() -> None:
+    result = runner.invoke(app, ["match", "play", "random", "random", "--seed", "2"])
+    assert result.exit_code == 0, result.output
+    assert "--- Hand 0:" in result.stdout and "Result: random wins" in result.stdout
+
+
+def test_a_crashing_program_is_charged_a_crash_and_its_team_forfeits(tmp_path) -> None:
+    crasher = tmp_path / "crash.py"
+    crasher.write_text("import sys\nsys.exit(3)\n")
+    result = runner.invoke(app, ["match", "play", "rules", str(crasher), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["winner"] == "rules" and data["termination"] == "forfeit"
+    causes = {fault["cause"] for fault in data["faults"] if fault["bot"] == "crash"}
+    assert "crash" in causes and "timeout" in causes
+
+
+def test_bad_bots_and_options_are_one_line_errors() -> None:
+    for args, message in (
+        (["match", "play", "nosuchbot", "random"], "unknown bot 'nosuchbot'"),
+        (["match", "play", "random"], "give two bots"),
+        (["match", "play", "random", "random", "--option", "deck_mode=5_reyes"], "deck_mode must be one of"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1, args
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_referee_serve_answers_health_checks_and_stops_on_sigint() -> None:
+    env = dict(os.environ, MUS_ADMIN_TOKEN="t0ken")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli.main", "referee", "serve", "--address", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("referee listening on 127.0.0.1:"), line
+        address = line.split()[-1]
+        with grpc.insecure_channel(address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            reply = stub.Check(health_pb2.HealthCheckRequest(service="mus.v1.PlayService"), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            time.sleep(0)
