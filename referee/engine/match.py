@@ -145,7 +145,7 @@ class GameResult:
 @dataclass(frozen=True, slots=True)
 class VacaResult:
     vaca: int
-    winner: int
+    winner: int | None
     games: tuple[int, int]
 
 
@@ -690,6 +690,11 @@ class Match:
             termination=GameTermination.FORFEIT.value,
             hand=self.hand_number,
         )
+        # types.proto: a forfeit ends the vaca in progress too, with no winner (Outcome.vacas includes it).
+        self.vaca_number += 1
+        games = (self.games_won[0], self.games_won[1])
+        self.vaca_results.append(VacaResult(self.vaca_number, None, games))
+        self._emit(EventKind.VACA_ENDED, vaca=self.vaca_number, winner=None, games=list(games))
         self._end_match(1 - team, MatchTermination.FORFEIT)
 
     def _show_hands(self) -> None:

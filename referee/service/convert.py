@@ -17,7 +17,7 @@ from referee.engine.errors import MalformedError
 from referee.engine.events import Event, EventKind
 from referee.engine.match import DecisionKind, GameResult, Match, MatchOutcome, VacaResult, team_of
 from referee.engine.rules import Rules, parse_option_assignment
-from referee.engine.senas import Sena
+from referee.engine.senas import Sena, SenaRejectionCode
 
 _SUIT_TO_PB = {
     Suit.OROS: pb.SUIT_OROS,
@@ -46,6 +46,12 @@ _DECISION_TO_PB = {
     DecisionKind.SENAS: pb.DECISION_KIND_SENA_ROUND,
 }
 _TEAM_TO_PB = {0: pb.TEAM_0, 1: pb.TEAM_1}
+_SENA_REJECTION_TO_PB = {
+    SenaRejectionCode.NOT_IN_VOCABULARY.value: pb.SENA_REJECTION_REASON_UNKNOWN_SENA,
+    SenaRejectionCode.FALSE.value: pb.SENA_REJECTION_REASON_FALSE,
+    SenaRejectionCode.OUTSIDE_WINDOW.value: pb.SENA_REJECTION_REASON_OUTSIDE_WINDOW,
+    SenaRejectionCode.OVER_LIMIT.value: pb.SENA_REJECTION_REASON_OVER_LIMIT,
+}
 
 
 def team_to_proto(team: int | None) -> pb.Team.ValueType:
@@ -229,7 +235,7 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         sena.leaked = event.to is None and (recipient is None or opponent)
     elif kind is EventKind.SENA_REJECTED:
         message.sena_rejected.sena = _SENA_TO_PB[Sena(data["sena"])]
-        message.sena_rejected.reason = pb.SenaRejectionReason.Value(f"SENA_REJECTION_REASON_{data['code'].upper()}")
+        message.sena_rejected.reason = _SENA_REJECTION_TO_PB[data["code"]]
         message.sena_rejected.detail = data["reason"]
     elif kind is EventKind.BET:
         bet = message.bet_made

@@ -17,7 +17,7 @@ from mus.v1 import (
     watch_pb2_grpc,
 )
 from referee.service.servicer import (
-    MAX_MESSAGE_BYTES,
+    TRANSPORT_LIMIT_BYTES,
     LobbyServicer,
     PlayServicer,
     Referee,
@@ -43,7 +43,7 @@ async def start_server(
     """
     server = grpc.aio.server(
         options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", TRANSPORT_LIMIT_BYTES),
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
             ("grpc.keepalive_time_ms", 20_000),
             ("grpc.http2.max_pings_without_data", 0),

@@ -40,6 +40,15 @@ JOIN_WAIT_S = 10.0
 MAX_MESSAGE_BYTES = 64 * 1024
 """The largest message a client may send; the biggest legitimate one is a few hundred bytes."""
 
+TRANSPORT_LIMIT_BYTES = 1024 * 1024
+"""What gRPC itself accepts: larger messages than MAX_MESSAGE_BYTES get through to be refused by name, and
+counted as a protocol error once the seat is known."""
+
+
+def _too_large(size: int) -> str:
+    return f"a message of {size} bytes is over the limit of {MAX_MESSAGE_BYTES} bytes"
+
+
 Context = grpc.aio.ServicerContext[Any, Any]
 
 _STATUS = {name: getattr(grpc.StatusCode, name) for name in ("ABORTED", "ALREADY_EXISTS", "FAILED_PRECONDITION")}
@@ -113,12 +122,12 @@ class Referee:
 
     def _finished_table(self, table: Table) -> None:
         """Tokens die with the match; the table itself is kept a while for status and replays."""
-        for state in table.seats:
-            self._tokens.pop(state.token, None)
         self.lobby.table_done(table)
         self._finished.append(table.table_id)
         while len(self._finished) > self.keep_finished:
-            self.tables.pop(self._finished.pop(0), None)
+            evicted = self.tables.pop(self._finished.pop(0), None)
+            for state in evicted.seats if evicted is not None else ():
+                self._tokens.pop(state.token, None)
 
     def check_admin(self, context: Context) -> bool:
         for key, value in context.invocation_metadata() or ():
@@ -142,6 +151,10 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending Join")
         except TimeoutError:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no Join within {JOIN_WAIT_S:g} s")
+        except Exception as error:  # bytes that are not a PlayRequest
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable first message: {type(error).__name__}")
+        if first.ByteSize() > MAX_MESSAGE_BYTES:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(first.ByteSize()))
         if first.WhichOneof("message") != "join":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a Play stream must be Join")
         join = first.join
@@ -173,7 +186,7 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
         if closing:
             await context.abort(*closing[0])
         if table.status is TableStatus.CANCELLED:
-            await context.abort(grpc.StatusCode.ABORTED, f"table {table.table_id} was cancelled")
+            await context.abort(grpc.StatusCode.ABORTED, f"table {table.table_id} was cancelled: {table.cancel_reason}")
 
     async def _read(
         self,
@@ -196,11 +209,12 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
                 if not limiter.allow():
                     close(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many messages: the limit is 200 per second")
                     return
+                if request.ByteSize() > MAX_MESSAGE_BYTES:
+                    close(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(request.ByteSize()))
+                    return
                 kind = request.WhichOneof("message")
                 if kind == "act":
-                    rejection = table.act(seat, request.act.decision_id, request.act.action)
-                    if rejection is not None:
-                        outbox.put_nowait(play_pb2.PlayResponse(action_rejected=rejection))
+                    table.act(seat, request.act.decision_id, request.act.action)  # a rejection goes out from the table
                 elif kind == "ping":
                     outbox.put_nowait(play_pb2.PlayResponse(pong=play_pb2.Pong(nonce=request.ping.nonce)))
                 elif kind == "join":
@@ -254,6 +268,8 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                     yield watch_pb2.WatchResponse(event=item)
         finally:
             table.watchers.discard(queue)
+        if table.status is TableStatus.CANCELLED:
+            await context.abort(grpc.StatusCode.ABORTED, f"table {table.table_id} was cancelled: {table.cancel_reason}")
 
 
 class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
@@ -290,7 +306,13 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
                 await context.abort(
                     grpc.StatusCode.ALREADY_EXISTS, f"external id {request.external_id!r} names another table"
                 )
-            table = self.referee.tables[table_id]
+            kept = self.referee.tables.get(table_id)
+            if kept is None:
+                await context.abort(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"external id {request.external_id!r} named table {table_id}, which ended and is no longer kept",
+                )
+            table = kept
         else:
             join_timeout = request.join_timeout_s if request.HasField("join_timeout_s") else 30.0
             remote = frozenset(index for index, seat in enumerate(request.seats) if seat.remote)

@@ -70,6 +70,8 @@ class _Seat:
     decisions time out at once."""
     grace: asyncio.TimerHandle | None = None
     last_decision_id: int = 0
+    asked: set[int] = field(default_factory=set)
+    """Every decision id issued to this seat: an Act with any other id is NOT_ASKED."""
     decision_seconds: list[float] = field(default_factory=list)
 
 
@@ -106,6 +108,7 @@ class Table:
         self.reconnect_grace_s = reconnect_grace_s
         self.seats = [_Seat(name, secrets.token_urlsafe(24), rules.time_bank_s) for name in bot_names]
         self.status = TableStatus.WAITING
+        self.cancel_reason = ""
         self.match: Match | None = None
         self.seat_events: list[list[pb.Event]] = [[], [], [], []]
         self._hand_start: list[int] = [0, 0, 0, 0]
@@ -130,7 +133,9 @@ class Table:
         """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision."""
         state = self.seats[seat]
         if self.status is TableStatus.CANCELLED:
-            raise TableError("ABORTED", f"table {self.table_id} was cancelled")
+            raise TableError("FAILED_PRECONDITION", f"table {self.table_id} was cancelled: {self.cancel_reason}")
+        if self.status is TableStatus.FINISHED:
+            raise TableError("FAILED_PRECONDITION", f"table {self.table_id} has finished")
         if state.outbox is not None:
             raise TableError("ALREADY_EXISTS", f"seat {seat} of table {self.table_id} already has a live stream")
         if state.gone and self.status is TableStatus.RUNNING:
@@ -154,11 +159,6 @@ class Table:
         )
         for event in self.seat_events[seat][next_seq:]:
             outbox.put_nowait(play_pb2.PlayResponse(event=event))
-        if self.status is TableStatus.FINISHED:
-            assert self.outcome is not None
-            outbox.put_nowait(play_pb2.PlayResponse(outcome=self.outcome))
-            outbox.put_nowait(None)
-            return
         if self._maybe_start():
             return
         decision = self.decisions.get(seat)
@@ -171,8 +171,8 @@ class Table:
         if state.outbox is not outbox:
             return
         state.outbox = None
-        if self.status is not TableStatus.RUNNING and self.status is not TableStatus.WAITING:
-            return
+        if self.status is not TableStatus.RUNNING or state.gone:
+            return  # before the start only the join deadline counts (FAULT_CAUSE_DISCONNECT: "while running")
         state.grace = self.loop.call_later(self.reconnect_grace_s, self._grace_over, seat)
 
     def _grace_over(self, seat: int) -> None:
@@ -201,17 +201,21 @@ class Table:
         self.incidents.append(Incident(seat, cause, detail))
 
     def _drop(self, seat: int) -> None:
-        self.seats[seat].gone = True
+        state = self.seats[seat]
+        state.gone = True
+        if state.grace is not None:  # one failure, one incident: a crash is not also a disconnect
+            state.grace.cancel()
+            state.grace = None
         if self.status is TableStatus.RUNNING:
             self._sync()
         else:
             self._maybe_start()
 
     def _maybe_start(self) -> bool:
-        """Start once every seat has joined or is known never to come (crashed before joining)."""
+        """Start once every seat is at the table or known never to come (crashed before joining)."""
         if self.status is not TableStatus.WAITING:
             return False
-        if not all(state.joined or state.gone for state in self.seats):
+        if not all(state.outbox is not None or state.gone for state in self.seats):
             return False
         self._start()
         return True
@@ -221,8 +225,8 @@ class Table:
         if self.status is not TableStatus.WAITING:
             return
         for seat, state in enumerate(self.seats):
-            if not state.joined and not state.gone:
-                self.record_incident(seat, "absent", "did not join before the join timeout")
+            if state.outbox is None and not state.gone:
+                self.record_incident(seat, "absent", "not at the table at the join deadline")
                 state.gone = True
         self._start()
 
@@ -304,6 +308,7 @@ class Table:
         decision = _Decision(self._next_decision_id, kind, self.clock(), uses_bank=kind is not DecisionKind.SENAS)
         self._next_decision_id += 1
         self.seats[seat].last_decision_id = decision.decision_id
+        self.seats[seat].asked.add(decision.decision_id)
         self.decisions[seat] = decision
         self._send_decision(seat, decision)
 
@@ -386,39 +391,52 @@ class Table:
         """A seat's answer. Returns None when applied, else the rejection to send back (mus-rules §13)."""
         match = self.match
         if match is None or self.status is not TableStatus.RUNNING:
-            return play_pb2.ActionRejected(
-                decision_id=decision_id,
-                code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
-                reason=f"the table is {self.status.value}: no decision is open",
+            self._reply(
+                seat,
+                play_pb2.ActionRejected(
+                    decision_id=decision_id,
+                    code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
+                    reason=f"the table is {self.status.value}: no decision is open",
+                ),
             )
+            return None
         state = self.seats[seat]
         decision = self.decisions.get(seat)
         if decision is None or decision.decision_id != decision_id:
-            if 0 < decision_id <= state.last_decision_id and (decision is None or decision_id < decision.decision_id):
+            if decision_id in state.asked:
                 # An answer to a decision that already closed (e.g. after its timeout): discarded, no fault.
-                return play_pb2.ActionRejected(
-                    decision_id=decision_id,
-                    code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
-                    reason=f"decision {decision_id} is closed",
-                    decision_open=decision is not None,
+                self._reply(
+                    seat,
+                    play_pb2.ActionRejected(
+                        decision_id=decision_id,
+                        code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
+                        reason=f"decision {decision_id} is closed",
+                        decision_open=decision is not None,
+                    ),
                 )
+                return None
             reason = (
                 f"seat {seat} was not asked to act (decision {decision_id} is not open for this seat)"
                 if decision is None
                 else f"decision {decision_id} is not the open decision {decision.decision_id} of seat {seat}"
             )
-            return self._illegal(seat, decision_id, reason, play_pb2.REJECTION_CODE_NOT_ASKED)
+            self._illegal(seat, decision_id, reason, play_pb2.REJECTION_CODE_NOT_ASKED)
+            return None
         decision.answered = True
         now = self.clock()
         elapsed = now - decision.asked_at
         if now >= self._deadline(seat, decision):
+            self._reply(
+                seat,
+                play_pb2.ActionRejected(
+                    decision_id=decision_id,
+                    code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
+                    reason=f"decision {decision_id} timed out before the answer arrived",
+                ),
+            )
             self._timeout(seat, decision)
             self._sync()
-            return play_pb2.ActionRejected(
-                decision_id=decision_id,
-                code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
-                reason=f"decision {decision_id} timed out before the answer arrived",
-            )
+            return None
         try:
             action = convert.action_from_proto(message)
             if decision.kind is not DecisionKind.SENAS:
@@ -426,7 +444,8 @@ class Table:
             elif action.kind.value != "senas":
                 raise IllegalActionError(f"{action} is not an answer to a seña round: send a list of señas")
         except (MalformedError, IllegalActionError) as error:
-            return self._illegal(seat, decision_id, str(error), play_pb2.REJECTION_CODE_ILLEGAL_ACTION)
+            self._illegal(seat, decision_id, str(error), play_pb2.REJECTION_CODE_ILLEGAL_ACTION)
+            return None
         if decision.uses_bank and elapsed > self.rules.decision_timeout_s:
             state.bank = max(state.bank - (elapsed - self.rules.decision_timeout_s), 0.0)
         state.decision_seconds.append(elapsed)
@@ -435,9 +454,7 @@ class Table:
         self._sync()
         return None
 
-    def _illegal(
-        self, seat: int, decision_id: int, reason: str, code: play_pb2.RejectionCode.ValueType
-    ) -> play_pb2.ActionRejected:
+    def _illegal(self, seat: int, decision_id: int, reason: str, code: play_pb2.RejectionCode.ValueType) -> None:
         """Never applied; one fault; the seat may retry within its time unless the policy applies a default."""
         match = self.match
         assert match is not None
@@ -450,7 +467,6 @@ class Table:
         still_open = decision is not None and retry and not match.is_over
         if decision is not None and not still_open:
             del self.decisions[seat]  # the policy applied the default action: this decision is closed
-        self._sync()
         rejection = play_pb2.ActionRejected(
             decision_id=decision_id,
             code=code,
@@ -461,10 +477,16 @@ class Table:
         )
         if still_open and decision is not None:
             left, bank = self._time_left(seat, decision)
-            rejection.decision_id = decision.decision_id
             rejection.decision_time_left_ms = int(left * 1000)
             rejection.bank_time_left_ms = int(bank * 1000)
-        return rejection
+        self._reply(seat, rejection)  # before the Fault event and, on a forfeit, before the stream closes
+        self._sync()
+        return None
+
+    def _reply(self, seat: int, rejection: play_pb2.ActionRejected) -> None:
+        outbox = self.seats[seat].outbox
+        if outbox is not None:
+            outbox.put_nowait(play_pb2.PlayResponse(action_rejected=rejection))
 
     def _finish(self) -> None:
         match = self.match
@@ -495,6 +517,7 @@ class Table:
             return
         log.info("table %s cancelled: %s", self.table_id, reason)
         self.status = TableStatus.CANCELLED
+        self.cancel_reason = reason
         self._join_timer.cancel()
         if self._timer is not None:
             self._timer.cancel()

@@ -71,7 +71,7 @@ def test_referee_serve_answers_health_checks_and_stops_on_sigint() -> None:
         address = line.split()[-1]
         with grpc.insecure_channel(address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
-            reply = stub.Check(health_pb2.HealthCheckRequest(service="mus.v1.PlayService"), timeout=10)
+            reply = stub.Check(health_pb2.HealthCheckRequest(service="mus.v1.PlayService"), timeout=10)  # type: ignore[attr-defined]
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=20) == 0

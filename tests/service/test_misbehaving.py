@@ -1,0 +1,608 @@
+"""Misbehaving bots as real processes against a real referee (mus-rules §13, play.proto's status codes).
+
+Each test runs two tables on one referee at the same time: one with a misbehaving bot at seat 1 (team 1) and
+three random bots, and one with four random bots. The misbehaving seat gets its named fault or incident, its
+client gets a status code whose message names the problem (never UNKNOWN), no illegal action is ever applied
+(the engine's log replays), nobody else at its table is charged anything, and the other table finishes
+normally with no fault at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+
+from mus.v1 import play_pb2
+from mus.v1 import types_pb2 as pb
+from referee.engine.rules import Rules
+from referee.service.table import Table, TableStatus
+from tests.service.conftest import Running, with_referee
+from tests.support.misbehaving import FLOOD_MESSAGES, BotRun, Report, collect, launch
+from tests.support.referee_checks import (
+    action_steps,
+    assert_replays_legally,
+    engine_faults,
+    forfeiting_team,
+    incidents,
+    match_of,
+    until,
+)
+from tests.support.seats import WireSeat
+from tests.support.stream import PlayStream, StreamResult
+from tests.support.wire import random_wire_action
+
+LONG = {"vacas_to_win_match": 3}
+"""Random bots bet órdago so often that a default match may last two hands; the misbehaving tables need more."""
+FAST = Rules.from_options({"decision_timeout_s": 0.25, "time_bank_s": 1.0, **LONG})
+"""Clocks for the modes that are about clocks: a timeout costs a quarter of a second once the bank is gone, and
+the bank lets an honest bot on a loaded machine be late by a second over the match."""
+SLOW_EXTRA_S = 0.45
+"""How late the slow bot answers past its decision time: the bank pays twice, then it is gone."""
+ROOMY = Rules.from_options({"decision_timeout_s": 3.0, "time_bank_s": 5.0})
+"""Clocks no honest bot can miss on a loaded machine, still short enough to catch a referee that hangs."""
+ROOMY_LONG = ROOMY.with_options(LONG)
+NORMAL = Rules.from_options({"decision_timeout_s": 10.0, "time_bank_s": 30.0})
+"""The normal table: its seat 0 holds its first answer until the misbehaving table has started."""
+NAMES = ["bot0", "bot1", "bot2", "bot3"]
+BAD = 1
+BAD_TEAM = BAD % 2
+SHORT_GRACE = 0.3
+
+
+@dataclass
+class SideBySide:
+    """The misbehaving table and the normal one, and every bot process of both, by seat."""
+
+    bad: Table
+    good: Table
+    bad_runs: list[BotRun]
+    good_runs: list[BotRun]
+    ended: dict[str, float]
+    """When each match ended, on the tables' clock."""
+
+    @property
+    def culprit(self) -> Report:
+        report = self.bad_runs[BAD].report
+        assert report is not None, f"the {self.bad_runs[BAD].mode} bot printed no report: {self.bad_runs[BAD].stderr}"
+        return report
+
+
+async def side_by_side(
+    running: Running,
+    mode: str,
+    rules: Rules,
+    *,
+    seed: int,
+    env: dict[str, str] | None = None,
+    other_token_seat: int | None = None,
+) -> SideBySide:
+    """Both tables at once, every seat its own process; a bot that exits non-zero is reported as crashed.
+
+    The normal table starts first and its seat 0 holds its first answer until the misbehaving table has started,
+    so each match starts before the other ends, however fast the misbehaving one is over.
+    """
+    bad = running.referee.create_table(rules, seed, NAMES)
+    good = running.referee.create_table(NORMAL, seed + 1, NAMES)
+    ended: dict[str, float] = {}
+    hold_dir = Path(tempfile.mkdtemp(prefix="mus-hold-"))
+    hold = hold_dir / "go"
+    processes: list[asyncio.subprocess.Process] = []
+    extra = dict(env or {})
+    if other_token_seat is not None:
+        extra["MUS_OTHER_TOKEN"] = bad.seats[other_token_seat].token
+
+    async def note_end(name: str, table: Table) -> None:
+        await table.finished.wait()
+        ended[name] = table.clock()
+
+    async def supervised(table: Table, seat: int, bot_mode: str, bot_env: dict[str, str] | None) -> BotRun:
+        process = await launch(bot_mode, running.address, table.seats[seat].token, seed=seed * 8 + seat, env=bot_env)
+        processes.append(process)
+        run = await collect(bot_mode, process)
+        if run.returncode != 0:
+            table.report_crash(seat, f"bot process exited with status {run.returncode}")  # as the launcher does
+        return run
+
+    try:
+        ends = asyncio.gather(note_end("bad", bad), note_end("good", good))
+        good_runs = [
+            asyncio.create_task(supervised(good, seat, "random", {"MUS_HOLD_FILE": str(hold)} if seat == 0 else None))
+            for seat in range(4)
+        ]
+        await until(lambda: good.started_at is not None, timeout=30, what="the normal table to start")
+        modes = {seat: (mode, extra) if seat == BAD else ("random", None) for seat in range(4)}
+        bad_runs = [asyncio.create_task(supervised(bad, seat, *modes[seat])) for seat in range(4)]
+        await until(lambda: bad.started_at is not None, timeout=30, what="the misbehaving table to start")
+        hold.touch()
+        runs = await asyncio.gather(*bad_runs, *good_runs)
+        await ends
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        shutil.rmtree(hold_dir, ignore_errors=True)
+    return SideBySide(bad, good, list(runs[:4]), list(runs[4:]), ended)
+
+
+def assert_honest_seats_untouched(result: SideBySide) -> None:
+    """The other table finished normally with no fault; at the bad table, only the culprit was charged."""
+    good, bad = result.good, result.bad
+    assert good.started_at is not None and bad.started_at is not None
+    assert max(good.started_at, bad.started_at) < min(result.ended.values()), "both matches ran at the same time"
+    assert good.status is TableStatus.FINISHED
+    assert good.outcome is not None and good.outcome.termination == pb.MATCH_TERMINATION_NORMAL
+    assert good.all_faults() == [], "the normal table next to the misbehaving one must see no fault"
+    assert good.incidents == []
+    assert_replays_legally(good)
+    for seat, run in enumerate(result.good_runs):
+        assert_played_to_the_end(run, good, f"normal table seat {seat}")
+
+    assert bad.status is TableStatus.FINISHED
+    assert_replays_legally(bad)
+    assert {seat for seat, _ in engine_faults(bad)} <= {BAD}, engine_faults(bad)
+    assert {seat for seat, _ in incidents(bad)} <= {BAD}, incidents(bad)
+    for seat, run in enumerate(result.bad_runs):
+        if seat != BAD:
+            assert_played_to_the_end(run, bad, f"honest seat {seat} at the misbehaving table")
+
+
+def assert_played_to_the_end(run: BotRun, table: Table, who: str) -> None:
+    assert run.returncode == 0, f"{who}: exit {run.returncode}: {run.stderr}"
+    assert run.report is not None
+    assert run.report.stream("seat").code == "OK", f"{who}: {run.report.streams}"
+    assert run.report.outcome_message() == table.outcome, f"{who} got the outcome"
+    assert run.report.rejections == [], f"{who}: an honest random bot is never rejected"
+
+
+def assert_named_statuses(report: Report) -> None:
+    """Every stream ended with a real status code and, unless OK, a message."""
+    for stream in report.streams:
+        assert stream.code != "UNKNOWN", f"{report.mode}: a bare UNKNOWN on stream {stream.label}: {stream.details}"
+        if stream.code != "OK":
+            assert stream.details.strip(), f"{report.mode}: status {stream.code} on {stream.label} without a message"
+
+
+def assert_forfeit_by_timeouts(table: Table) -> None:
+    """mus-rules §13: each timeout is one fault; at max_faults_before_forfeit the team loses at once."""
+    limit = table.rules.max_faults_before_forfeit
+    assert engine_faults(table) == [(BAD, "timeout")] * limit
+    assert forfeiting_team(table) == BAD_TEAM
+    assert table.outcome is not None and table.outcome.termination == pb.MATCH_TERMINATION_FORFEIT
+    events = match_of(table).events
+    last_hand = max(index for index, event in enumerate(events) if event.kind.value == "hand_started")
+    assert all(event.kind.value != "hands_shown" for event in events[last_hand:]), "a forfeit reveals no hands"
+
+
+def test_a_slow_bot_draws_on_its_bank_then_times_out_and_its_team_forfeits() -> None:
+    env = {"MUS_SLOW_EXTRA_S": str(SLOW_EXTRA_S)}
+    result = with_referee(lambda running: side_by_side(running, "slow", FAST, seed=11, env=env), timeout=40)
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    assert report.stream("seat").code == "OK"
+    answers = [act for act in report.acts if act.category == "in_turn"]
+    assert answers and all(act.seconds_after_request > FAST.decision_timeout_s for act in answers), answers
+    applied = action_steps(result.bad, BAD)
+    # Every answer came after decision_timeout_s, so each one applied (but a seña round's, which never uses the
+    # bank and so cannot be late) was paid for by the bank.
+    assert any(action.kind.value != "senas" for action in applied), ("the bank paid for a late answer", applied)
+    betting_kinds = {"DECISION_KIND_MUS", "DECISION_KIND_DISCARD", "DECISION_KIND_BET", "DECISION_KIND_DECLARE"}
+    banks = [note.bank_time_left_ms for note in report.decisions if note.kind in betting_kinds]
+    assert banks[0] == pytest.approx(FAST.time_bank_s * 1000, abs=5)
+    assert min(banks) < banks[0], "the bank went down"
+    for rejection in report.rejections:
+        assert rejection.code == "REJECTION_CODE_DECISION_CLOSED", rejection
+        assert not rejection.fault_counted, "an answer after the timeout is discarded, not a further fault"
+    assert_forfeit_by_timeouts(result.bad)
+    assert set(incidents(result.bad)) <= {(BAD, "stall")}
+
+
+def test_a_silent_bot_stalls_times_out_and_its_team_forfeits() -> None:
+    result = with_referee(lambda running: side_by_side(running, "silent", FAST, seed=12), timeout=40)
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert report.stream("seat").code == "OK"
+    assert report.acts == []
+    assert report.outcome_message() == result.bad.outcome
+    assert_forfeit_by_timeouts(result.bad)
+    assert action_steps(result.bad, BAD) == []
+    # Every decision it let run out is a stall (a seña round that runs out is neither a fault nor a stall).
+    assert incidents(result.bad) == [(BAD, "stall")] * FAST.max_faults_before_forfeit
+
+
+def test_a_crashed_bot_is_recorded_as_a_crash_and_its_team_forfeits() -> None:
+    result = with_referee(
+        lambda running: side_by_side(running, "crash", FAST, seed=13, env={"MUS_CRASH_AFTER": "3"}), timeout=40
+    )
+    assert_honest_seats_untouched(result)
+    run = result.bad_runs[BAD]
+    assert run.returncode == 1, run.stderr
+    assert len([act for act in result.culprit.acts if act.category == "in_turn"]) == 3
+    assert len(action_steps(result.bad, BAD)) == 3
+    assert incidents(result.bad) == [(BAD, "crash")]
+    assert_forfeit_by_timeouts(result.bad)
+
+
+@pytest.mark.parametrize("policy", ["retry", "default_action"])
+def test_illegal_actions_are_never_applied_each_counts_a_fault_and_the_team_forfeits(policy: str) -> None:
+    rules = ROOMY_LONG.with_options({"illegal_action_policy": policy})
+    result = with_referee(lambda running: side_by_side(running, "illegal", rules, seed=14), timeout=40)
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    assert report.stream("seat").code == "OK"
+    limit = rules.max_faults_before_forfeit
+    assert engine_faults(result.bad) == [(BAD, "illegal_action")] * limit
+    assert forfeiting_team(result.bad) == BAD_TEAM
+    assert action_steps(result.bad, BAD) == [], "no action of the illegal bot was ever applied"
+    assert incidents(result.bad) == []
+    illegal_steps = [step for step in match_of(result.bad).log if step.kind.value == "illegal"]
+    assert [step.seat for step in illegal_steps] == [BAD] * limit
+    assert len(report.rejections) == limit
+    for index, rejection in enumerate(report.rejections):
+        assert rejection.code == "REJECTION_CODE_ILLEGAL_ACTION", rejection
+        assert rejection.fault_counted
+        assert rejection.reason.strip()
+        last = index == limit - 1
+        if policy == "retry" and not last:
+            assert rejection.decision_open and rejection.legal_actions > 0, rejection
+        else:
+            assert not rejection.decision_open and rejection.legal_actions == 0, rejection
+    # play.proto, ActionRejected.fault_counted: "a Fault event follows" the rejection that counted it.
+    faults_before = []
+    faults_seen = 0
+    for entry in report.timeline:
+        if entry == "event:fault":
+            faults_seen += 1
+        elif entry == "action_rejected":
+            faults_before.append(faults_seen)
+    assert faults_before == list(range(limit)), report.timeline
+
+
+def test_acting_out_of_turn_or_with_a_made_up_decision_id_is_refused_and_counted() -> None:
+    rules = ROOMY_LONG.with_options({"max_faults_before_forfeit": 5})
+    result = with_referee(lambda running: side_by_side(running, "out_of_turn", rules, seed=15), timeout=40)
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    assert report.stream("seat").code == "OK"
+    in_turn = [act for act in report.acts if act.category == "in_turn"]
+    out_of_turn = [act for act in report.acts if act.category != "in_turn"]
+    assert {act.category for act in out_of_turn} >= {
+        "stale",
+        "another_seats_id",
+        "zero",
+        "never_issued",
+        "wrong_id_while_asked",
+    }, out_of_turn
+    # The referee answers every refused Act in order, so the k-th rejection is the k-th out-of-turn Act.
+    assert len(report.rejections) <= len(out_of_turn)
+    mismatches = []
+    for act, rejection in zip(out_of_turn, report.rejections, strict=False):
+        expected_code = "REJECTION_CODE_DECISION_CLOSED" if act.category == "stale" else "REJECTION_CODE_NOT_ASKED"
+        expected_fault = act.category != "stale"
+        seen = (rejection.code, rejection.fault_counted, rejection.decision_id)
+        if seen != (expected_code, expected_fault, act.decision_id):
+            mismatches.append((act.category, act.decision_id, "expected", expected_code, expected_fault, "got", seen))
+    assert mismatches == [], "play.proto: NOT_ASKED (one fault) for an id never issued to this seat; " + (
+        "DECISION_CLOSED (no fault) for its own closed decision; ActionRejected.decision_id is the Act's"
+    )
+    counted = sum(rejection.fault_counted for rejection in report.rejections)
+    assert engine_faults(result.bad) == [(BAD, "illegal_action")] * counted
+    assert (forfeiting_team(result.bad) == BAD_TEAM) == (counted == rules.max_faults_before_forfeit)
+    applied = [f"ACTION_KIND_{action.kind.name}" for action in action_steps(result.bad, BAD)]
+    answered = [act.kind for act in in_turn]
+    # Only the answers it was asked for were applied, in order; an answer sent just after the Act that made its
+    # team forfeit arrives when the match is over.
+    assert applied == answered[: len(applied)] and len(answered) - len(applied) <= 1, (applied, answered)
+    assert incidents(result.bad) == []
+
+
+def test_a_wrong_token_is_unauthenticated_and_charges_nobody() -> None:
+    result = with_referee(lambda running: side_by_side(running, "wrong_token", ROOMY_LONG, seed=16), timeout=40)
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    for label in ("random_token", "empty_token"):
+        stream = report.stream(label)
+        assert stream.code == "UNAUTHENTICATED", stream
+        assert "token" in stream.details, stream
+        assert stream.received == 0, "nothing is sent to an unauthenticated stream"
+    assert_played_to_the_end(result.bad_runs[BAD], result.bad, "the bot, once it used its own token")
+    assert result.bad.all_faults() == []
+    assert result.bad.outcome is not None and result.bad.outcome.termination == pb.MATCH_TERMINATION_NORMAL
+
+
+def test_another_seats_token_cannot_take_a_live_seat_nor_act_for_it() -> None:
+    victim = (BAD + 1) % 4
+    result = with_referee(
+        lambda running: side_by_side(running, "other_seat", ROOMY_LONG, seed=17, other_token_seat=victim), timeout=40
+    )
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    for label in ("stolen_seat", "own_seat_again"):
+        stream = report.stream(label)
+        assert stream.code == "ALREADY_EXISTS", stream
+        assert "seat" in stream.details and "live stream" in stream.details, stream
+        assert stream.received == 0, "a refused Join gets no Joined, no event, no decision"
+    assert_played_to_the_end(result.bad_runs[BAD], result.bad, "the bot on its own seat")
+    victim_report = result.bad_runs[victim].report
+    assert victim_report is not None
+    sent = [act.kind for act in victim_report.acts]
+    applied = [f"ACTION_KIND_{action.kind.name}" for action in action_steps(result.bad, victim)]
+    assert applied == sent, "every action applied for the victim's seat is one the victim sent itself"
+    assert result.bad.all_faults() == []
+
+
+def test_garbage_bytes_are_a_protocol_error_named_by_invalid_argument() -> None:
+    result = with_referee(
+        lambda running: side_by_side(running, "garbage", FAST, seed=18), timeout=40, reconnect_grace_s=SHORT_GRACE
+    )
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    first = report.stream("garbage_first")
+    assert (first.code, first.received) == ("INVALID_ARGUMENT", 0), first
+    seat = report.stream("seat")
+    assert seat.code == "INVALID_ARGUMENT" and "unreadable" in seat.details, seat
+    assert_named_statuses(report)
+    # The protocol error closes the stream; the seat does not come back within the grace period.
+    assert incidents(result.bad) == [(BAD, "protocol_error"), (BAD, "disconnect")]
+    assert_forfeit_by_timeouts(result.bad)
+
+
+def test_an_oversized_message_is_a_protocol_error_named_by_resource_exhausted() -> None:
+    result = with_referee(
+        lambda running: side_by_side(running, "oversized", FAST, seed=19), timeout=40, reconnect_grace_s=SHORT_GRACE
+    )
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    for label in ("oversized_first", "seat"):
+        stream = report.stream(label)
+        assert stream.code == "RESOURCE_EXHAUSTED", stream
+        assert "larger than max" in stream.details or "limit" in stream.details, stream
+    assert report.stream("oversized_first").received == 0
+    # play.proto: RESOURCE_EXHAUSTED is "also a protocol error"; then the seat does not come back in time.
+    assert incidents(result.bad) == [(BAD, "protocol_error"), (BAD, "disconnect")]
+    assert_forfeit_by_timeouts(result.bad)
+
+
+def test_a_flood_is_cut_with_resource_exhausted_and_recorded_as_a_protocol_error() -> None:
+    result = with_referee(
+        lambda running: side_by_side(running, "flood", FAST, seed=20), timeout=40, reconnect_grace_s=SHORT_GRACE
+    )
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    seat = report.stream("seat")
+    assert seat.code == "RESOURCE_EXHAUSTED" and "too many messages" in seat.details, seat
+    # The token bucket: a burst of 400, then 200 a second; the stream is cut long before the 5000 are through.
+    assert 0 < report.pongs <= 400 + 200 * report.flood_seconds + 1, (report.pongs, report.flood_seconds)
+    assert report.pongs < FLOOD_MESSAGES // 2, "the stream was cut long before the flood was through"
+    assert all(not rejection.fault_counted for rejection in report.rejections), "stale re-sends are no fault"
+    assert incidents(result.bad) == [(BAD, "protocol_error"), (BAD, "disconnect")]
+    assert_forfeit_by_timeouts(result.bad)
+
+
+def test_a_seat_whose_bot_never_joins_is_absent_and_its_team_forfeits() -> None:
+    """The launcher could not start the bot of seat 1: the join deadline passes, the seat is absent, its decisions
+    time out at once. The honest seats are in-process here, so that a short join deadline does not race the
+    start of their processes; the other table plays on at the same time."""
+
+    async def scenario(running: Running) -> tuple[Table, Table, list[WireSeat]]:
+        bad = running.referee.create_table(FAST, 21, NAMES, join_timeout_s=0.3)
+        good = running.referee.create_table(ROOMY, 22, NAMES)
+        wire = [WireSeat(running.address, bad.seats[seat].token, seed=seat) for seat in range(4) if seat != BAD]
+        wire += [WireSeat(running.address, state.token, seed=10 + seat) for seat, state in enumerate(good.seats)]
+        await asyncio.gather(*(seat.run() for seat in wire))
+        return bad, good, wire
+
+    bad, good, wire = with_referee(scenario, timeout=30)
+    assert incidents(bad) == [(BAD, "absent")]
+    assert_forfeit_by_timeouts(bad)
+    assert_replays_legally(bad)
+    assert good.all_faults() == [] and good.incidents == []
+    assert good.outcome is not None and good.outcome.termination == pb.MATCH_TERMINATION_NORMAL
+    for seat in wire:
+        assert seat.last.code == "OK" and seat.of("action_rejected") == [], seat.last
+
+
+def test_a_crash_reported_within_the_grace_period_is_recorded_once() -> None:
+    """The launcher's crash report drops the seat; its grace period running out later is not a second incident."""
+    holder = (BAD + 1) % 4
+    rules = ROOMY_LONG.with_options({"max_faults_before_forfeit": 1000})
+
+    async def scenario(running: Running) -> tuple[int, TableStatus, list[tuple[int, str]], Table]:
+        table = running.referee.create_table(rules, 30, NAMES)
+        seats = {
+            seat: WireSeat(running.address, table.seats[seat].token, seed=seat) for seat in range(4) if seat != BAD
+        }
+        playing = [asyncio.create_task(seat.run()) for seat in seats.values()]
+        process = await launch("crash", running.address, table.seats[BAD].token, seed=3, env={"MUS_CRASH_AFTER": "2"})
+        run = await collect("crash", process)
+        seats[holder].gate.clear()  # the match will wait on this seat while the grace period runs out
+        table.report_crash(BAD, f"bot process exited with status {run.returncode}")
+        await asyncio.sleep(3 * SHORT_GRACE)  # the grace period running out is the subject: nothing to await
+        status, recorded = table.status, incidents(table)
+        seats[holder].gate.set()
+        await asyncio.gather(*playing)
+        return run.returncode, status, recorded, table
+
+    returncode, status, recorded, table = with_referee(scenario, timeout=40, reconnect_grace_s=SHORT_GRACE)
+    assert returncode == 1
+    assert status is TableStatus.RUNNING, "the match was still on when the grace period ran out"
+    assert recorded == [(BAD, "crash")]
+    assert incidents(table) == [(BAD, "crash")], "one crash is one incident"
+    assert {cause for _, cause in engine_faults(table)} == {"timeout"}
+
+
+def test_a_forfeit_ends_the_match_with_fault_forfeit_game_vaca_and_match_ended() -> None:
+    """types.proto: "A forfeit ends the match with Fault, Forfeit, GameEnded, VacaEnded and MatchEnded, without
+    HandsShown"; Outcome.vacas holds "every vaca played, ... the one cut short by a forfeit included"."""
+
+    async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
+        table = running.referee.create_table(FAST, 31, NAMES, join_timeout_s=0.3)
+        seats = [WireSeat(running.address, table.seats[seat].token, seed=seat) for seat in range(4) if seat != BAD]
+        await asyncio.gather(*(seat.run() for seat in seats))
+        return table, seats
+
+    table, seats = with_referee(scenario, timeout=30)
+    assert incidents(table) == [(BAD, "absent")]
+    assert table.outcome is not None
+    for seat in seats:
+        assert seat.last.code == "OK"
+        events = seat.events()
+        last_hand = max(index for index, event in enumerate(events) if event.WhichOneof("payload") == "hand_started")
+        tail = [event.WhichOneof("payload") for event in events[last_hand:]]
+        assert "hands_shown" not in tail
+        assert tail[-5:] == ["fault", "forfeit", "game_ended", "vaca_ended", "match_ended"], tail
+        game, vaca, ended = events[-3].game_ended, events[-2].vaca_ended, events[-1].match_ended
+        assert (game.winner_team, game.termination) == (pb.TEAM_UNSPECIFIED, pb.GAME_TERMINATION_FORFEIT)
+        assert vaca.winner_team == pb.TEAM_UNSPECIFIED
+        assert (ended.winner_team, ended.termination) == (pb.TEAM_0, pb.MATCH_TERMINATION_FORFEIT)
+        outcome = seat.of("outcome")[-1].outcome
+        assert outcome == table.outcome
+        assert [result.winner_team for result in outcome.vacas] == [pb.TEAM_UNSPECIFIED]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: an unknown seña number cannot be represented in the engine's Sena, so the action is refused "
+    "as malformed (one illegal-action fault) instead of the seña alone being rejected (mus-rules §12.3 item 4)",
+)
+def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() -> None:
+    """mus-rules §12.3: a seña outside the vocabulary is rejected, the sender alone is told, and it is no fault;
+    types.proto names the reason SENA_REJECTION_REASON_UNKNOWN_SENA (SENA_UNSPECIFIED or an unknown value)."""
+    unknown = [pb.SENA_UNSPECIFIED, 99]
+
+    def with_unknown_senas(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
+        action = random_wire_action(rng, request)
+        if action.kind in (pb.ACTION_KIND_MUS, pb.ACTION_KIND_NO_MUS, pb.ACTION_KIND_SENAS):
+            del action.senas[:]
+            action.senas.extend(unknown)  # type: ignore[arg-type]
+        return action
+
+    async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
+        table = running.referee.create_table(ROOMY_LONG, 32, NAMES)
+        seats = [
+            WireSeat(
+                running.address, state.token, seed=seat, policy=with_unknown_senas if seat == 0 else random_wire_action
+            )
+            for seat, state in enumerate(table.seats)
+        ]
+        await asyncio.gather(*(seat.run() for seat in seats))
+        return table, seats
+
+    table, seats = with_referee(scenario, timeout=30)
+    sender = seats[0]
+    windows = [
+        message
+        for message in sender.of("decision_request")
+        if message.decision_request.kind in (pb.DECISION_KIND_MUS, pb.DECISION_KIND_SENA_ROUND)
+    ]
+    assert windows, "the seat was asked at least once where señas ride"
+    assert sender.of("action_rejected") == [], "a list with unknown señas is still a legal answer"
+    assert table.all_faults() == []
+    rejected = [event.sena_rejected for event in sender.events() if event.WhichOneof("payload") == "sena_rejected"]
+    assert len(rejected) == len(unknown) * len(windows)
+    assert {rejection.reason for rejection in rejected} == {pb.SENA_REJECTION_REASON_UNKNOWN_SENA}
+    for seat in seats[1:]:
+        assert all(event.WhichOneof("payload") != "sena_rejected" for event in seat.events())
+
+
+def test_la_bonita_where_the_rules_leave_it_out_is_rejected_to_its_sender_and_the_match_goes_on() -> None:
+    """mus-rules §12.1: la_bonita is in the vocabulary only when sena_la_bonita is true; otherwise it is rejected
+    (types.proto: SENA_REJECTION_REASON_UNKNOWN_SENA), told to the sender alone, no fault, and play goes on."""
+
+    def with_la_bonita(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
+        action = random_wire_action(rng, request)
+        if action.kind in (pb.ACTION_KIND_MUS, pb.ACTION_KIND_NO_MUS, pb.ACTION_KIND_SENAS):
+            action.senas[:] = [pb.SENA_LA_BONITA]
+        return action
+
+    async def scenario(running: Running) -> tuple[Table, list[WireSeat], bool]:
+        table = running.referee.create_table(ROOMY_LONG, 35, NAMES)
+        policies = [with_la_bonita, random_wire_action, random_wire_action, random_wire_action]
+        tokens = [state.token for state in table.seats]
+        seats = [WireSeat(running.address, tokens[seat], seed=seat, policy=policies[seat]) for seat in range(4)]
+        playing = [asyncio.create_task(seat.run()) for seat in seats]
+        try:
+            await asyncio.wait_for(table.finished.wait(), 8)  # a random match takes well under a second
+        except TimeoutError:
+            for task in playing:
+                task.cancel()
+            return table, seats, False
+        await asyncio.gather(*playing)
+        return table, seats, True
+
+    table, seats, finished = with_referee(scenario, timeout=30)
+    assert finished, (
+        f"the table is wedged: {table.status.value}, open decisions {dict(table.decisions)}, "
+        f"incidents {incidents(table)}, seat 0's stream {seats[0].streams}"
+    )
+    assert table.all_faults() == []
+    rejected = [event.sena_rejected for event in seats[0].events() if event.HasField("sena_rejected")]
+    assert rejected and {rejection.reason for rejection in rejected} == {pb.SENA_REJECTION_REASON_UNKNOWN_SENA}
+    assert all(not event.HasField("sena_rejected") for seat in seats[1:] for event in seat.events())
+
+
+def test_protocol_errors_end_the_stream_with_a_status_that_names_them() -> None:
+    async def refused(running: Running, label: str, *requests: play_pb2.PlayRequest) -> StreamResult:
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            stream = PlayStream(channel, label)
+            for request in requests:
+                await stream.send(request)
+            return await stream.refused()
+
+    def join(token: str, version: int = 1) -> play_pb2.PlayRequest:
+        return play_pb2.PlayRequest(join=play_pb2.Join(seat_token=token, protocol_version=version))
+
+    async def scenario(running: Running) -> list[StreamResult]:
+        tokens = [state.token for state in running.referee.create_table(ROOMY, 33, NAMES).seats]
+        act = play_pb2.PlayRequest(act=play_pb2.Act(decision_id=1, action=pb.Action(kind=pb.ACTION_KIND_PASO)))
+        return [
+            await refused(running, "nothing"),
+            await refused(running, "act_first", act),
+            await refused(running, "ping_first", play_pb2.PlayRequest(ping=play_pb2.Ping(nonce=1))),
+            await refused(running, "protocol_version_2", join(tokens[0], 2)),
+            await refused(running, "protocol_version_0", join(tokens[0], 0)),
+            await refused(running, "second_join", join(tokens[1]), join(tokens[1])),
+            await refused(running, "empty_request", join(tokens[2]), play_pb2.PlayRequest()),
+        ]
+
+    results = {result.label: result for result in with_referee(scenario, timeout=30)}
+    expected = {
+        "nothing": ("INVALID_ARGUMENT", "Join"),
+        "act_first": ("INVALID_ARGUMENT", "Join"),
+        "ping_first": ("INVALID_ARGUMENT", "Join"),
+        "protocol_version_2": ("FAILED_PRECONDITION", "speaks 1"),
+        "protocol_version_0": ("FAILED_PRECONDITION", "speaks 1"),
+        "second_join": ("INVALID_ARGUMENT", "Join"),
+        "empty_request": ("INVALID_ARGUMENT", "empty"),
+    }
+    for label, (code, words) in expected.items():
+        assert (results[label].code, words in results[label].details) == (code, True), results[label]
+
+
+def test_a_seat_token_of_a_finished_match_is_refused_with_failed_precondition() -> None:
+    """play.proto: FAILED_PRECONDITION when "the table is finished or cancelled" (not UNAUTHENTICATED)."""
+
+    async def scenario(running: Running) -> StreamResult:
+        table = running.referee.create_table(ROOMY, 34, NAMES)
+        await asyncio.gather(*(WireSeat(running.address, s.token, seed=i).run() for i, s in enumerate(table.seats)))
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            stream = PlayStream(channel, "after_the_end")
+            await stream.join(table.seats[0].token)
+            return await stream.refused()
+
+    result = with_referee(scenario, timeout=30)
+    assert result.code == "FAILED_PRECONDITION" and "finished" in result.details, result
