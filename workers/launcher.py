@@ -13,6 +13,7 @@ from pathlib import Path
 EXAMPLE_BOTS = {
     "random": [sys.executable, "-m", "clients.bots.random"],
     "rules": [sys.executable, "-m", "clients.bots.rules"],
+    "passive": [sys.executable, "-m", "clients.bots.passive"],
 }
 """The example bots by name, each run as its own program like any other bot."""
 

@@ -1147,7 +1147,9 @@ def test_max_faults_before_forfeit_ends_the_match_for_nobody_and_shows_no_hands_
     first, second = match.outcome.games
     assert (first.winner, first.termination) == (A, GameTermination.TARGET_AT_DEJE)
     assert (second.winner, second.termination, second.score) == (None, GameTermination.FORFEIT, (0, 0))
-    assert match.outcome.vacas == (0, 0) and match.outcome.vaca_results == ()
+    assert match.outcome.vacas == (0, 0), "the vaca cut short is won by nobody"
+    [vaca] = match.outcome.vaca_results
+    assert (vaca.winner, vaca.games) == (None, (1, 0))
     after = events_since(match, hand_start)
     assert not kinds(after, EventKind.HANDS_SHOWN), "a forfeit ends the match without a reveal"
     assert [e.data["team"] for e in kinds(after, EventKind.FORFEIT)] == [A]

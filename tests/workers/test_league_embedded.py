@@ -1,0 +1,67 @@
+"""End to end on the embedded default: real Celery worker processes on the filesystem broker, SQLite."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+from workers.db import repo
+from workers.db.models import MatchStatus
+from workers.db.session import session_scope
+from workers.league_run import RunReport, run_league
+from tests.workers.conftest import Deployment
+
+
+def results_per_match(deployment: Deployment, league_id: int) -> dict[int, int]:
+    with session_scope(deployment.engine) as session:
+        finished = repo.league_results(session, league_id)
+        matches = repo.list_matches(session, league_id)
+    counts = {match.id: 0 for match in matches if match.id is not None}
+    for result in finished:
+        counts[result.match_id] += 1
+    return counts
+
+
+def test_a_league_runs_to_the_end_on_real_worker_processes_with_one_result_per_match(deployment: Deployment) -> None:
+    league_id = deployment.league("small", ["random", "passive"], matches_per_pairing=4)
+    seen: list[dict[str, int]] = []
+    report = run_league(deployment.engine, "small", workers=2, on_progress=seen.append)
+    assert report.completed and not report.interrupted
+    assert report.progress["finished"] == report.progress["total"] == 4
+    assert set(results_per_match(deployment, league_id).values()) == {1}
+    assert seen[0]["finished"] <= seen[-1]["finished"] == 4
+    with session_scope(deployment.engine) as session:
+        assert repo.get_league(session, "small").status == "finished"
+        for match_id in results_per_match(deployment, league_id):
+            record = repo.get_replay(session, match_id)
+            assert record["steps"], "every match stores its replay"
+
+
+def test_killing_a_worker_mid_league_loses_nothing_and_double_counts_nothing(
+    deployment: Deployment, monkeypatch
+) -> None:
+    monkeypatch.setenv("MUS_LEASE_S", "3")
+    league_id = deployment.league("killed", ["random", "rules"], matches_per_pairing=6)
+    reports: list[RunReport] = []
+    runner = threading.Thread(target=lambda: reports.append(run_league(deployment.engine, "killed", workers=2)))
+    runner.start()
+    victim = None
+    deadline = time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline:
+        with session_scope(deployment.engine) as session:
+            running = repo.list_matches(session, league_id, status=MatchStatus.RUNNING)
+            victim = next((match for match in running if match.worker), None)
+        time.sleep(0.05)
+    assert victim is not None and victim.worker is not None, "a worker should have claimed a match"
+    os.kill(int(victim.worker.rsplit(":", 1)[1]), signal.SIGKILL)
+    runner.join(timeout=180)
+    assert not runner.is_alive()
+    [report] = reports
+    assert report.completed and report.progress["finished"] == 6
+    assert report.worker_restarts >= 1
+    assert set(results_per_match(deployment, league_id).values()) == {1}, "exactly one result per match"
+    with session_scope(deployment.engine) as session:
+        killed = repo.get_match(session, victim.id or 0)
+        assert killed.status == MatchStatus.FINISHED and killed.attempt >= 2

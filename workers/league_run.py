@@ -1,0 +1,198 @@
+"""`mus league run`: queue a league's unfinished matches and follow them to the end from the database.
+
+On the embedded default it also starts the Celery worker processes (one per core unless told otherwise) on the
+embedded broker and stops them when the league is done; with `MUS_BROKER_URL` set it only queues, and the
+`mus worker` processes running elsewhere play. Progress, resume and the end are database queries: a match
+whose worker died goes back to the queue when its lease expires and is sent again; running the command again
+after Ctrl-C queues only what is unfinished.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import Engine
+
+from workers.app import broker_dir, is_embedded, make_app
+from workers.db import repo
+from workers.db.models import MatchStatus
+from workers.db.session import database_url, session_scope
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.25
+"""How often progress is read from the database."""
+
+RESEND_AFTER_S = 30.0
+"""A queued match whose message was sent this long ago and still is not taken is sent again (the message may
+have been lost). A match requeued after a failed attempt is sent again at once. Duplicates are harmless:
+`play_match` claims the match before it plays."""
+
+
+@dataclass
+class EmbeddedWorkers:
+    """Celery worker processes started for one `mus league run` on the embedded broker."""
+
+    count: int
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    restarts: int = 0
+
+    def command(self, index: int) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.app",
+            "worker",
+            "--pool=solo",
+            "--loglevel=WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"mus-embedded-{index}@%h",
+        ]
+
+    def start(self) -> None:
+        for index in range(self.count):
+            self.processes.append(self._spawn(index))
+
+    def _spawn(self, index: int) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        env["MUS_DATABASE_URL"] = database_url()
+        env["MUS_BROKER_DIR"] = str(broker_dir())
+        log_file = broker_dir() / f"worker-{index}.log"
+        with log_file.open("ab") as output:
+            return subprocess.Popen(
+                self.command(index), env=env, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+
+    def revive(self) -> None:
+        """Replace a worker process that died (its match is requeued when its lease expires)."""
+        for index, process in enumerate(self.processes):
+            if process.poll() is not None:
+                log.warning("embedded worker %d exited with %s; starting another", index, process.returncode)
+                self.processes[index] = self._spawn(index)
+                self.restarts += 1
+
+    def worker_names(self) -> set[str]:
+        import socket
+
+        host = socket.gethostname()
+        return {f"{host}:{process.pid}" for process in self.processes}
+
+    def stop(self) -> None:
+        """Ask every worker to stop now (a second signal makes Celery stop at once), then kill stragglers."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGQUIT)
+        deadline = time.monotonic() + 5
+        for process in self.processes:
+            remaining = max(deadline - time.monotonic(), 0.1)
+            try:
+                process.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@dataclass
+class RunReport:
+    """How a run ended: the league's counts and whether it completed."""
+
+    progress: dict[str, int]
+    completed: bool
+    interrupted: bool = False
+    worker_restarts: int = 0
+
+
+def default_worker_count() -> int:
+    return max(os.cpu_count() or 1, 1)
+
+
+def run_league(
+    engine: Engine,
+    league_name: str,
+    *,
+    workers: int | None = None,
+    on_progress: Callable[[dict[str, int]], None] = lambda progress: None,
+    send: Callable[[int], None] | None = None,
+) -> RunReport:
+    """Queue the league's unfinished matches and wait until none is left (or Ctrl-C)."""
+    app = make_app()  # configured from this moment's environment (the broker a test or a user points at)
+    send = send or (lambda match_id: app.send_task("mus.play_match", (match_id,)))
+    with session_scope(engine) as session:
+        league = repo.get_league(session, league_name)
+        repo.start_league(session, league)
+        repo.requeue_failed(session, league)
+        league_id = league.id
+        assert league_id is not None
+    embedded = EmbeddedWorkers(workers or default_worker_count()) if is_embedded() else None
+    if embedded is not None:
+        _purge_embedded_queue()
+        with session_scope(engine) as session:
+            # No worker of ours is alive yet: whatever an interrupted run left running is stale.
+            for match in repo.list_matches(session, league_id, status=MatchStatus.RUNNING):
+                if match.id is not None and match.worker:
+                    repo.void_match(session, match.id, match.worker, "the previous run was interrupted")
+        embedded.start()
+    sent: dict[int, tuple[int, float]] = {}
+    progress: dict[str, int] = {}
+    try:
+        while True:
+            with session_scope(engine) as session:
+                repo.requeue_expired(session, league_id)
+                queued = [
+                    (match.id, match.attempt)
+                    for match in repo.list_matches(session, league_id, status=MatchStatus.QUEUED)
+                    if match.id is not None
+                ]
+                progress = repo.league_progress(session, league_id)
+            now = time.monotonic()
+            for match_id, attempt in queued:
+                last = sent.get(match_id)
+                if last is None or last[0] != attempt or now - last[1] >= RESEND_AFTER_S:
+                    send(match_id)
+                    sent[match_id] = (attempt, now)
+            on_progress(progress)
+            if progress["finished"] + progress.get("failed", 0) >= progress["total"]:
+                break
+            if embedded is not None:
+                embedded.revive()
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        if embedded is not None:
+            embedded.stop()
+            with session_scope(engine) as session:
+                names = embedded.worker_names()
+                for match in repo.list_matches(session, league_id, status=MatchStatus.RUNNING):
+                    if match.id is not None and match.worker in names:
+                        repo.void_match(session, match.id, match.worker, "interrupted (Ctrl-C)")
+                progress = repo.league_progress(session, league_id)
+        return RunReport(progress, completed=False, interrupted=True)
+    if embedded is not None:
+        embedded.stop()
+    with session_scope(engine) as session:
+        repo.finish_league_if_complete(session, league_id)
+    return RunReport(
+        progress,
+        completed=progress["finished"] >= progress["total"],
+        worker_restarts=embedded.restarts if embedded else 0,
+    )
+
+
+def _purge_embedded_queue() -> None:
+    """Old messages of earlier runs are only hints; start the embedded queue empty."""
+    for folder in (broker_dir() / "queue", broker_dir() / "processed"):
+        if folder.is_dir():
+            for path in folder.iterdir():
+                if path.suffix == ".msg":
+                    path.unlink(missing_ok=True)
