@@ -7,11 +7,11 @@ import signal
 import threading
 import time
 
+from tests.workers.conftest import Deployment
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.league_run import RunReport, run_league
-from tests.workers.conftest import Deployment
 
 
 def results_per_match(deployment: Deployment, league_id: int) -> dict[int, int]:
