@@ -1,0 +1,196 @@
+"""Bots: hosted programs versioned by content, remote bots with a hashed token, removal while needed."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from referee.service.lobby import token_sha256 as lobby_token_sha256
+from tests.db.factories import COMMAND, add_bots, bot_folder, finish, make_league
+from workers.db import repo
+from workers.db.errors import Conflict, InvalidInput, NotFound
+from workers.db.models import LeagueStatus
+from workers.db.session import session_scope
+
+
+def test_adding_a_bot_creates_it_with_version_1(engine: Engine, tmp_path: Path) -> None:
+    folder = bot_folder(tmp_path, "alpha")
+    with session_scope(engine) as session:
+        version = repo.add_bot(session, "alpha", command=COMMAND, folder=folder, language="python")
+    assert version.number == 1
+    assert version.command == COMMAND
+    assert version.folder == str(folder.resolve())
+    assert version.content_hash == repo.content_hash(COMMAND, folder)
+    with session_scope(engine) as session:
+        info = repo.get_bot(session, "alpha")
+    assert info.bot.language == "python"
+    assert not info.bot.remote
+    assert info.current == version
+    assert info.bot.created_at.utcoffset() is not None
+
+
+def test_adding_the_same_program_again_keeps_the_version(engine: Engine, tmp_path: Path) -> None:
+    folder = bot_folder(tmp_path, "alpha")
+    with session_scope(engine) as session:
+        first = repo.add_bot(session, "alpha", command=COMMAND, folder=folder, language="python")
+    with session_scope(engine) as session:
+        again = repo.add_bot(session, "alpha", command=COMMAND, folder=folder, language="python")
+        assert [v.number for v in repo.get_bot(session, "alpha").versions] == [1]
+    assert again.id == first.id
+
+
+def test_a_changed_command_is_a_new_version(engine: Engine, tmp_path: Path) -> None:
+    folder = bot_folder(tmp_path, "alpha")
+    with session_scope(engine) as session:
+        repo.add_bot(session, "alpha", command=COMMAND, folder=folder, language="python")
+        second = repo.add_bot(session, "alpha", command=[*COMMAND, "--bold"], folder=folder, language="python")
+    assert second.number == 2
+
+
+def test_content_hash_covers_file_contents_and_names_but_not_caches(tmp_path: Path) -> None:
+    folder = bot_folder(tmp_path, "alpha")
+    original = repo.content_hash(COMMAND, folder)
+    assert repo.content_hash(COMMAND, folder) == original
+
+    (folder / "__pycache__").mkdir()
+    (folder / "__pycache__" / "bot.cpython-311.pyc").write_bytes(b"\x00compiled")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert repo.content_hash(COMMAND, folder) == original
+
+    (folder / "helpers.py").rename(folder / "helpers2.py")
+    assert repo.content_hash(COMMAND, folder) != original
+    (folder / "helpers2.py").rename(folder / "helpers.py")
+    (folder / "data").mkdir()
+    (folder / "data" / "book.txt").write_text("opening book\n")
+    assert repo.content_hash(COMMAND, folder) != original
+
+
+def test_content_hash_does_not_depend_on_where_the_folder_is(tmp_path: Path) -> None:
+    here = bot_folder(tmp_path / "here", "alpha")
+    there = bot_folder(tmp_path / "there", "alpha")
+    assert repo.content_hash(COMMAND, here) == repo.content_hash(COMMAND, there)
+
+
+def test_a_missing_folder_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="not a directory"):
+        repo.content_hash(COMMAND, tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("name", ["", "has space", "-dash-first", "x" * 65, "semi;colon", "bot@2"])
+def test_invalid_bot_names_are_refused(engine: Engine, tmp_path: Path, name: str) -> None:
+    with session_scope(engine) as session, pytest.raises(InvalidInput, match="invalid bot name"):
+        repo.add_bot(session, name, command=COMMAND, folder=None, language="python")
+
+
+def test_a_command_must_be_a_list_of_strings(engine: Engine) -> None:
+    with session_scope(engine) as session, pytest.raises(InvalidInput, match="list of strings"):
+        repo.add_bot(session, "alpha", command="python bot.py", folder=None, language="python")
+
+
+def test_remote_bot_token_is_stored_only_as_its_sha256(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        token = repo.add_remote_bot(session, "faraway")
+    assert len(token) >= 32
+    with engine.connect() as connection:
+        stored = [
+            str(value)
+            for table in ("bot", "bot_version")
+            for row in connection.execute(sa.text(f"SELECT * FROM {table}"))
+            for value in row
+        ]
+    assert not any(token in value for value in stored)
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    assert digest in stored
+    assert repo.token_sha256(token) == lobby_token_sha256(token) == digest
+    with session_scope(engine) as session:
+        found = repo.remote_bot_for_token(session, token)
+        assert found is not None and found.name == "faraway" and found.remote
+        assert repo.remote_bot_for_token(session, token + "x") is None
+        assert repo.get_bot(session, "faraway").current is not None
+
+
+def test_rotating_a_remote_token_retires_the_old_one(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        old = repo.add_remote_bot(session, "faraway")
+    with session_scope(engine) as session:
+        new = repo.rotate_remote_token(session, "faraway")
+    with session_scope(engine) as session:
+        assert repo.remote_bot_for_token(session, old) is None
+        assert repo.remote_bot_for_token(session, new) is not None
+
+
+def test_hosted_and_remote_bots_do_not_share_names(engine: Engine, tmp_path: Path) -> None:
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, "alpha")
+        repo.add_remote_bot(session, "faraway")
+    with session_scope(engine) as session, pytest.raises(Conflict, match="already exists"):
+        repo.add_remote_bot(session, "alpha")
+    with session_scope(engine) as session, pytest.raises(Conflict, match="remote"):
+        repo.add_bot(session, "faraway", command=COMMAND, folder=None, language="python")
+
+
+def test_listing_shows_active_bots_by_name(engine: Engine, tmp_path: Path) -> None:
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, "charlie", "alpha", "bravo")
+        repo.remove_bot(session, "bravo")
+    with session_scope(engine) as session:
+        assert [info.bot.name for info in repo.list_bots(session)] == ["alpha", "charlie"]
+        assert [info.bot.name for info in repo.list_bots(session, include_removed=True)] == [
+            "alpha",
+            "bravo",
+            "charlie",
+        ]
+        with pytest.raises(NotFound, match="no bot named 'delta'"):
+            repo.get_bot(session, "delta")
+
+
+def test_removing_a_bot_is_refused_while_an_unfinished_league_needs_it(engine: Engine, tmp_path: Path) -> None:
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, "alpha", "bravo")
+        league = make_league(session, "spring", ["alpha", "bravo"])
+        league_id = league.id
+    assert league_id is not None
+
+    with session_scope(engine) as session, pytest.raises(Conflict, match="spring"):
+        repo.remove_bot(session, "alpha")  # created, not started
+
+    with session_scope(engine) as session:
+        repo.start_league(session, league_id)
+    with session_scope(engine) as session, pytest.raises(Conflict, match="still needed"):
+        repo.remove_bot(session, "alpha")  # running
+
+    with session_scope(engine) as session:
+        for match_id in repo.unfinished_match_ids(session, league_id):
+            assert finish(session, match_id)
+        assert repo.finish_league_if_complete(session, league_id)
+        assert repo.get_league(session, league_id).status is LeagueStatus.FINISHED
+    with session_scope(engine) as session:
+        removed = repo.remove_bot(session, "alpha")
+    assert removed.removed_at is not None
+    with session_scope(engine) as session:
+        assert len(repo.league_results(session, league_id)) == 2  # its results stay
+        with pytest.raises(NotFound, match="alpha"):
+            make_league(session, "summer", ["alpha", "bravo"])
+
+
+def test_removing_a_remote_bot_revokes_its_token(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        token = repo.add_remote_bot(session, "faraway")
+        repo.remove_bot(session, "faraway")
+    with session_scope(engine) as session:
+        assert repo.remote_bot_for_token(session, token) is None
+
+
+def test_re_adding_a_removed_bot_restores_it(engine: Engine, tmp_path: Path) -> None:
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, "alpha")
+        repo.remove_bot(session, "alpha")
+    with session_scope(engine) as session:
+        version = repo.add_bot(session, "alpha", command=COMMAND, folder=tmp_path / "alpha", language="python")
+        assert version.number == 1
+        assert repo.get_bot(session, "alpha").bot.removed_at is None

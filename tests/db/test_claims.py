@@ -1,0 +1,157 @@
+"""Claims and leases: one worker per match, expired leases requeued, infrastructure failures never charged."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from tests.db.factories import add_bots, duplicate_plan, make_league, row_counts
+from workers.db import repo
+from workers.db.errors import InvalidInput, NotFound
+from workers.db.models import Match, MatchStatus
+from workers.db.session import session_scope
+
+T = TypeVar("T")
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def match_ids(engine: Engine, tmp_path: Path) -> list[int]:
+    """A league of four bots: twelve queued matches."""
+    names = ["alpha", "bravo", "charlie", "delta"]
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, *names)
+        league = make_league(session, "spring", names, matches=duplicate_plan(names))
+        return repo.unfinished_match_ids(session, league.id or 0)
+
+
+def test_claiming_a_queued_match_starts_an_attempt(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        match = repo.claim_match(session, match_ids[0], "host:1", 30.0, now=NOW)
+    assert match is not None
+    assert match.status is MatchStatus.RUNNING
+    assert match.attempt == 1
+    assert match.worker == "host:1"
+    assert match.lease_expires_at == NOW + timedelta(seconds=30)
+    assert match.heartbeat_at == match.started_at == NOW
+
+
+def test_a_running_match_cannot_be_claimed_until_its_lease_expires(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        assert repo.claim_match(session, match_ids[0], "host:1", 30.0, now=NOW) is not None
+        assert repo.claim_match(session, match_ids[0], "host:2", 30.0, now=NOW + timedelta(seconds=29)) is None
+        taken = repo.claim_match(session, match_ids[0], "host:2", 30.0, now=NOW + timedelta(seconds=31))
+    assert taken is not None
+    assert (taken.worker, taken.attempt) == ("host:2", 2)
+
+
+def test_heartbeats_extend_the_lease_only_for_the_worker_holding_it(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        repo.claim_match(session, match_ids[0], "host:1", 30.0, now=NOW)
+        assert repo.heartbeat(session, match_ids[0], "host:1", 30.0, now=NOW + timedelta(seconds=20))
+        assert not repo.heartbeat(session, match_ids[0], "host:2", 30.0, now=NOW + timedelta(seconds=20))
+        # The lease now runs to NOW + 50 s: a claim at NOW + 40 s finds the match still held.
+        assert repo.claim_match(session, match_ids[0], "host:2", 30.0, now=NOW + timedelta(seconds=40)) is None
+        assert not repo.heartbeat(session, match_ids[1], "host:1", 30.0, now=NOW)  # never claimed
+
+
+def test_expired_leases_are_requeued(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        repo.claim_match(session, match_ids[0], "host:1", 30.0, now=NOW)
+        repo.claim_match(session, match_ids[1], "host:2", 90.0, now=NOW)
+        assert repo.requeue_expired(session, "spring", now=NOW + timedelta(seconds=10)) == 0
+        assert repo.requeue_expired(session, "spring", now=NOW + timedelta(seconds=60)) == 1
+        dead, alive = repo.get_match(session, match_ids[0]), repo.get_match(session, match_ids[1])
+        assert dead.status is MatchStatus.QUEUED and dead.worker is None and dead.lease_expires_at is None
+        assert dead.error is not None and "host:1" in dead.error
+        assert alive.status is MatchStatus.RUNNING
+        assert repo.league_progress(session, "spring")["running"] == 1
+        again = repo.claim_match(session, match_ids[0], "host:3", 30.0, now=NOW + timedelta(seconds=61))
+    assert again is not None and again.attempt == 2
+
+
+def test_a_voided_match_goes_back_to_the_queue_without_a_result(engine: Engine, match_ids: list[int]) -> None:
+    before = row_counts(engine)
+    with session_scope(engine) as session:
+        repo.claim_match(session, match_ids[0], "host:1", 30.0)
+        assert not repo.void_match(session, match_ids[0], "host:2", "not mine")
+        assert repo.void_match(session, match_ids[0], "host:1", "referee unreachable: connection refused")
+        voided = repo.get_match(session, match_ids[0])
+        assert voided.status is MatchStatus.QUEUED and voided.worker is None
+        assert voided.error == "referee unreachable: connection refused"
+        assert not repo.void_match(session, match_ids[0], "host:1", "again")  # no longer held
+    assert row_counts(engine) == before
+
+
+def test_a_match_that_keeps_failing_stops_after_max_attempts_and_can_be_retried(
+    engine: Engine, match_ids: list[int]
+) -> None:
+    with session_scope(engine) as session:
+        for attempt in (1, 2, 3):
+            claimed = repo.claim_match(session, match_ids[0], "host:1", 30.0)
+            assert claimed is not None and claimed.attempt == attempt
+            assert repo.void_match(session, match_ids[0], "host:1", "sandbox failed to start", max_attempts=3)
+        assert repo.get_match(session, match_ids[0]).status is MatchStatus.FAILED
+        assert repo.claim_match(session, match_ids[0], "host:1", 30.0) is None
+        assert repo.league_progress(session, "spring")["failed"] == 1
+        assert match_ids[0] in repo.unfinished_match_ids(session, "spring")
+        assert repo.requeue_failed(session, "spring") == 1
+        assert repo.claim_match(session, match_ids[0], "host:1", 30.0) is not None
+
+
+def test_claim_arguments_are_checked(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        with pytest.raises(InvalidInput, match="lease"):
+            repo.claim_match(session, match_ids[0], "host:1", 0)
+        with pytest.raises(InvalidInput, match="worker"):
+            repo.claim_match(session, match_ids[0], "", 30.0)
+        with pytest.raises(NotFound, match="no match with id 9999"):
+            repo.claim_match(session, 9999, "host:1", 30.0)
+
+
+def _race(engine: Engine, workers: int, action: Callable[[Session, str], T]) -> list[T]:
+    """Run `action` in `workers` threads, each with its own session, released at the same instant."""
+    barrier = threading.Barrier(workers)
+    results: list[T] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def run(worker: str) -> None:
+        try:
+            with session_scope(engine) as session:
+                barrier.wait()
+                result = action(session, worker)
+            with lock:
+                results.append(result)
+        except BaseException as error:  # reported in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(f"host:{n}",)) for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    return results
+
+
+def _claim(match_id: int, session: Session, worker: str) -> Match | None:
+    return repo.claim_match(session, match_id, worker, 30.0)
+
+
+def test_of_two_workers_claiming_at_once_exactly_one_wins(engine: Engine, match_ids: list[int]) -> None:
+    for match_id in match_ids:
+        claims = _race(engine, 2, functools.partial(_claim, match_id))
+        winners = [claim for claim in claims if claim is not None]
+        assert len(winners) == 1, f"match {match_id}: {len(winners)} winners"
+        with session_scope(engine) as session:
+            stored = repo.get_match(session, match_id)
+            assert stored.attempt == 1 and stored.worker == winners[0].worker

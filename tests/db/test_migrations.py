@@ -1,0 +1,126 @@
+"""The migrations run up, down and up again on SQLite and PostgreSQL, and build exactly the models' schema."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.engine import Engine
+
+from workers.db import session
+from workers.db.models import metadata
+from workers.db.session import downgrade_schema, ensure_schema, head_revision, schema_revision
+
+TABLES = {table.name for table in metadata.sorted_tables}
+
+
+def _tables(engine: Engine) -> set[str]:
+    with engine.connect() as connection:
+        return set(sa.inspect(connection).get_table_names()) - {"alembic_version"}
+
+
+def _schema_differences(engine: Engine) -> list[object]:
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True, "target_metadata": metadata})
+        return list(compare_metadata(context, metadata))
+
+
+def test_migrations_run_up_down_and_up_again(empty_engine_factory: Callable[[], Engine]) -> None:
+    engine = empty_engine_factory()
+    assert schema_revision(engine) is None
+
+    ensure_schema(engine)
+    assert schema_revision(engine) == head_revision()
+    assert _tables(engine) == TABLES
+
+    downgrade_schema(engine)
+    assert schema_revision(engine) is None
+    assert _tables(engine) == set()
+
+    ensure_schema(engine)
+    assert schema_revision(engine) == head_revision()
+    assert _tables(engine) == TABLES
+
+
+def test_migrated_schema_matches_the_models(empty_engine_factory: Callable[[], Engine]) -> None:
+    engine = empty_engine_factory()
+    ensure_schema(engine)
+    assert _schema_differences(engine) == []
+
+
+def test_ensure_schema_at_head_changes_nothing(empty_engine_factory: Callable[[], Engine]) -> None:
+    engine = empty_engine_factory()
+    ensure_schema(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text("INSERT INTO bot (name, language, remote, created_at) VALUES ('kept', 'python', false, :now)"),
+            {"now": "2026-01-01 00:00:00"},
+        )
+    ensure_schema(engine)
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("SELECT name FROM bot")).scalars().all() == ["kept"]
+
+
+def test_processes_starting_together_migrate_once(empty_engine_factory: Callable[[], Engine]) -> None:
+    engine = empty_engine_factory()
+    barrier = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            ensure_schema(engine)
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert schema_revision(engine) == head_revision()
+    assert _tables(engine) == TABLES
+
+
+BROKEN_REVISION = '''"""A migration that fails halfway: it creates a table, then breaks a constraint."""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table("scratch", sa.Column("id", sa.Integer(), primary_key=True))
+    op.execute("INSERT INTO bot (name) VALUES (NULL)")
+
+
+def downgrade() -> None:
+    op.drop_table("scratch")
+'''
+
+
+def test_a_failing_migration_leaves_the_database_at_its_previous_revision(
+    empty_engine_factory: Callable[[], Engine], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = empty_engine_factory()
+    ensure_schema(engine)
+    migrations = tmp_path / "migrations"
+    shutil.copytree(session.MIGRATIONS_DIR, migrations, ignore=shutil.ignore_patterns("__pycache__"))
+    (migrations / "versions" / "0002_broken.py").write_text(BROKEN_REVISION)
+    monkeypatch.setattr(session, "MIGRATIONS_DIR", migrations)
+
+    with pytest.raises(sa.exc.IntegrityError):
+        ensure_schema(engine)
+    assert schema_revision(engine) == "0001"
+    assert _tables(engine) == TABLES

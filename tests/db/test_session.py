@@ -1,0 +1,76 @@
+"""Where the database is and how each backend is opened: SQLite WAL by default, PostgreSQL by URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from workers.db.errors import InvalidInput
+from workers.db.models import Bot
+from workers.db.session import DATABASE_URL_ENV, database_url, make_engine, session_scope
+
+
+def test_default_database_is_mus_db_in_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert database_url() == f"sqlite:///{tmp_path / 'mus.db'}"
+
+
+def test_mus_database_url_selects_the_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DATABASE_URL_ENV, "postgresql+psycopg://league@db.example/mus")
+    assert database_url() == "postgresql+psycopg://league@db.example/mus"
+
+
+def test_relative_sqlite_path_is_fixed_when_the_engine_is_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    engine = make_engine("sqlite:///./mus.db")
+    assert engine.url.database == str(tmp_path / "mus.db")
+
+
+def test_plain_postgresql_url_means_psycopg_3() -> None:
+    engine = make_engine("postgresql://league:secret@db.example/mus")
+    assert engine.url.drivername == "postgresql+psycopg"
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://league@db.example/mus", "postgresql+asyncpg://db.example/mus", "not a url", "sqlite+aiosqlite://"]
+)
+def test_unsupported_databases_are_refused_with_a_message(url: str) -> None:
+    with pytest.raises(InvalidInput, match=r"database|driver|URL"):
+        make_engine(url)
+
+
+def test_password_is_not_shown_in_errors() -> None:
+    with pytest.raises(InvalidInput) as raised:
+        make_engine("mysql://league:hunter2@db.example/mus")
+    assert "hunter2" not in str(raised.value)
+
+
+def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'mus.db'}")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert int(connection.exec_driver_sql("PRAGMA busy_timeout").scalar() or 0) >= 1000
+
+
+def test_session_scope_commits_or_rolls_back(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        session.add(Bot(name="kept", language="python"))
+    with pytest.raises(RuntimeError), session_scope(engine) as session:
+        session.add(Bot(name="dropped", language="python"))
+        session.flush()
+        raise RuntimeError("the command failed")
+    with session_scope(engine) as session:
+        assert session.exec(select(Bot.name)).all() == ["kept"]
+
+
+def test_objects_stay_readable_after_the_session_ends(engine: Engine) -> None:
+    with session_scope(engine) as session:
+        bot = Bot(name="kept", language="python")
+        session.add(bot)
+    assert bot.name == "kept"
+    assert bot.created_at.utcoffset() is not None
