@@ -25,7 +25,6 @@ EMBEDDED_POLLING_S = 0.02
 LONGEST_MATCH_S = 6 * 3600
 """Redis redelivers an unacknowledged message after its visibility timeout: keep it above any match."""
 
-QUEUE = "mus"
 
 
 def broker_dir() -> Path:
@@ -66,7 +65,8 @@ def make_app() -> Celery:
     app = Celery("mus", include=["workers.tasks"])
     app.conf.update(
         broker_settings(),
-        task_default_queue=QUEUE,
+        # MUS_QUEUE names the queue, so that several deployments (or test runs) can share one broker.
+        task_default_queue=os.environ.get("MUS_QUEUE", "mus"),
         task_ignore_result=True,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
