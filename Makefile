@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/mus rules play --seed 1
+	$(BIN)/mus demo
 
 test: $(STAMP)
 	$(BIN)/pytest -n auto

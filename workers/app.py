@@ -26,7 +26,6 @@ LONGEST_MATCH_S = 6 * 3600
 """Redis redelivers an unacknowledged message after its visibility timeout: keep it above any match."""
 
 
-
 def broker_dir() -> Path:
     """The embedded broker's folder."""
     return Path(os.environ.get("MUS_BROKER_DIR", ".mus-broker")).resolve()

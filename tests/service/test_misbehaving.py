@@ -45,7 +45,7 @@ FAST = Rules.from_options({"decision_timeout_s": 0.25, "time_bank_s": 1.0, **LON
 the bank lets an honest bot on a loaded machine be late by a second over the match."""
 SLOW_EXTRA_S = 0.45
 """How late the slow bot answers past its decision time: the bank pays twice, then it is gone."""
-ROOMY = Rules.from_options({"decision_timeout_s": 3.0, "time_bank_s": 5.0})
+ROOMY = Rules.from_options({"decision_timeout_s": 8.0, "time_bank_s": 10.0})
 """Clocks no honest bot can miss on a loaded machine, still short enough to catch a referee that hangs."""
 ROOMY_LONG = ROOMY.with_options(LONG)
 NORMAL = Rules.from_options({"decision_timeout_s": 10.0, "time_bank_s": 30.0})

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from workers.cli import bench_cmd, match_cmd, referee_cmd, rules_cmd
+from workers.cli import (
+    bench_cmd,
+    bot_cmd,
+    demo_cmd,
+    league_cmd,
+    match_cmd,
+    referee_cmd,
+    replay_cmd,
+    rules_cmd,
+    run_cmd,
+    worker_cmd,
+)
 
 app = typer.Typer(
     name="mus",
@@ -15,6 +26,12 @@ app = typer.Typer(
 app.add_typer(rules_cmd.app, name="rules")
 app.add_typer(referee_cmd.app, name="referee")
 app.add_typer(match_cmd.app, name="match")
+app.add_typer(bot_cmd.app, name="bot")
+league_cmd.app.command("run")(run_cmd.run_command)
+app.add_typer(league_cmd.app, name="league")
+app.add_typer(replay_cmd.app, name="replay")
+app.command("worker")(worker_cmd.worker_command)
+app.command("demo")(demo_cmd.demo_command)
 app.add_typer(bench_cmd.app, name="bench")
 
 

@@ -1,0 +1,231 @@
+"""`mus bot add/list/show/remove` on a real SQLite database: versions by content hash, remote tokens, bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner, Result
+
+from workers.cli import bot_cmd, league_cmd
+from workers.cli.bot_cmd import guess_language
+from workers.db.models import metadata
+from workers.db.session import ensure_schema, make_engine
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh, migrated SQLite file as MUS_DATABASE_URL; the working directory is the test's own folder."""
+    url = f"sqlite:///{tmp_path / 'mus.db'}"
+    engine = make_engine(url)
+    ensure_schema(engine)
+    engine.dispose()
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    return url
+
+
+def bot_program(root: Path, name: str, body: str = "print('paso')\n") -> Path:
+    """A bot's folder with its program `bot.py` and a helper module; returns the program's path."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bot.py").write_text(body)
+    (folder / "helpers.py").write_text("SEAT = 0\n")
+    return folder / "bot.py"
+
+
+def ok(*args: str) -> Result:
+    result = runner.invoke(bot_cmd.app, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def error_of(result: Result) -> str:
+    """The one-line error of a refused command (exit code 1, not a crash)."""
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def row_counts(url: str) -> dict[str, int]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return {
+                table.name: int(connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+                for table in metadata.sorted_tables
+            }
+    finally:
+        engine.dispose()
+
+
+def test_add_registers_the_command_and_the_folder_of_its_file_as_version_1(database: str, tmp_path: Path) -> None:
+    program = bot_program(tmp_path, "alpha")
+    data = json.loads(ok("add", "alpha", "--json", "--", "python", "alpha/bot.py", "--fast").stdout)
+    assert data["bot"] == "alpha" and data["version"] == 1 and data["new_version"] is True
+    assert data["folder"] == str(program.parent.resolve())
+    assert data["command"] == ["python", "bot.py", "--fast"], "the file is named as seen from the folder it runs in"
+    assert data["language"] == "python"
+
+
+def test_the_same_program_again_is_the_same_version_and_a_changed_one_a_new_version(
+    database: str, tmp_path: Path
+) -> None:
+    program = bot_program(tmp_path, "alpha")
+    first = ok("add", "alpha", "--", "python", str(program))
+    assert "version 1 registered" in first.stdout
+    again = ok("add", "alpha", "--", "python", str(program))
+    assert "unchanged, version 1" in again.stdout
+    (program.parent / "helpers.py").write_text("SEAT = 1\n")
+    changed = json.loads(ok("add", "alpha", "--json", "--", "python", str(program)).stdout)
+    assert changed["version"] == 2 and changed["new_version"] is True
+    shown = json.loads(ok("show", "alpha", "--json").stdout)
+    assert [(v["version"], v["current"]) for v in shown["versions"]] == [(1, False), (2, True)]
+    assert shown["versions"][0]["content_hash"] != shown["versions"][1]["content_hash"]
+
+
+def test_a_new_version_leaves_the_old_results_with_the_old_version(database: str, tmp_path: Path) -> None:
+    alpha = bot_program(tmp_path, "alpha")
+    ok("add", "alpha", "--", "python", str(alpha))
+    ok("add", "beta", "--", "python", str(bot_program(tmp_path, "beta")))
+    created = runner.invoke(league_cmd.app, ["create", "old", "--bots", "alpha,beta", "--matches-per-pairing", "2"])
+    assert created.exit_code == 0, created.output
+    alpha.write_text("print('envido')\n")
+    ok("add", "alpha", "--", "python", str(alpha))
+    shown = json.loads(ok("show", "alpha", "--json").stdout)
+    assert shown["current_version"] == 2
+    assert shown["leagues"] == [{"league": "old", "version": 1, "status": "created"}]
+    created = runner.invoke(league_cmd.app, ["create", "new", "--bots", "alpha,beta", "--json"])
+    assert created.exit_code == 0, created.output
+    assert {e["bot"]: e["version"] for e in json.loads(created.stdout)["entrants"]} == {"alpha": 2, "beta": 1}
+
+
+def test_dir_sets_the_folder_and_language_can_be_given(database: str, tmp_path: Path) -> None:
+    folder = tmp_path / "javabot"
+    folder.mkdir()
+    (folder / "Bot.jar").write_bytes(b"PK\x03\x04")
+    data = json.loads(
+        ok("add", "jay", "--dir", str(folder), "--language", "kotlin", "--json", "--", "java", "-jar", "Bot.jar").stdout
+    )
+    assert data["folder"] == str(folder.resolve()) and data["language"] == "kotlin"
+    assert data["command"] == ["java", "-jar", "Bot.jar"]
+    without = json.loads(ok("add", "loose", "--json", "--", "some-binary", "--level", "3").stdout)
+    assert without["folder"] is None and without["language"] == "unknown"
+
+
+def test_an_interpreter_given_by_its_path_is_not_the_bots_folder(database: str, tmp_path: Path) -> None:
+    program = bot_program(tmp_path, "alpha")
+    data = json.loads(ok("add", "alpha", "--json", "--", sys.executable, str(program)).stdout)
+    assert data["folder"] == str(program.parent.resolve())
+    module = json.loads(ok("add", "beta", "--json", "--", sys.executable, "-m", "clients.bots.random").stdout)
+    assert module["folder"] is None and module["language"] == "python"
+    binary = tmp_path / "gamma" / "run"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\n")
+    compiled = json.loads(ok("add", "gamma", "--json", "--", "gamma/run", "--fast").stdout)
+    assert compiled["folder"] == str(binary.parent.resolve()) and compiled["command"] == ["./run", "--fast"]
+
+
+def test_the_language_is_guessed_from_the_interpreter_or_the_file() -> None:
+    assert guess_language(["/usr/bin/python3.11", "-m", "bot"]) == "python"
+    assert guess_language(["node", "bot.js"]) == "javascript"
+    assert guess_language(["java", "-jar", "bot.jar"]) == "java"
+    assert guess_language(["./run", "main.go"]) == "go"
+    assert guess_language(["./mybot"]) == "unknown"
+
+
+def test_remote_prints_a_token_once_and_stores_only_its_hash(database: str) -> None:
+    token = json.loads(ok("add", "faraway", "--remote", "--json").stdout)["token"]
+    assert len(token) >= 32
+    engine = sa.create_engine(database)
+    with engine.connect() as connection:
+        stored = connection.execute(sa.text("SELECT token_sha256, remote FROM bot WHERE name = 'faraway'")).one()
+    engine.dispose()
+    assert stored == (hashlib.sha256(token.encode()).hexdigest(), True)
+    shown = ok("show", "faraway")
+    assert "remote" in shown.stdout and token not in shown.stdout
+    assert token not in ok("show", "faraway", "--json").stdout
+    text = ok("add", "other", "--remote").stdout
+    assert "shown only this once" in text and "MUS_TOKEN" in text
+
+
+def test_list_shows_every_bot_and_all_includes_removed_ones(database: str, tmp_path: Path) -> None:
+    assert "No bots yet" in ok("list").stdout
+    ok("add", "alpha", "--", "python", str(bot_program(tmp_path, "alpha")))
+    ok("add", "beta", "--remote")
+    table = ok("list").stdout
+    assert "alpha" in table and "beta" in table and "remote" in table
+    rows = json.loads(ok("list", "--json").stdout)
+    assert [(row["bot"], row["remote"], row["current_version"]) for row in rows] == [
+        ("alpha", False, 1),
+        ("beta", True, 1),
+    ]
+    ok("remove", "beta")
+    assert [row["bot"] for row in json.loads(ok("list", "--json").stdout)] == ["alpha"]
+    everything = json.loads(ok("list", "--all", "--json").stdout)
+    assert [row["bot"] for row in everything] == ["alpha", "beta"] and everything[1]["removed_at"] is not None
+
+
+def test_show_prints_the_versions_table(database: str, tmp_path: Path) -> None:
+    ok("add", "alpha", "--", "python", str(bot_program(tmp_path, "alpha")))
+    text = ok("show", "alpha").stdout
+    assert "Bot alpha: hosted program, python" in text and "python bot.py" in text and "Leagues: none" in text
+
+
+def test_remove_retires_a_bot_but_not_while_an_unfinished_league_needs_it(database: str, tmp_path: Path) -> None:
+    ok("add", "alpha", "--", "python", str(bot_program(tmp_path, "alpha")))
+    ok("add", "beta", "--", "python", str(bot_program(tmp_path, "beta")))
+    ok("add", "gamma", "--", "python", str(bot_program(tmp_path, "gamma")))
+    created = runner.invoke(league_cmd.app, ["create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2"])
+    assert created.exit_code == 0, created.output
+    refused = runner.invoke(bot_cmd.app, ["remove", "alpha"])
+    assert "still needed by league(s) cup" in error_of(refused)
+    assert json.loads(ok("show", "alpha", "--json").stdout)["removed_at"] is None
+    assert "removed" in ok("remove", "gamma").stdout
+    assert "no bot named 'gamma'" in error_of(runner.invoke(bot_cmd.app, ["remove", "gamma"]))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "nobody"], "no bot named 'nobody'"),
+        (["remove", "nobody"], "no bot named 'nobody'"),
+        (["add", "bad name", "--", "python", "x.py"], "invalid bot name 'bad name'"),
+        (["add", "alpha"], "give the command that runs the bot after `--`"),
+        (["add", "alpha", "--remote", "--", "python", "x.py"], "a remote bot runs elsewhere"),
+        (["add", "alpha", "--dir", "no/such/folder", "--", "python", "x.py"], "is not a directory"),
+        (["add", "alpha", "--language", "x" * 40, "--", "python", "x.py"], "a bot language must be 1 to 32 characters"),
+    ],
+)
+def test_bad_input_is_a_one_line_error_and_writes_nothing(database: str, args: list[str], message: str) -> None:
+    result = runner.invoke(bot_cmd.app, args)
+    assert message in error_of(result)
+    assert sum(row_counts(database).values()) == 0
+
+
+def test_a_database_that_cannot_be_used_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MUS_DATABASE_URL", "mysql://somewhere/mus")
+    assert "unsupported database" in error_of(runner.invoke(bot_cmd.app, ["list"]))
+    monkeypatch.setenv("MUS_DATABASE_URL", f"sqlite:///{tmp_path / 'no' / 'such' / 'mus.db'}")
+    assert "cannot use the database" in error_of(runner.invoke(bot_cmd.app, ["list"]))
+
+
+def test_a_name_keeps_its_kind_and_a_refused_add_writes_nothing(database: str, tmp_path: Path) -> None:
+    program = bot_program(tmp_path, "alpha")
+    ok("add", "alpha", "--", "python", str(program))
+    ok("add", "faraway", "--remote")
+    before = row_counts(database)
+    assert "bot 'alpha' already exists" in error_of(runner.invoke(bot_cmd.app, ["add", "alpha", "--remote"]))
+    refused = runner.invoke(bot_cmd.app, ["add", "faraway", "--", "python", str(program)])
+    assert "is a remote bot" in error_of(refused)
+    assert row_counts(database) == before

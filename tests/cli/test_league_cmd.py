@@ -1,0 +1,293 @@
+"""`mus league create/list/status/standings/export` on a real SQLite database, with results written as a worker
+writes them (claim, then record a real engine match and its replay)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlmodel import Session
+from typer.testing import CliRunner, Result
+
+from referee.engine.match import first_dealer_of
+from referee.engine.replay import match_record
+from referee.engine.rules import Rules
+from referee.engine.selfplay import play_random_match
+from workers.cli import league_cmd
+from workers.db import repo
+from workers.db.models import metadata
+from workers.db.session import ensure_schema, make_engine, session_scope
+
+runner = CliRunner()
+
+BOTS = ("alpha", "beta", "gamma")
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh, migrated SQLite file as MUS_DATABASE_URL, with the hosted bots alpha, beta and gamma."""
+    url = f"sqlite:///{tmp_path / 'mus.db'}"
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    engine = make_engine(url)
+    ensure_schema(engine)
+    with session_scope(engine) as session:
+        for name in BOTS:
+            folder = tmp_path / "bots" / name
+            folder.mkdir(parents=True)
+            (folder / "bot.py").write_text(f"NAME = {name!r}\n")
+            repo.add_bot(session, name, command=["python", "bot.py"], folder=folder, language="python")
+    engine.dispose()
+    return url
+
+
+def ok(*args: str) -> Result:
+    result = runner.invoke(league_cmd.app, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def error_of(result: Result) -> str:
+    """The one-line error of a refused command (exit code 1, not a crash)."""
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def row_counts(url: str) -> dict[str, int]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return {
+                table.name: int(connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+                for table in metadata.sorted_tables
+            }
+    finally:
+        engine.dispose()
+
+
+def play(url: str, league: str, count: int, *, faults_on_seat: int | None = None) -> list[int]:
+    """Play the league's next `count` matches as a worker would: claim, then record a random match's result.
+
+    The random policy differs between the twins of a pair (its seed is the match id), so pairs can split.
+    """
+    engine = make_engine(url)
+    played: list[int] = []
+    with Session(engine) as session:
+        row = repo.get_league(session, league)
+        rules = Rules.from_options(row.rules)
+        for match_id in repo.unfinished_match_ids(session, row)[:count]:
+            claimed = repo.claim_match(session, match_id, "test:1", 60.0)
+            assert claimed is not None
+            match = play_random_match(rules, claimed.seed, policy_seed=match_id)
+            assert match.outcome is not None
+            faults = [] if faults_on_seat is None else [{"seat": faults_on_seat, "cause": "timeout", "detail": "slow"}]
+            assert repo.record_result(
+                session, match_id, "test:1", match.outcome, match_record(match), faults, [[0.1], [], [], []]
+            )
+            played.append(match_id)
+    engine.dispose()
+    return played
+
+
+def test_create_expands_the_round_robin_into_duplicate_pairs_with_the_mano_balanced(database: str) -> None:
+    data = json.loads(ok("create", "cup", "--bots", "gamma,alpha,beta", "--seed", "11", "--json").stdout)
+    assert data["league"] == "cup" and data["seed"] == 11 and data["matches"] == 3 * 8
+    assert [entrant["bot"] for entrant in data["entrants"]] == ["alpha", "beta", "gamma"]
+    engine = make_engine(database)
+    with Session(engine) as session:
+        matches = repo.list_matches(session, "cup")
+        versions = {entrant.version_id: entrant.bot_name for entrant in repo.league_entrants(session, "cup")}
+    engine.dispose()
+    assert len(matches) == 24 and all(match.status.value == "queued" for match in matches)
+    pairs: dict[int | None, list[tuple[str, str, int]]] = {}
+    for match in matches:
+        teams = (versions[match.team0_version_id], versions[match.team1_version_id])
+        pairs.setdefault(match.duplicate_pair, []).append((*teams, match.seed))
+    for (a0, a1, seed_a), (b0, b1, seed_b) in pairs.values():
+        assert (a0, a1) == (b1, b0) and seed_a == seed_b, "a pair is one seed with the partnerships swapped"
+    # Each bot holds the first hand's mano equally often: the first dealer visits every seat in each pairing.
+    mano_holders: Counter[str] = Counter()
+    for match in matches:
+        mano_seat = (first_dealer_of(match.seed) + 1) % 4
+        team_version = (match.team0_version_id, match.team1_version_id)[mano_seat % 2]
+        mano_holders[versions[team_version]] += 1
+    assert mano_holders == {"alpha": 8, "beta": 8, "gamma": 8}
+
+
+def test_create_prints_a_summary_and_stores_only_changed_options(database: str) -> None:
+    text = ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2", "-o", "target_score=30").stdout
+    assert "League cup created: 2 matches" in text and "Rules: target_score=30" in text
+    listed = json.loads(ok("list", "--json").stdout)
+    assert listed[0]["rules"] == {"target_score": 30} and listed[0]["total"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bots", "alpha,nobody"], "unknown bot(s): nobody"),
+        (["--bots", "alpha"], "a round robin needs at least 2 entrants"),
+        (["--bots", "alpha,alpha"], "each bot may enter once"),
+        (["--bots", "alpha,beta", "--matches-per-pairing", "3"], "matches_per_pairing must be even"),
+        (["--bots", "alpha,beta", "--option", "deck_mode=5_reyes"], "deck_mode must be one of"),
+        (["--bots", "alpha,beta", "--option", "nonsense"], "nonsense"),
+        (["--bots", "alpha,beta", "--seed", "-1"], "the league seed must be an integer from 0"),
+        (["--bots", "alpha,beta", "--absent-limit", "0"], "absent_limit_s must be above 0"),
+    ],
+)
+def test_create_refuses_bad_input_with_one_line_and_writes_nothing(
+    database: str, args: list[str], message: str
+) -> None:
+    before = row_counts(database)
+    assert message in error_of(runner.invoke(league_cmd.app, ["create", "cup", *args]))
+    assert row_counts(database) == before
+
+
+def test_create_refuses_a_taken_name_and_a_bad_one(database: str) -> None:
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    before = row_counts(database)
+    assert "a league named 'cup' already exists" in error_of(
+        runner.invoke(league_cmd.app, ["create", "cup", "--bots", "alpha,gamma"])
+    )
+    assert "invalid league name" in error_of(
+        runner.invoke(league_cmd.app, ["create", "my cup", "--bots", "alpha,beta"])
+    )
+    assert row_counts(database) == before
+
+
+def test_list_shows_each_league_with_its_progress(database: str) -> None:
+    assert "No leagues yet" in ok("list").stdout
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4", "--seed", "1")
+    play(database, "cup", 3)
+    text = ok("list").stdout
+    assert "cup" in text and "3/4" in text
+    (row,) = json.loads(ok("list", "--json").stdout)
+    assert (row["league"], row["status"], row["finished"], row["total"], row["entrants"]) == ("cup", "created", 3, 4, 2)
+
+
+def test_status_counts_matches_per_status_and_shows_the_latest_infrastructure_errors(database: str) -> None:
+    ok("create", "cup", "--bots", "alpha,beta,gamma", "--matches-per-pairing", "2", "--seed", "5")
+    play(database, "cup", 2)
+    engine = make_engine(database)
+    with Session(engine) as session:
+        waiting = repo.unfinished_match_ids(session, "cup")
+        assert repo.claim_match(session, waiting[0], "host:1", 60.0) is not None
+        assert repo.void_match(session, waiting[0], "host:1", "referee died\nTraceback ...", max_attempts=1)
+        assert repo.claim_match(session, waiting[1], "host:2", 60.0) is not None
+    engine.dispose()
+    data = json.loads(ok("status", "cup", "--json").stdout)
+    assert {key: data[key] for key in ("total", "finished", "queued", "running", "failed")} == {
+        "total": 6,
+        "finished": 2,
+        "queued": 2,
+        "running": 1,
+        "failed": 1,
+    }
+    assert data["errors"] == [
+        {
+            "match_id": waiting[0],
+            "index": data["errors"][0]["index"],
+            "status": "failed",
+            "attempt": 1,
+            "error": "referee died Traceback ...",
+        }
+    ]
+    text = ok("status", "cup").stdout
+    assert "2 of 6 matches finished" in text and "referee died" in text and "another chance" in text
+    listed = json.loads(ok("status", "cup", "--matches", "--json").stdout)["matches"]
+    assert [row["status"] for row in listed].count("finished") == 2
+    finished = next(row for row in listed if row["result"] is not None)
+    assert finished["result"]["winner_bot"] in BOTS
+    table = ok("status", "cup", "--matches").stdout
+    assert "Matches of cup" in table and "alpha v1" in table
+
+
+def test_standings_rank_the_bots_with_elo_intervals_wins_points_pairs_and_faults(database: str) -> None:
+    ok("create", "cup", "--bots", "alpha,beta,gamma", "--matches-per-pairing", "4", "--seed", "2")
+    play(database, "cup", 10, faults_on_seat=1)
+    play(database, "cup", 2)
+    rows = json.loads(ok("standings", "cup", "--json").stdout)
+    assert sorted(row["bot"] for row in rows) == list(BOTS)
+    for row in rows:
+        assert {"bot", "elo", "elo_low", "elo_high", "matches", "wins", "losses", "pair_score", "faults"} <= row.keys()
+        assert row["elo_low"] < row["elo"] < row["elo_high"] and row["version"] == 1
+        assert row["wins"] + row["losses"] == row["matches"]
+    assert sum(row["matches"] for row in rows) == 2 * 12 and sum(row["wins"] for row in rows) == 12
+    assert sum(row["faults"].get("timeout", 0) for row in rows) == 10, "a fault is charged to the seat's team's bot"
+    assert sum(row["elo"] for row in rows) == pytest.approx(1500 * 3), "the entrants' mean is the reference"
+    assert [row["rank"] for row in rows] == sorted(row["rank"] for row in rows)
+    text = ok("standings", "cup").stdout
+    assert "League cup (created): 12 of 12 matches finished" in text and "±" in text and "timeout" in text
+
+
+def test_standings_anchor_fixes_one_bot_and_plot_writes_a_png(database: str, tmp_path: Path) -> None:
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4", "--seed", "3")
+    play(database, "cup", 4)
+    plot = tmp_path / "elo.png"
+    rows = json.loads(ok("standings", "cup", "--anchor", "beta", "--plot", str(plot), "--json").stdout)
+    beta = next(row for row in rows if row["bot"] == "beta")
+    assert beta["elo"] == 1500 and beta["elo_low"] == beta["elo_high"] == 1500
+    assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "Elo over time written to" in ok("standings", "cup", "--plot", str(tmp_path / "again.png")).stdout
+
+
+def test_standings_of_a_league_without_results_rate_every_entrant_at_the_reference(database: str) -> None:
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    rows = json.loads(ok("standings", "cup", "--json").stdout)
+    assert [(row["bot"], row["elo"], row["matches"]) for row in rows] == [("alpha", 1500, 0), ("beta", 1500, 0)]
+
+
+def test_export_writes_every_match_as_csv_and_everything_as_json(database: str, tmp_path: Path) -> None:
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4", "--seed", "4")
+    played = play(database, "cup", 3, faults_on_seat=2)
+    rows = list(csv.DictReader(io.StringIO(ok("export", "cup", "--format", "csv").stdout)))
+    assert len(rows) == 4 and [row["status"] for row in rows].count("finished") == 3
+    first = next(row for row in rows if int(row["match_id"]) == played[0])
+    assert first["winner_bot"] in ("alpha", "beta") and first["faults_team0"] == "1"
+    assert first["fault_causes"] == "seat2:timeout"
+    queued = next(row for row in rows if row["status"] == "queued")
+    assert queued["winner_bot"] == "" and queued["team0_bot"] in ("alpha", "beta")
+    target = tmp_path / "cup.json"
+    assert "4 matches exported" in ok("export", "cup", "--format", "json", "--output", str(target)).stdout
+    document = json.loads(target.read_text())
+    assert document["league"]["league"] == "cup" and document["progress"]["finished"] == 3
+    assert len(document["matches"]) == 4 and len(document["standings"]) == 2
+    assert json.loads(ok("export", "cup").stdout)["league"]["seed"] == 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status", "nowhere"],
+        ["status", "nowhere", "--json"],
+        ["standings", "nowhere"],
+        ["export", "nowhere", "--format", "csv"],
+    ],
+)
+def test_an_unknown_league_is_a_one_line_error(database: str, args: list[str]) -> None:
+    assert "no league named 'nowhere'" in error_of(runner.invoke(league_cmd.app, args))
+
+
+def test_bad_standings_and_export_options_are_one_line_errors(database: str, tmp_path: Path) -> None:
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    assert "the anchor 'nobody' is not among the rated bots" in error_of(
+        runner.invoke(league_cmd.app, ["standings", "cup", "--anchor", "nobody"])
+    )
+    assert "unknown export format 'xml'" in error_of(
+        runner.invoke(league_cmd.app, ["export", "cup", "--format", "xml"])
+    )
+    assert "cannot write" in error_of(
+        runner.invoke(league_cmd.app, ["export", "cup", "--output", str(tmp_path / "no" / "such" / "file.csv")])
+    )
+    assert "cannot write the plot" in error_of(
+        runner.invoke(league_cmd.app, ["standings", "cup", "--plot", str(tmp_path / "no" / "such" / "elo.png")])
+    )

@@ -1,0 +1,246 @@
+"""`mus replay show/export/verify` over replays stored as a worker stores them (real engine matches)."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlmodel import Session
+from typer.testing import CliRunner, Result
+
+from referee.engine.replay import match_record, replay_record
+from referee.engine.rules import Rules
+from referee.engine.selfplay import play_random_match
+from workers.cli import replay_cmd
+from workers.cli.replay_cmd import hand_events
+from workers.db import repo
+from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.tournament import schedule_round_robin
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A migrated SQLite file as MUS_DATABASE_URL with league `cup` (alpha v beta, 4 matches), 3 of them played."""
+    url = f"sqlite:///{tmp_path / 'mus.db'}"
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.chdir(tmp_path)
+    engine = make_engine(url)
+    ensure_schema(engine)
+    with session_scope(engine) as session:
+        for name in ("alpha", "beta"):
+            repo.add_bot(session, name, command=["python", f"{name}.py"], folder=None, language="python")
+        plan = schedule_round_robin(["alpha", "beta"], 4, 9)
+        repo.create_league(
+            session,
+            "cup",
+            bot_names=["alpha", "beta"],
+            matches=[
+                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
+            ],
+            options={"target_score": 30},
+            matches_per_pairing=4,
+            seed=9,
+        )
+    with Session(engine) as session:
+        for match_id in repo.unfinished_match_ids(session, "cup")[:3]:
+            claimed = repo.claim_match(session, match_id, "test:1", 60.0)
+            assert claimed is not None
+            match = play_random_match(Rules.from_options({"target_score": 30}), claimed.seed, policy_seed=match_id)
+            assert match.outcome is not None
+            assert repo.record_result(
+                session, match_id, "test:1", match.outcome, match_record(match), [], [[], [], [], []]
+            )
+    engine.dispose()
+    return url
+
+
+def match_ids(url: str) -> tuple[list[int], int]:
+    """The finished matches' ids and the id of the one that has not been played."""
+    engine = make_engine(url)
+    with Session(engine) as session:
+        finished = repo.replay_match_ids(session, "cup")
+        (queued,) = repo.unfinished_match_ids(session, "cup")
+    engine.dispose()
+    return finished, queued
+
+
+def stored_record(url: str, match_id: int) -> dict[str, object]:
+    engine = make_engine(url)
+    with Session(engine) as session:
+        record = repo.get_replay(session, match_id)
+    engine.dispose()
+    return record
+
+
+def execute(url: str, statement: str, **parameters: object) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(sa.text(statement), parameters)
+    engine.dispose()
+
+
+def ok(*args: str) -> Result:
+    result = runner.invoke(replay_cmd.app, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def error_of(result: Result) -> str:
+    """The one-line error of a refused command (exit code 1, not a crash)."""
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def dealt_seats(text: str) -> set[int]:
+    return {int(seat) for seat in re.findall(r"seat (\d) is dealt", text)}
+
+
+def test_show_prints_the_match_hand_by_hand_omniscient_by_default(database: str) -> None:
+    (first, *_), _ = match_ids(database)
+    text = ok("show", str(first)).stdout
+    assert f"Match {first}: league cup, #0" in text and "alpha v1" in text and "beta v1" in text
+    assert "omniscient view" in text and "--- Hand 0:" in text and "Match won by" in text
+    assert dealt_seats(text) == {0, 1, 2, 3}
+    assert "rules: target_score=30" in text
+
+
+def test_show_with_a_seat_prints_only_what_that_seat_saw(database: str) -> None:
+    (first, *_), _ = match_ids(database)
+    text = ok("show", str(first), "--seat", "1").stdout
+    assert "seat 1's view" in text
+    before_showdown = "\n".join(line for line in text.splitlines() if "hands shown" not in line)
+    assert dealt_seats(before_showdown) == {1}, "a seat sees only its own cards dealt"
+    events = json.loads(ok("show", str(first), "--seat", "1", "--json").stdout)["events"]
+    assert all("to" not in event or 1 in event["to"] for event in events)
+
+
+def test_show_with_a_hand_prints_only_that_hand(database: str) -> None:
+    (first, *_), _ = match_ids(database)
+    match = replay_record(stored_record(database, first))
+    hands = [event.data["hand"] for event in match.events if event.kind.value == "hand_started"]
+    last = hands[-1]
+    text = ok("show", str(first), "--hand", str(last)).stdout
+    assert re.findall(r"--- Hand (\d+):", text) == [str(last)]
+    assert "Match won by" in text, "the last hand carries the end of the match"
+    data = json.loads(ok("show", str(first), "--hand", "0", "--json").stdout)
+    kinds = [event["kind"] for event in data["events"]]
+    assert kinds[:2] == ["game_started", "hand_started"] and data["hand"] == 0 and data["seat"] is None
+    assert sum(kind == "hand_started" for kind in kinds) == 1
+
+
+def test_hand_events_attach_a_game_start_to_the_hand_that_opens_the_game() -> None:
+    match = play_random_match(Rules(), 3)
+    pieces = [hand_events(match.events, hand) for hand in range(match.hand_number + 1)]
+    covered = [event.seq for piece in pieces for event in piece]
+    assert covered == sorted(covered) and len(covered) == len(set(covered))
+    assert set(covered) == {event.seq for event in match.events[1:]}, "every event but match_started, once"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "999"], "no match with id 999"),
+        (["show", "match-3"], "a match id is a number"),
+        (["verify", "x"], "a match id is a number"),
+        (["show", "QUEUED"], "has no replay: it has not finished"),
+        (["show", "FIRST", "--seat", "4"], "there is no seat 4"),
+        (["show", "FIRST", "--hand", "99"], "has no hand 99"),
+        (["export", "999"], "no match with id 999"),
+        (["export", "FIRST", "--format", "pdf"], "unknown export format 'pdf'"),
+        (["export"], "give either a match id or --league NAME"),
+        (["export", "FIRST", "--league", "cup"], "give either a match id or --league NAME"),
+        (["export", "--league", "nowhere"], "no league named 'nowhere'"),
+        (["verify", "999"], "no match with id 999"),
+        (["verify", "QUEUED"], "has no result: it has not finished"),
+        (["verify"], "give either a match id or --league NAME"),
+        (["verify", "--league", "nowhere"], "no league named 'nowhere'"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(database: str, args: list[str], message: str) -> None:
+    (first, *_), queued = match_ids(database)
+    args = [{"FIRST": str(first), "QUEUED": str(queued)}.get(arg, arg) for arg in args]
+    assert message in error_of(runner.invoke(replay_cmd.app, args))
+
+
+def test_export_html_writes_one_self_contained_page_named_after_the_match(database: str, tmp_path: Path) -> None:
+    (first, *_), _ = match_ids(database)
+    assert f"replay written to match-{first}.html" in ok("export", str(first)).stdout
+    page = (tmp_path / f"match-{first}.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
+    assert "alpha v1" in page and "beta v1" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page loads nothing from anywhere"
+
+
+def test_export_json_is_the_stored_record_and_replays(database: str, tmp_path: Path) -> None:
+    (first, *_), _ = match_ids(database)
+    record = json.loads(ok("export", str(first), "--format", "json", "--output", "-").stdout)
+    assert record == stored_record(database, first)
+    assert replay_record(record).outcome is not None
+    target = tmp_path / "out.json"
+    ok("export", str(first), "--format", "json", "-o", str(target))
+    assert json.loads(target.read_text()) == record
+
+
+def test_export_league_writes_every_replay_into_a_folder(database: str, tmp_path: Path) -> None:
+    finished, _ = match_ids(database)
+    assert "3 replay(s) written to replays-cup" in ok("export", "--league", "cup").stdout
+    assert sorted(path.name for path in (tmp_path / "replays-cup").iterdir()) == sorted(
+        f"match-{match_id}.html" for match_id in finished
+    )
+    ok("export", "--league", "cup", "--format", "json", "--output", str(tmp_path / "records"))
+    assert len(list((tmp_path / "records").glob("match-*.json"))) == 3
+
+
+def test_verify_re_simulates_and_accepts_honest_results(database: str) -> None:
+    finished, _ = match_ids(database)
+    assert ok("verify", str(finished[0])).stdout.strip() == f"match {finished[0]} (#0): OK"
+    text = ok("verify", "--league", "cup").stdout
+    assert text.count(": OK") == 3
+    data = json.loads(ok("verify", "--league", "cup", "--json").stdout)
+    assert (data["checked"], data["ok"], data["mismatches"]) == (3, 3, 0)
+
+
+def test_verify_reports_a_stored_result_that_the_replay_contradicts_and_exits_1(database: str) -> None:
+    finished, _ = match_ids(database)
+    execute(
+        database,
+        "UPDATE match_result SET winner_team = 1 - winner_team, points_team0 = points_team0 + 5 WHERE match_id = :id",
+        id=finished[1],
+    )
+    result = runner.invoke(replay_cmd.app, ["verify", "--league", "cup"])
+    assert "1 of 3 match(es) do not replay to their stored result" in error_of(result)
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].endswith(": OK") and lines[2].endswith(": OK")
+    assert lines[1].startswith(f"match {finished[1]} (#1): MISMATCH: winner team: stored")
+    assert "points: stored" in lines[1] and "winning version id" in lines[1]
+    data = json.loads(runner.invoke(replay_cmd.app, ["verify", str(finished[1]), "--json"]).stdout)
+    assert data["mismatches"] == 1 and data["matches"][0]["ok"] is False
+
+
+def test_verify_reports_a_replay_whose_steps_were_tampered_with(database: str) -> None:
+    finished, _ = match_ids(database)
+    record = stored_record(database, finished[0])
+    steps = record["steps"]
+    assert isinstance(steps, list)
+    record["steps"] = steps[:-3]
+    data = json.dumps(record).encode()
+    execute(database, "UPDATE replay SET data = :data WHERE match_id = :id", data=zlib.compress(data), id=finished[0])
+    result = runner.invoke(replay_cmd.app, ["verify", str(finished[0])])
+    assert result.exit_code == 1
+    assert "MISMATCH: the replay ends before the match does" in result.stdout
+    record["seed"] = 12345
+    record["steps"] = steps
+    data = json.dumps(record).encode()
+    execute(database, "UPDATE replay SET data = :data WHERE match_id = :id", data=zlib.compress(data), id=finished[0])
+    result = runner.invoke(replay_cmd.app, ["verify", str(finished[0])])
+    assert result.exit_code == 1 and "the replay's seed 12345 is not the match's seed" in result.stdout

@@ -1,0 +1,44 @@
+"""`mus demo` and `mus league run` end to end through the CLI, on the embedded default in a temporary folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from workers.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def fresh_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("MUS_DATABASE_URL", "MUS_BROKER_URL", "MUS_BROKER_DIR", "MUS_LOG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def test_demo_registers_the_example_bots_plays_the_league_and_prints_standings(fresh_folder: Path) -> None:
+    result = runner.invoke(app, ["demo", "--matches-per-pairing", "2", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert "league demo: all 6 matches finished" in result.stdout
+    for bot in ("rules", "random", "passive"):
+        assert bot in result.stdout
+    assert (fresh_folder / "mus.db").is_file(), "the embedded default keeps its database in ./mus.db"
+    standings = runner.invoke(app, ["league", "standings", "demo", "--json"])
+    rows = json.loads(standings.stdout)
+    assert {row["bot"] for row in rows} == {"rules", "random", "passive"}
+    assert sum(row["matches"] for row in rows) == 12, "6 matches, two teams each"
+    again = runner.invoke(app, ["demo", "--matches-per-pairing", "2"])
+    assert again.exit_code == 0 and "all 6 matches finished" in again.stdout, "a finished demo is not replayed"
+    verify = runner.invoke(app, ["replay", "verify", "--league", "demo"])
+    assert verify.exit_code == 0, verify.output
+
+
+def test_league_run_of_an_unknown_league_is_a_one_line_error(fresh_folder: Path) -> None:
+    result = runner.invoke(app, ["league", "run", "nope"])
+    assert result.exit_code == 1
+    assert "nope" in result.stderr and len(result.stderr.strip().splitlines()) == 1

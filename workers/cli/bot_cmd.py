@@ -1,0 +1,315 @@
+"""`mus bot ...`: register bot programs (hosted, versioned by content) and remote bots (a token), list, show, remove."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlmodel import Session
+
+from workers.cli.db import echo_json, iso, open_session, when
+from workers.cli.errors import fail
+from workers.db import repo
+from workers.db.models import BotVersion
+
+app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+LANGUAGE_BY_PROGRAM = {
+    "python": "python",
+    "pypy": "python",
+    "uv": "python",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "bun": "javascript",
+    "deno": "javascript",
+    "java": "java",
+    "kotlin": "kotlin",
+    "go": "go",
+    "cargo": "rust",
+    "dotnet": "csharp",
+    "ruby": "ruby",
+    "php": "php",
+    "perl": "perl",
+    "lua": "lua",
+    "Rscript": "r",
+    "julia": "julia",
+    "sh": "shell",
+    "bash": "shell",
+}
+"""The language of a command whose program is an interpreter or toolchain (version suffixes stripped)."""
+
+LANGUAGE_BY_SUFFIX = {
+    ".py": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".ts": "typescript",
+    ".jar": "java",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".go": "go",
+    ".rs": "rust",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".pl": "perl",
+    ".lua": "lua",
+    ".r": "r",
+    ".jl": "julia",
+    ".sh": "shell",
+}
+"""The language of a command by the suffix of a file it names, when its program says nothing."""
+
+
+def guess_language(command: list[str]) -> str:
+    """The bot's language from its command: the interpreter's name, else a named file's suffix, else unknown."""
+    if not command:
+        return "unknown"
+    program = Path(command[0]).name.lower().removesuffix(".exe")
+    base = program.rstrip("0123456789.")
+    for name in (program, base):
+        for known, language in LANGUAGE_BY_PROGRAM.items():
+            if name == known.lower():
+                return language
+    for word in command:
+        by_suffix = LANGUAGE_BY_SUFFIX.get(Path(word).suffix.lower())
+        if by_suffix is not None:
+            return by_suffix
+    return "unknown"
+
+
+def bot_folder(command: list[str], directory: Path | None) -> Path | None:
+    """The folder the program runs in and is hashed from: `--dir`, else the folder of the first file the command
+    names, else none.
+
+    The program itself counts only when given as a relative path (`./mybot`): an absolute path or a bare name is
+    an interpreter or a system program (`/usr/bin/python3`), whose folder is not the bot's.
+    """
+    if directory is not None:
+        if not directory.is_dir():
+            fail(f"--dir {str(directory)!r} is not a directory")
+        return directory.resolve()
+    program, *arguments = command
+    candidates = [*arguments, program] if "/" in program and not Path(program).is_absolute() else arguments
+    for word in candidates:
+        path = Path(word)
+        if path.is_file():
+            return path.resolve().parent
+    return None
+
+
+def relative_command(command: list[str], folder: Path | None) -> list[str]:
+    """The command as it runs from inside `folder`: an argument naming a file in the folder (as given here)
+    becomes a path relative to the folder, so the stored command, and the content hash, do not depend on where
+    `mus bot add` was run or where the folder lives."""
+    if folder is None:
+        return list(command)
+    words: list[str] = []
+    for position, word in enumerate(command):
+        path = Path(word)
+        if path.is_file() and path.resolve().is_relative_to(folder):
+            relative = path.resolve().relative_to(folder).as_posix()
+            # A bare name in the program's place would be looked up on PATH: keep it a path.
+            word = f"./{relative}" if position == 0 and "/" not in relative else relative
+        words.append(word)
+    return words
+
+
+@app.command("add")
+def add_command(
+    name: Annotated[str, typer.Argument(help="The bot's name: letters, digits, '_', '.', '+', '-'.")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="After `--`: the command that runs the bot, e.g. `-- python mybot.py`.", show_default=False
+        ),
+    ] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="The bot's folder: it runs there, and its content hash versions the bot. Default: the folder of "
+            "the first file the command names (give --dir for `python -m package`).",
+        ),
+    ] = None,
+    language: Annotated[
+        str | None, typer.Option(help="The bot's language (default: guessed from the command).")
+    ] = None,
+    remote: Annotated[
+        bool, typer.Option("--remote", help="A bot that runs elsewhere and joins through the lobby: prints a token.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Register a bot program (`mus bot add NAME -- COMMAND ...`) or a remote bot (`mus bot add NAME --remote`).
+
+    A program is versioned by a content hash of its folder and command: adding it again after a change makes a
+    new version (new leagues enter it; old results stay with the old version), adding it unchanged does not.
+    """
+    words = list(command or [])
+    if remote:
+        if words or directory is not None:
+            fail("a remote bot runs elsewhere: give it no command and no --dir")
+        with open_session() as session:
+            token = repo.add_remote_bot(session, name, language=language or "unknown")
+        if json_output:
+            echo_json({"bot": name, "remote": True, "token": token})
+            return
+        typer.echo(f"Remote bot {name} added. Its token, shown only this once (keep it secret):")
+        typer.echo(token)
+        typer.echo("The bot joins through the lobby with MUS_REFEREE=HOST:PORT and MUS_TOKEN=<the token>.")
+        return
+    if not words:
+        fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")
+    folder = bot_folder(words, directory)
+    words = relative_command(words, folder)
+    with open_session() as session:
+        known = _known_hashes(session, name)
+        version = repo.add_bot(session, name, command=words, folder=folder, language=language or guess_language(words))
+        info = repo.get_bot(session, name)
+    new = version.content_hash not in known
+    if json_output:
+        echo_json({"bot": name, "remote": False, "new_version": new, **_version_json(version, info.bot.language)})
+        return
+    if new:
+        typer.echo(f"Bot {name}: version {version.number} registered ({info.bot.language}).")
+    else:
+        typer.echo(f"Bot {name}: unchanged, version {version.number} is its current version.")
+    typer.echo(f"  command: {' '.join(version.command)}")
+    typer.echo(f"  folder:  {version.folder or '(none)'}")
+    typer.echo(f"  hash:    {version.content_hash}")
+
+
+def _known_hashes(session: Session, name: str) -> set[str]:
+    try:
+        info = repo.get_bot(session, name)
+    except repo.NotFound:
+        return set()
+    return {version.content_hash for version in info.versions}
+
+
+def _version_json(version: BotVersion, language: str) -> dict[str, Any]:
+    return {
+        "version": version.number,
+        "content_hash": version.content_hash,
+        "command": list(version.command),
+        "folder": version.folder,
+        "language": language,
+        "registered_at": iso(version.registered_at),
+    }
+
+
+def _bot_json(info: repo.BotInfo) -> dict[str, Any]:
+    bot, current = info.bot, info.current
+    return {
+        "bot": bot.name,
+        "remote": bot.remote,
+        "language": bot.language,
+        "current_version": current.number if current is not None else None,
+        "versions": len(info.versions),
+        "created_at": iso(bot.created_at),
+        "removed_at": iso(bot.removed_at),
+    }
+
+
+@app.command("list")
+def list_command(
+    include_removed: Annotated[bool, typer.Option("--all", help="Include removed bots.")] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """List the bots with their current versions."""
+    with open_session() as session:
+        bots = repo.list_bots(session, include_removed=include_removed)
+    if json_output:
+        echo_json([_bot_json(info) for info in bots])
+        return
+    if not bots:
+        typer.echo("No bots yet: add one with `mus bot add NAME -- COMMAND ...`.")
+        return
+    table = Table(title="Bots")
+    for column in ("bot", "kind", "language", "version", "versions", "added (UTC)"):
+        table.add_column(column, justify="right" if column in ("version", "versions") else "left")
+    for info in bots:
+        bot, current = info.bot, info.current
+        kind = "remote" if bot.remote else "hosted"
+        if bot.removed_at is not None:
+            kind += " (removed)"
+        table.add_row(
+            bot.name,
+            kind,
+            bot.language,
+            str(current.number) if current is not None else "-",
+            str(len(info.versions)),
+            when(bot.created_at),
+        )
+    Console().print(table)
+
+
+@app.command("show")
+def show_command(
+    name: Annotated[str, typer.Argument(help="The bot's name.")],
+    json_output: JsonFlag = False,
+) -> None:
+    """Show a bot: its versions (command, folder, content hash) and the leagues it has entered."""
+    with open_session() as session:
+        info = repo.get_bot(session, name)
+        leagues = _leagues_of(session, name)
+    current_id = info.current.id if info.current is not None else None
+    if json_output:
+        data = _bot_json(info)
+        data["versions"] = [
+            {**_version_json(version, info.bot.language), "current": version.id == current_id}
+            for version in info.versions
+        ]
+        data["leagues"] = leagues
+        echo_json(data)
+        return
+    bot = info.bot
+    kind = "remote (joins through the lobby with its token)" if bot.remote else "hosted program"
+    typer.echo(f"Bot {bot.name}: {kind}, {bot.language}, added {when(bot.created_at)} UTC")
+    if bot.removed_at is not None:
+        typer.echo(f"  removed {when(bot.removed_at)} UTC: it enters no new league; its results stay")
+    if not bot.remote:
+        table = Table(title=f"Versions of {bot.name}")
+        for column in ("version", "current", "hash", "command", "folder", "registered (UTC)"):
+            table.add_column(column)
+        for version in info.versions:
+            table.add_row(
+                str(version.number),
+                "*" if version.id == current_id else "",
+                version.content_hash[:12],
+                " ".join(version.command),
+                version.folder or "-",
+                when(version.registered_at),
+            )
+        Console().print(table)
+    if leagues:
+        shown = ", ".join(f"{league['league']} (v{league['version']}, {league['status']})" for league in leagues)
+        typer.echo(f"Leagues: {shown}")
+    else:
+        typer.echo("Leagues: none")
+
+
+def _leagues_of(session: Session, name: str) -> list[dict[str, Any]]:
+    """The leagues the bot has entered, with the version it plays in each."""
+    found: list[dict[str, Any]] = []
+    for league in repo.list_leagues(session):
+        for entrant in repo.league_entrants(session, league):
+            if entrant.bot_name == name:
+                found.append({"league": league.name, "version": entrant.version_number, "status": league.status.value})
+    return found
+
+
+@app.command("remove")
+def remove_command(name: Annotated[str, typer.Argument(help="The bot's name.")]) -> None:
+    """Retire a bot: it enters no new league and a remote bot's token stops working; its results stay.
+
+    Refused while a league that has not finished needs it.
+    """
+    with open_session() as session:
+        repo.remove_bot(session, name)
+    typer.echo(f"Bot {name} removed; its results stay. `mus bot add` with the same name brings it back.")

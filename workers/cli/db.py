@@ -1,0 +1,87 @@
+"""What the database commands share: opening the database, and turning domain errors into one line and exit 1.
+
+Every command that reads or writes the database runs inside `open_session()`: the database named by
+`MUS_DATABASE_URL` (default `./mus.db`) is migrated to the current schema, the command's work is one
+transaction, and a domain error (bad input, an unknown bot, league or match, a conflict) rolls it back whole and
+becomes `error: <message>` with exit code 1. So a refused command never leaves anything half-written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+import typer
+from sqlmodel import Session
+
+from referee.engine.errors import MusError
+from workers.cli.errors import fail
+from workers.db.errors import DbError
+from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.replays.html import ReplayFormatError
+from workers.tournament.errors import TournamentError
+
+DOMAIN_ERRORS: tuple[type[Exception], ...] = (DbError, TournamentError, MusError, ReplayFormatError)
+"""Errors whose message is meant for the user as it is: one line that names the thing and what is wrong."""
+
+
+@contextmanager
+def domain_errors() -> Iterator[None]:
+    """Turn a domain error raised in the block into `error: <message>` on stderr and exit code 1."""
+    try:
+        yield
+    except DOMAIN_ERRORS as error:
+        fail(one_line(str(error)))
+
+
+@contextmanager
+def open_session() -> Iterator[Session]:
+    """A session on the database of `MUS_DATABASE_URL`, migrated to head; the block is one transaction.
+
+    The transaction commits when the block ends and rolls back if it raises, a `typer.Exit` from `fail` included.
+    Domain errors and a database that cannot be opened become a one-line error and exit code 1.
+    """
+    with domain_errors():
+        engine = make_engine()
+    try:
+        try:
+            ensure_schema(engine)
+            with session_scope(engine) as session:
+                yield session
+        except DOMAIN_ERRORS as error:
+            fail(one_line(str(error)))
+        except sa.exc.OperationalError as error:
+            shown = engine.url.render_as_string(hide_password=True)
+            fail(one_line(f"cannot use the database {shown}: {error.orig}"))
+    finally:
+        engine.dispose()
+
+
+def one_line(message: str) -> str:
+    """A message on one line: the CLI's errors never spill over several."""
+    return " ".join(message.split())
+
+
+def echo_json(value: Any) -> None:
+    """Print one JSON document on stdout (datetimes as ISO 8601 text)."""
+    typer.echo(json.dumps(value, ensure_ascii=False, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def iso(moment: datetime | None) -> str | None:
+    """A stored time as ISO 8601 text for JSON, None kept."""
+    return moment.isoformat() if moment is not None else None
+
+
+def when(moment: datetime | None) -> str:
+    """A stored time for a table: UTC to the minute, or a dash."""
+    return moment.strftime("%Y-%m-%d %H:%M") if moment is not None else "-"

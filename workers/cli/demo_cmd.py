@@ -1,0 +1,65 @@
+"""`mus demo`: the example bots in a small duplicate round robin, end to end, in one command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+import clients.bots
+from workers.app import is_embedded
+from workers.cli import league_cmd
+from workers.cli.db import open_session
+from workers.cli.run_cmd import run_command
+from workers.db import repo
+from workers.db.session import database_url
+from workers.tournament import schedule_round_robin
+
+DEMO_BOTS = ("rules", "random", "passive")
+DEMO_LEAGUE = "demo"
+
+
+def demo_command(
+    matches_per_pairing: Annotated[int, typer.Option(min=2, help="Matches per pairing (duplicate pairs).")] = 4,
+    workers: Annotated[int | None, typer.Option(min=1, help="Embedded worker processes.")] = None,
+) -> None:
+    """Register the example bots, run the league `demo` on real worker processes, print its standings."""
+    folder = Path(clients.bots.__file__).parent
+    with open_session() as session:
+        for name in DEMO_BOTS:
+            repo.add_bot(
+                session,
+                name,
+                command=[sys.executable, "-m", f"clients.bots.{name}"],
+                folder=str(folder),
+                language="python",
+            )
+        known = {league.name for league in repo.list_leagues(session)}
+        if DEMO_LEAGUE not in known:
+            plan = schedule_round_robin(list(DEMO_BOTS), matches_per_pairing, 2026)
+            repo.create_league(
+                session,
+                DEMO_LEAGUE,
+                bot_names=list(DEMO_BOTS),
+                matches=[
+                    {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair}
+                    for m in plan
+                ],
+                options={},
+                matches_per_pairing=matches_per_pairing,
+                seed=2026,
+            )
+            typer.echo(f"league {DEMO_LEAGUE}: {len(plan)} matches between {', '.join(DEMO_BOTS)}")
+    if not is_embedded():
+        broker = os.environ["MUS_BROKER_URL"]
+        typer.echo(f"MUS_BROKER_URL is set: the matches are played by `mus worker` processes on {broker}")
+    run_command(DEMO_LEAGUE, workers=workers)
+    league_cmd.standings_command(name=DEMO_LEAGUE)
+    typer.echo(
+        f"\nResults and replays are in {database_url()}. `mus league status demo --matches` lists the matches;"
+        " `mus replay show MATCH` prints one hand by hand; `mus replay export MATCH --format html` writes a page"
+        " to open in a browser; `mus replay verify --league demo` re-simulates them all."
+    )

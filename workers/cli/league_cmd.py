@@ -1,0 +1,491 @@
+"""`mus league ...`: create a round robin of duplicate pairs, follow it, rank it, export it.
+
+A league is expanded into match rows when it is created (`workers.tournament.schedule_round_robin`), so
+status, standings and exports are queries over those rows and the results stored for them. Standings and Elo are
+recomputed from the results every time (results are the source of truth), never kept as running totals.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import secrets
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlmodel import Session
+
+from workers.cli.db import domain_errors, echo_json, iso, one_line, open_session, when
+from workers.cli.errors import fail
+from workers.cli.rules_cmd import OptionList, parse_options
+from workers.db import repo
+from workers.db.models import League, Match, MatchStatus
+from workers.tournament import (
+    MatchScore,
+    StandingRow,
+    elo_over_time,
+    fit_elo,
+    plot_elo_over_time,
+    schedule_round_robin,
+    standings,
+)
+
+app = typer.Typer(
+    help="Leagues: create, run, follow, rank and export round robins of duplicate pairs.", no_args_is_help=True
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+LeagueName = Annotated[str, typer.Argument(help="The league's name.")]
+ExportFormat = Annotated[str, typer.Option("--format", help="csv (one row per match) or json (everything).")]
+
+DEFAULT_MATCHES_PER_PAIRING = 8
+"""Four duplicate pairs per pairing: the first dealer then visits all four seats, so with the partnerships
+swapped within each pair every bot holds the mano exactly equally often (workers/tournament/schedule.py)."""
+
+EXPORT_FORMATS = ("csv", "json")
+
+CSV_COLUMNS = (
+    "match_id",
+    "index",
+    "seed",
+    "duplicate_pair",
+    "status",
+    "team0_bot",
+    "team0_version",
+    "team1_bot",
+    "team1_version",
+    "winner_team",
+    "winner_bot",
+    "termination",
+    "vacas_team0",
+    "vacas_team1",
+    "games_team0",
+    "games_team1",
+    "points_team0",
+    "points_team1",
+    "faults_team0",
+    "faults_team1",
+    "fault_causes",
+    "finished_at",
+)
+
+
+def describe_rules(rules: dict[str, Any]) -> str:
+    """A league's changed rules options as `key=value, ...`, or `defaults`."""
+    return ", ".join(f"{key}={value}" for key, value in sorted(rules.items())) or "defaults"
+
+
+def league_json(league: League) -> dict[str, Any]:
+    """A league's stored settings as JSON."""
+    return {
+        "league": league.name,
+        "id": league.id,
+        "status": league.status.value,
+        "seed": league.seed,
+        "matches_per_pairing": league.matches_per_pairing,
+        "rules": dict(league.rules),
+        "absent_limit_s": league.absent_limit_s,
+        "created_at": iso(league.created_at),
+        "finished_at": iso(league.finished_at),
+    }
+
+
+def entrants_json(entrants: list[repo.Entrant]) -> list[dict[str, Any]]:
+    return [
+        {"bot": entrant.bot_name, "version": entrant.version_number, "remote": entrant.remote} for entrant in entrants
+    ]
+
+
+@app.command("create")
+def create_command(
+    name: Annotated[str, typer.Argument(help="The new league's name.")],
+    bots: Annotated[
+        str, typer.Option("--bots", help="The entrants, comma-separated: a,b,c (each its current version).")
+    ],
+    matches_per_pairing: Annotated[
+        int,
+        typer.Option(help="Matches per pairing: even (duplicate pairs); a multiple of 8 balances the mano exactly."),
+    ] = DEFAULT_MATCHES_PER_PAIRING,
+    option: OptionList = None,
+    seed: Annotated[
+        int | None, typer.Option(help="The league seed, root of every match's deals (default: a random one).")
+    ] = None,
+    absent_limit: Annotated[
+        float, typer.Option(help="Seconds a match with a remote bot waits for it to show up.")
+    ] = 600.0,
+    json_output: JsonFlag = False,
+) -> None:
+    """Create a round robin between bots: every pairing played as duplicate pairs, expanded into matches now."""
+    names = sorted(bot.strip() for bot in bots.split(",") if bot.strip())
+    options = parse_options(option)
+    league_seed = seed if seed is not None else secrets.randbelow(2**31)
+    with domain_errors():
+        plan = schedule_round_robin(names, matches_per_pairing, league_seed)
+    matches = [
+        {"team0": match.team0, "team1": match.team1, "seed": match.seed, "duplicate_pair": match.duplicate_pair}
+        for match in plan
+    ]
+    with open_session() as session:
+        league = repo.create_league(
+            session,
+            name,
+            bot_names=names,
+            matches=matches,
+            options=options,
+            matches_per_pairing=matches_per_pairing,
+            seed=league_seed,
+            absent_limit_s=absent_limit,
+        )
+        entrants = repo.league_entrants(session, league)
+    if json_output:
+        echo_json({**league_json(league), "matches": len(plan), "entrants": entrants_json(entrants)})
+        return
+    pairings = len(names) * (len(names) - 1) // 2
+    typer.echo(
+        f"League {name} created: {len(plan)} matches ({pairings} pairings x {matches_per_pairing}, as duplicate "
+        f"pairs), seed {league_seed}."
+    )
+    typer.echo("Entrants: " + ", ".join(f"{entrant.bot_name} v{entrant.version_number}" for entrant in entrants))
+    typer.echo(f"Rules: {describe_rules(league.rules)}")
+    typer.echo(f"Run it with `mus league run {name}`.")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# `mus league run NAME` is registered on this `app` by workers/cli/main.py from workers/cli/run_cmd.py.
+# ------------------------------------------------------------------------------------------------------------
+
+
+@app.command("list")
+def list_command(json_output: JsonFlag = False) -> None:
+    """List the leagues with their progress."""
+    with open_session() as session:
+        rows = [
+            (league, repo.league_progress(session, league), len(repo.league_entrants(session, league)))
+            for league in repo.list_leagues(session)
+        ]
+    if json_output:
+        echo_json([{**league_json(league), **progress, "entrants": n} for league, progress, n in rows])
+        return
+    if not rows:
+        typer.echo("No leagues yet: create one with `mus league create NAME --bots a,b,c`.")
+        return
+    table = Table(title="Leagues")
+    for column in ("league", "status", "entrants", "finished", "failed", "seed", "rules", "created (UTC)"):
+        table.add_column(column, justify="right" if column in ("entrants", "finished", "failed") else "left")
+    for league, progress, n in rows:
+        table.add_row(
+            league.name,
+            league.status.value,
+            str(n),
+            f"{progress['finished']}/{progress['total']}",
+            str(progress["failed"]),
+            str(league.seed),
+            describe_rules(league.rules),
+            when(league.created_at),
+        )
+    Console().print(table)
+
+
+@app.command("status")
+def status_command(
+    name: LeagueName,
+    errors: Annotated[int, typer.Option(help="How many of the latest infrastructure errors to show.")] = 5,
+    matches: Annotated[
+        bool, typer.Option("--matches", help="Also list every match: its id (for `mus replay`), teams, result.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """How far a league has got: matches per status, and the latest infrastructure errors (never a bot's fault)."""
+    with open_session() as session:
+        league = repo.get_league(session, name)
+        progress = repo.league_progress(session, league)
+        entrants = repo.league_entrants(session, league)
+        planned = repo.list_matches(session, league)
+        results = {result.match_id: result for result in repo.league_results(session, league)} if matches else {}
+    with_errors = [match for match in planned if match.error]
+    with_errors.sort(key=lambda match: (match.started_at is not None, match.started_at, match.index), reverse=True)
+    shown: list[dict[str, Any]] = [
+        {
+            "match_id": match.id,
+            "index": match.index,
+            "status": match.status.value,
+            "attempt": match.attempt,
+            "error": one_line(match.error or ""),
+        }
+        for match in with_errors[: max(errors, 0)]
+    ]
+    listed = match_rows(planned, entrants, results) if matches else []
+    if json_output:
+        data = {**league_json(league), **progress, "entrants": entrants_json(entrants), "errors": shown}
+        if matches:
+            data["matches"] = listed
+        echo_json(data)
+        return
+    total, finished = progress["total"], progress["finished"]
+    percent = 100.0 * finished / total if total else 0.0
+    typer.echo(f"League {league.name}: {league.status.value}, {finished} of {total} matches finished ({percent:.0f}%)")
+    typer.echo("Entrants: " + ", ".join(f"{entrant.bot_name} v{entrant.version_number}" for entrant in entrants))
+    typer.echo(f"Rules: {describe_rules(league.rules)}; seed {league.seed}")
+    table = Table()
+    table.add_column("status")
+    table.add_column("matches", justify="right")
+    for status in MatchStatus:
+        table.add_row(status.value, str(progress[status.value]))
+    table.add_row("total", str(total))
+    Console().print(table)
+    if progress[MatchStatus.FAILED.value]:
+        typer.echo(f"{progress['failed']} failed match(es): `mus league run {league.name}` gives them another chance.")
+    if shown:
+        typer.echo("Latest infrastructure errors (not charged to any bot):")
+        for entry in shown:
+            typer.echo(
+                f"  match {entry['match_id']} (#{entry['index']}, {entry['status']}, attempt {entry['attempt']}): "
+                f"{_shorten(str(entry['error']), 200)}"
+            )
+    if matches:
+        _print_matches(league.name, listed)
+    else:
+        typer.echo(f"Match ids (for `mus replay show MATCH`): `mus league status {league.name} --matches`.")
+
+
+def match_rows(
+    planned: list[Match], entrants: list[repo.Entrant], results: dict[int, repo.FinishedMatch]
+) -> list[dict[str, Any]]:
+    """Every match of the plan with its teams and, once finished, its result, as JSON."""
+    teams = {entrant.version_id: (entrant.bot_name, entrant.version_number) for entrant in entrants}
+    rows: list[dict[str, Any]] = []
+    for match in planned:
+        assert match.id is not None
+        result = results.get(match.id)
+        team0 = teams.get(match.team0_version_id, ("?", None))
+        team1 = teams.get(match.team1_version_id, ("?", None))
+        row: dict[str, Any] = {
+            "match_id": match.id,
+            "index": match.index,
+            "seed": match.seed,
+            "duplicate_pair": match.duplicate_pair,
+            "status": match.status.value,
+            "attempt": match.attempt,
+            "teams": [{"bot": team0[0], "version": team0[1]}, {"bot": team1[0], "version": team1[1]}],
+            "result": None,
+        }
+        if result is not None:
+            row["result"] = {
+                "winner_team": result.winner_team,
+                "winner_bot": (result.team0_bot, result.team1_bot)[result.winner_team],
+                "termination": result.termination,
+                "vacas": list(result.vacas),
+                "games": list(result.games),
+                "points": list(result.points),
+                "faults": [dict(fault) for fault in result.faults],
+                "decision_seconds": [dict(summary) for summary in result.decision_seconds],
+                "finished_at": iso(result.finished_at),
+            }
+        rows.append(row)
+    return rows
+
+
+def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
+    table = Table(title=f"Matches of {league}")
+    for column in ("id", "#", "pair", "team 0 (seats 0+2)", "team 1 (seats 1+3)", "status", "winner", "games"):
+        table.add_column(column, justify="right" if column in ("id", "#", "pair") else "left")
+    for row in rows:
+        result = row["result"]
+        team0, team1 = (f"{team['bot']} v{team['version']}" for team in row["teams"])
+        table.add_row(
+            str(row["match_id"]),
+            str(row["index"]),
+            "-" if row["duplicate_pair"] is None else str(row["duplicate_pair"]),
+            team0,
+            team1,
+            row["status"],
+            result["winner_bot"] if result else "",
+            f"{result['games'][0]}-{result['games'][1]}" if result else "",
+        )
+    Console().print(table)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class LeagueTable:
+    """A league's results and the standings fitted on them, as read in one transaction."""
+
+    league: League
+    entrants: list[repo.Entrant]
+    results: list[repo.FinishedMatch]
+    scores: list[MatchScore]
+    rows: list[StandingRow]
+    reference: str
+    total: int
+
+
+def match_score(finished: int, result: repo.FinishedMatch) -> MatchScore:
+    """A stored result as the tournament logic takes it: bots by name, faults per team by cause."""
+    faults: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+    for fault in result.faults:
+        faults[int(fault["seat"]) % 2][str(fault["cause"])] += 1
+    return MatchScore(
+        team0=result.team0_bot,
+        team1=result.team1_bot,
+        winner=result.winner_team,
+        duplicate_pair=result.duplicate_pair,
+        finished=finished,
+        games=result.games,
+        points=result.points,
+        faults=(dict(faults[0]), dict(faults[1])),
+    )
+
+
+def league_table(session: Session, name: str, anchor: str | None = None) -> LeagueTable:
+    """Read a league's results and fit its standings (Elo by maximum likelihood over every result)."""
+    league = repo.get_league(session, name)
+    entrants = repo.league_entrants(session, league)
+    results = repo.league_results(session, league)
+    total = repo.league_progress(session, league)["total"]
+    # league_results lists results in the order they finished: that order is the Elo-over-time axis.
+    scores = [match_score(n, result) for n, result in enumerate(results, start=1)]
+    ratings = fit_elo(scores, anchor, entrants=[entrant.bot_name for entrant in entrants])
+    rows = standings(scores, ratings)
+    reference = next(iter(ratings.values())).reference if ratings else ""
+    return LeagueTable(league, entrants, results, scores, rows, reference, total)
+
+
+def _faults_text(faults: dict[str, int]) -> str:
+    return ", ".join(f"{cause} {count}" for cause, count in sorted(faults.items()) if count) or "-"
+
+
+@app.command("standings")
+def standings_command(
+    name: LeagueName,
+    anchor: Annotated[
+        str | None, typer.Option(help="Fix this bot at 1500 instead of the entrants' mean (the reference).")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="Also write the Elo-over-time plot (with 95% bands) to this PNG file.")
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """The league table: rank, Elo ± 95% interval, matches won/lost, games, points, duplicate-pair score, faults."""
+    with open_session() as session:
+        table_data = league_table(session, name, anchor)
+    versions = {entrant.bot_name: entrant.version_number for entrant in table_data.entrants}
+    if plot is not None:
+        with domain_errors():
+            series = elo_over_time(table_data.scores, anchor, entrants=list(versions))
+        try:
+            plot_elo_over_time(series, plot, title=f"League {table_data.league.name}: Elo over time (95% intervals)")
+        except OSError as error:
+            fail(f"cannot write the plot to {plot}: {error.strerror or error}")
+    if json_output:
+        echo_json([{**row.to_json(), "version": versions.get(row.bot)} for row in table_data.rows])
+        return
+    league = table_data.league
+    table = Table(
+        title=f"League {league.name} ({league.status.value}): {len(table_data.results)} of {table_data.total} "
+        "matches finished",
+        caption=f"Elo by maximum likelihood over every result ({table_data.reference}); "
+        "pairs: duplicate-pair score over complete pairs (1 both won, 0.5 split).",
+    )
+    for column in ("#", "bot", "Elo ± 95%", "W", "L", "games", "points", "pairs", "faults"):
+        table.add_column(column, justify="left" if column in ("bot", "faults") else "right", no_wrap=column != "faults")
+    for row in table_data.rows:
+        half = (row.elo_high - row.elo_low) / 2
+        table.add_row(
+            str(row.rank),
+            f"{row.bot} v{versions.get(row.bot, '?')}",
+            f"{row.elo:.0f} ± {half:.0f}",
+            str(row.wins),
+            str(row.losses),
+            f"{row.games_won}-{row.games_lost}",
+            f"{row.points_for}-{row.points_against}",
+            f"{row.pair_score:g}/{row.pairs}",
+            _faults_text(dict(row.faults)),
+        )
+    Console().print(table)
+    if plot is not None:
+        typer.echo(f"Elo over time written to {plot}")
+
+
+@app.command("export")
+def export_command(
+    name: LeagueName,
+    export_format: ExportFormat = "json",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of standard output.")
+    ] = None,
+) -> None:
+    """Export a league: every match of its plan with its result (csv), or that plus settings and standings (json)."""
+    if export_format not in EXPORT_FORMATS:
+        fail(f"unknown export format {export_format!r}: use {' or '.join(EXPORT_FORMATS)}")
+    with open_session() as session:
+        table_data = league_table(session, name)
+        matches = repo.list_matches(session, table_data.league)
+        progress = repo.league_progress(session, table_data.league)
+    results = {result.match_id: result for result in table_data.results}
+    rows = match_rows(matches, table_data.entrants, results)
+    if export_format == "json":
+        document: dict[str, Any] = {
+            "league": league_json(table_data.league),
+            "entrants": entrants_json(table_data.entrants),
+            "progress": progress,
+            "standings": [row.to_json() for row in table_data.rows],
+            "rating_reference": table_data.reference,
+            "matches": rows,
+        }
+        text = _json_text(document)
+    else:
+        text = _csv_text(rows)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        fail(f"cannot write {output}: {error.strerror or error}")
+    typer.echo(f"League {table_data.league.name}: {len(rows)} matches exported to {output}")
+
+
+def _json_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def _csv_text(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        result = row["result"] or {}
+        faults = result.get("faults", [])
+        flat: dict[str, Any] = {
+            "match_id": row["match_id"],
+            "index": row["index"],
+            "seed": row["seed"],
+            "duplicate_pair": row["duplicate_pair"],
+            "status": row["status"],
+            "team0_bot": row["teams"][0]["bot"],
+            "team0_version": row["teams"][0]["version"],
+            "team1_bot": row["teams"][1]["bot"],
+            "team1_version": row["teams"][1]["version"],
+            "winner_team": result.get("winner_team"),
+            "winner_bot": result.get("winner_bot"),
+            "termination": result.get("termination"),
+            "finished_at": result.get("finished_at"),
+        }
+        for key in ("vacas", "games", "points"):
+            pair = result.get(key) or [None, None]
+            flat[f"{key}_team0"], flat[f"{key}_team1"] = pair
+        if result:
+            flat["faults_team0"] = sum(1 for fault in faults if fault["seat"] % 2 == 0)
+            flat["faults_team1"] = sum(1 for fault in faults if fault["seat"] % 2 == 1)
+            flat["fault_causes"] = ";".join(f"seat{fault['seat']}:{fault['cause']}" for fault in faults)
+        writer.writerow(flat)
+    return buffer.getvalue()

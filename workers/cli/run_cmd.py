@@ -1,0 +1,83 @@
+"""`mus league run NAME`: play a league's unfinished matches on Celery workers, with a live progress bar."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from workers.app import broker_dir, is_embedded
+from workers.cli.db import domain_errors, open_session
+from workers.db import repo
+from workers.db.session import ensure_schema, make_engine
+from workers.league_run import RunReport, default_worker_count, run_league
+
+
+def run_command(
+    name: Annotated[str, typer.Argument(help="The league to run (or resume).")],
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Embedded worker processes (default: one per core). Ignored with MUS_BROKER_URL."),
+    ] = None,
+) -> None:
+    """Play every unfinished match of a league; Ctrl-C stops cleanly and running it again resumes."""
+    with domain_errors():
+        engine = make_engine()
+        ensure_schema(engine)
+    embedded = is_embedded()
+    count = workers or default_worker_count()
+    where = f"{count} embedded worker process(es)" if embedded else "the mus workers listening on MUS_BROKER_URL"
+    typer.echo(f"league {name}: playing on {where}")
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, transient=False) as progress:
+        task = progress.add_task(name, total=None, detail="")
+
+        def show(counts: dict[str, int]) -> None:
+            detail = f"running {counts.get('running', 0)} · queued {counts.get('queued', 0)}"
+            if counts.get("failed"):
+                detail += f" · failed {counts['failed']}"
+            progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
+
+        with domain_errors():
+            report = run_league(engine, name, workers=count if embedded else None, on_progress=show)
+    if report.completed:
+        save_snapshot(name)
+    summarize(name, report)
+
+
+def save_snapshot(name: str) -> None:
+    """Keep the standings fitted on the finished league (they are recomputed from results on every read)."""
+    from workers.cli import league_cmd
+
+    with open_session() as session:
+        table = league_cmd.league_table(session, name)
+        repo.save_rating_snapshot(
+            session, table.league, [row.to_json() for row in table.rows], finished_matches=len(table.results)
+        )
+
+
+def summarize(name: str, report: RunReport) -> None:
+    counts = report.progress
+    if report.interrupted:
+        typer.echo(
+            f"interrupted: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; "
+            f"run `mus league run {name}` again to resume"
+        )
+        raise typer.Exit(130)
+    if counts.get("failed"):
+        typer.echo(
+            f"{counts['failed']} match(es) failed for reasons outside the bots (see `mus league status {name}` "
+            f"and the worker logs in {broker_dir()}); run again to retry them",
+            err=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"league {name}: all {counts['total']} matches finished")

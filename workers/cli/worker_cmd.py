@@ -1,0 +1,32 @@
+"""`mus worker`: a Celery worker that plays league matches (for the distributed mode, one per machine)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+
+from workers.app import broker_dir, is_embedded, make_app
+from workers.league_run import default_worker_count
+
+
+def worker_command(
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Matches played at once (default: one per core).")
+    ] = None,
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+) -> None:
+    """Play the matches queued on MUS_BROKER_URL (or, without it, on the embedded broker of this folder)."""
+    logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if is_embedded():
+        typer.echo(f"no MUS_BROKER_URL: serving the embedded broker in {broker_dir()}", err=True)
+    app = make_app()
+    app.worker_main(
+        [
+            "worker",
+            f"--concurrency={concurrency or default_worker_count()}",
+            f"--loglevel={loglevel}",
+            "--pool=prefork",
+        ]
+    )
