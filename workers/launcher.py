@@ -55,6 +55,8 @@ async def launch_bot(
     The bot inherits no standard input; its output goes to `log_path` (or is discarded).
     """
     env = dict(os.environ)
+    # Bots run in this environment by default: `python` is the interpreter that has the SDK installed.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["MUS_REFEREE"] = referee_address
     env["MUS_TOKEN"] = seat_token
     env.setdefault("PYTHONUNBUFFERED", "1")
