@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from referee.engine.cards import Card, DeckMode, effective_rank, point_value
 from referee.engine.rules import Real31
@@ -88,6 +89,18 @@ class HandFacts:
 
 def evaluate(cards: Sequence[Card], deck_mode: DeckMode, real_31: Real31 = Real31.OFF) -> HandFacts:
     """Evaluate four cards under a deck mode and the `real_31` option."""
+    if isinstance(cards, tuple):
+        return _evaluate_cached(cards, deck_mode, real_31)
+    return _evaluate(cards, deck_mode, real_31)
+
+
+@lru_cache(maxsize=1 << 16)
+def _evaluate_cached(cards: tuple[Card, ...], deck_mode: DeckMode, real_31: Real31) -> HandFacts:
+    """Hands recur (the seña checks ask about the same hand many times): evaluate each once."""
+    return _evaluate(cards, deck_mode, real_31)
+
+
+def _evaluate(cards: Sequence[Card], deck_mode: DeckMode, real_31: Real31) -> HandFacts:
     if len(cards) != 4:
         raise ValueError(f"a Mus hand has 4 cards, got {len(cards)}")
     ranks = tuple(sorted((effective_rank(card, deck_mode) for card in cards), reverse=True))

@@ -303,6 +303,7 @@ class Match:
         self._rng = random.Random(0)
         self._senas_delivered = 0
         self._hands_shown = False
+        self._sena_cache: dict[tuple[tuple[Card, ...], Lance | None], tuple[Sena, ...]] = {}
         self._auto_sent: list[set[Sena]] = [set(), set(), set(), set()]
         self._mus_turn = 0
         self._discards_done = 0
@@ -891,8 +892,13 @@ class Match:
     # ------------------------------------------------------------------ señas
 
     def _acceptable_senas(self, seat: int, lance: Lance | None) -> tuple[Sena, ...]:
-        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-        return tuple(sena for sena in Sena if sena_rejection(sena, facts, self.rules, lance) is None)
+        key = (self.hands[seat], lance)
+        cached = self._sena_cache.get(key)
+        if cached is None:
+            facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
+            cached = tuple(sena for sena in Sena if sena_rejection(sena, facts, self.rules, lance) is None)
+            self._sena_cache[key] = cached
+        return cached
 
     def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
         """For each seña of a list, why it is rejected, or None when it is delivered (mus-rules §12.3)."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 from referee.engine.hands import HandFacts, Lance, ParesClass
-from referee.engine.rules import Rules, SenaTruth
+from referee.engine.rules import Rules, SenasMode, SenaTruth
 
 
 class Sena(Enum):
@@ -103,9 +104,17 @@ def sena_rejection(sena: Sena, facts: HandFacts, rules: Rules, lance: Lance | No
 
     `lance` is the lance whose seña round this is, or None for a mus-call window (mus-rules §12.3 item 3).
     """
-    if rules.senas_mode.value == "off":
+    return _rejection(sena, facts, rules.senas_mode, rules.sena_truth, rules.sena_la_bonita, lance)
+
+
+@lru_cache(maxsize=1 << 16)
+def _rejection(
+    sena: Sena, facts: HandFacts, mode: SenasMode, truth: SenaTruth, la_bonita: bool, lance: Lance | None
+) -> SenaRejection | None:
+    """The verdict depends only on these values; the engine asks the same questions often, so it is cached."""
+    if mode is SenasMode.OFF:
         return SenaRejection(SenaRejectionCode.OUTSIDE_WINDOW, "señas are off (senas_mode=off)")
-    if sena is Sena.LA_BONITA and not rules.sena_la_bonita:
+    if sena is Sena.LA_BONITA and not la_bonita:
         return SenaRejection(
             SenaRejectionCode.NOT_IN_VOCABULARY, "la_bonita is not in the vocabulary unless sena_la_bonita is true"
         )
@@ -117,16 +126,12 @@ def sena_rejection(sena: Sena, facts: HandFacts, rules: Rules, lance: Lance | No
         return None
     if sena is Sena.CIEGO:
         for other in _HAND_FACTS:
-            if _allowed_fact(other, rules) and _fact_is_true(other, facts, rules.sena_truth):
+            if (other is not Sena.LA_BONITA or la_bonita) and _fact_is_true(other, facts, truth):
                 return SenaRejection(SenaRejectionCode.FALSE, f"ciego is false: the hand has {other.value}")
         return None
-    if _fact_is_true(sena, facts, rules.sena_truth):
+    if _fact_is_true(sena, facts, truth):
         return None
     return SenaRejection(SenaRejectionCode.FALSE, f"{sena.value} is false for this hand")
-
-
-def _allowed_fact(sena: Sena, rules: Rules) -> bool:
-    return sena is not Sena.LA_BONITA or rules.sena_la_bonita
 
 
 def true_hand_senas(facts: HandFacts, rules: Rules, lance: Lance | None) -> tuple[Sena, ...]:

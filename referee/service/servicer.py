@@ -27,6 +27,7 @@ from mus.v1 import (
 )
 from mus.v1 import types_pb2 as pb
 from referee.engine.errors import RulesError
+from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service import convert
 from referee.service.lobby import Lobby, LobbySession
@@ -370,6 +371,20 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         self.referee.lobby.register(request.bot_name, digest)
         return admin_pb2.RegisterRemoteBotResponse()
 
+    async def GetTableReplay(
+        self, request: admin_pb2.GetTableReplayRequest, context: Context
+    ) -> admin_pb2.GetTableReplayResponse:
+        await self._authorize(context)
+        table = self.referee.tables.get(request.table_id)
+        if table is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        if table.status is not TableStatus.FINISHED or table.match is None:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"table {table.table_id} is {table.status.value}: its replay opens once the match has finished",
+            )
+        return table_replay_message(table)
+
 
 class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     """Remote bots wait here for seats: hello with a bot token, then offers to accept or decline."""
@@ -463,3 +478,22 @@ def table_status_message(table: Table) -> admin_pb2.GetTableStatusResponse:
     if table.outcome is not None:
         response.outcome.CopyFrom(table.outcome)
     return response
+
+
+def table_replay_message(table: Table) -> admin_pb2.GetTableReplayResponse:
+    """A finished table's replay record, incidents and decision times as the admin API reports them."""
+    assert table.match is not None
+    return admin_pb2.GetTableReplayResponse(
+        table_id=table.table_id,
+        record_json=dumps_record(table.match),
+        incidents=[
+            admin_pb2.Incident(
+                seat=incident.seat, cause=convert.fault_cause_to_proto(incident.cause), detail=incident.detail
+            )
+            for incident in table.incidents
+        ],
+        decision_times=[
+            admin_pb2.SeatDecisionTimes(seat=seat, seconds=state.decision_seconds)
+            for seat, state in enumerate(table.seats)
+        ],
+    )
