@@ -5,6 +5,12 @@ worker holds, is not claimable, so a redelivered message is a no-op), and the re
 status are written in one transaction behind a unique key. Anything that goes wrong outside the bots (the
 referee, a program that cannot start, the database) voids the attempt: the match goes back to the queue, and
 nothing is charged to a bot.
+
+A match with a remote bot is played on the standalone referee (`mus referee serve`, at MUS_REFEREE_ADDRESS,
+with its admin token in MUS_ADMIN_TOKEN), which offers the remote bot its seats through the lobby; the hosted
+side is launched here, pointed at that referee. A remote bot that does not show up within the league's
+`absent_limit_s` is `absent`, and its team forfeits: a result like any other. The lease is kept by the
+heartbeat for as long as the match waits.
 """
 
 from __future__ import annotations
@@ -14,19 +20,23 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from referee.engine.match import Match, MatchOutcome
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
-from referee.service.table import TableStatus
+from referee.service.table import Incident, TableStatus
 from workers.db import repo
+from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.launcher import BotProgram
-from workers.matches import PlayedMatch, play_programs
+from workers.matches import PlayedMatch, RemoteBot, play_on_referee, play_programs
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +45,22 @@ LEASE_S = float(os.environ.get("MUS_LEASE_S", "60"))
 
 MAX_ATTEMPTS = 3
 """Infrastructure failures in a row after which a match is marked failed instead of requeued."""
+
+REFEREE_ADDRESS_VARIABLE = "MUS_REFEREE_ADDRESS"
+"""The standalone referee (`mus referee serve`) that plays the matches of remote bots, as host:port."""
+
+ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
+"""That referee's admin token."""
+
+
+@dataclass(frozen=True)
+class _Played:
+    """What a played match leaves to store."""
+
+    outcome: MatchOutcome
+    record: dict[str, Any]
+    faults: list[dict[str, Any]]
+    decision_seconds: list[list[float]]
 
 
 def worker_name() -> str:
@@ -66,19 +92,14 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
             log.info("match_id=%s is not free (finished or held by a live worker): nothing to do", match_id)
             return "skipped"
         setup = repo.match_setup(session, match_id)
+        token_hashes = {
+            team.bot_name: repo.get_bot(session, team.bot_name).bot.token_sha256 for team in setup.teams if team.remote
+        }
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(engine, match_id, worker, lease_s, stop), daemon=True)
     beat.start()
     try:
-        if any(team.remote for team in setup.teams):
-            raise RuntimeError("remote bots in leagues are not supported by this worker yet")
-        programs = tuple(
-            BotProgram(team.bot_name, team.command, Path(team.folder) if team.folder else None) for team in setup.teams
-        )
-        rules = Rules.from_options(setup.rules)
-        played = asyncio.run(play_programs((programs[0], programs[1]), rules, setup.seed, log_dir=logs_dir(match_id)))
-        if played.table.status is not TableStatus.FINISHED:
-            raise RuntimeError(f"the table ended {played.table.status.value}")
+        played = _play_with_remote_bots(setup, token_hashes) if token_hashes else _play_hosted(setup)
     except Exception as error:
         stop.set()
         log.exception("match_id=%s failed outside the bots: voided", match_id)
@@ -87,33 +108,91 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
         return "void"
     finally:
         stop.set()
-    outcome = played.match.outcome
-    assert outcome is not None  # a finished table has an outcome
     with session_scope(engine) as session:
         stored = repo.record_result(
-            session,
-            match_id,
-            worker,
-            outcome,
-            match_record(played.match),
-            charged_faults(played),
-            [state.decision_seconds for state in played.table.seats],
+            session, match_id, worker, played.outcome, played.record, played.faults, played.decision_seconds
         )
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
     return "finished"
 
 
+def _play_hosted(setup: MatchSetup) -> _Played:
+    """Both sides are programs: play them against a referee embedded in this worker."""
+    programs = tuple(_program(team) for team in setup.teams)
+    rules = Rules.from_options(setup.rules)
+    played = asyncio.run(play_programs((programs[0], programs[1]), rules, setup.seed, log_dir=logs_dir(setup.match_id)))
+    if played.table.status is not TableStatus.FINISHED:
+        raise RuntimeError(f"the table ended {played.table.status.value}")
+    outcome = played.match.outcome
+    assert outcome is not None  # a finished table has an outcome
+    return _Played(
+        outcome,
+        match_record(played.match),
+        charged_faults(played),
+        [state.decision_seconds for state in played.table.seats],
+    )
+
+
+def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None]) -> _Played:
+    """A remote side: play on the standalone referee, which offers the remote bot its seats in the lobby.
+
+    Its seats wait up to the league's `absent_limit_s`; the hosted side is launched here. A missing setting or
+    an unreachable referee raises (the attempt is voided, nobody is charged).
+    """
+    address = os.environ.get(REFEREE_ADDRESS_VARIABLE, "").strip()
+    if not address:
+        raise RuntimeError(f"remote bots need {REFEREE_ADDRESS_VARIABLE} (mus referee serve)")
+    admin_token = os.environ.get(ADMIN_TOKEN_VARIABLE, "")
+    if not admin_token:
+        raise RuntimeError(f"remote bots need {ADMIN_TOKEN_VARIABLE} (the admin token of the referee at {address})")
+    teams: list[BotProgram | RemoteBot] = []
+    for team in setup.teams:
+        if not team.remote:
+            teams.append(_program(team))
+            continue
+        token_hash = token_hashes.get(team.bot_name)
+        if not token_hash:
+            raise RuntimeError(f"remote bot {team.bot_name!r} has no token (it was removed)")
+        teams.append(RemoteBot(team.bot_name, token_hash))
+    played = asyncio.run(
+        play_on_referee(
+            (teams[0], teams[1]),
+            Rules.from_options(setup.rules),
+            setup.seed,
+            address=address,
+            admin_token=admin_token,
+            external_id=f"{setup.league_name}/{setup.match_id}/{setup.attempt}",
+            join_timeout_s=setup.absent_limit_s,
+            log_dir=logs_dir(setup.match_id),
+        )
+    )
+    outcome = played.match.outcome
+    assert outcome is not None  # checked when the replay was re-simulated
+    return _Played(
+        outcome,
+        played.record,
+        fault_records(played.match, played.incidents),
+        [list(seconds) for seconds in played.decision_seconds],
+    )
+
+
+def _program(team: TeamSetup) -> BotProgram:
+    return BotProgram(team.bot_name, team.command, Path(team.folder) if team.folder else None)
+
+
 def charged_faults(played: PlayedMatch) -> list[dict[str, Any]]:
     """Every fault of the match with its cause: the rules' (timeouts, illegal actions) and the referee's."""
+    return fault_records(played.match, played.table.incidents)
+
+
+def fault_records(match: Match, incidents: Iterable[Incident]) -> list[dict[str, Any]]:
+    """The rules' faults (from the engine's events), then the referee's incidents, as {seat, cause, detail}."""
     faults: list[dict[str, Any]] = [
         {"seat": event.data["seat"], "cause": event.data["cause"], "detail": ""}
-        for event in played.match.events
+        for event in match.events
         if event.kind.value == "fault"
     ]
-    faults += [
-        {"seat": incident.seat, "cause": incident.cause, "detail": incident.detail}
-        for incident in played.table.incidents
-    ]
+    faults += [{"seat": incident.seat, "cause": incident.cause, "detail": incident.detail} for incident in incidents]
     return faults
 
 

@@ -475,3 +475,129 @@ class RegisterRemoteBotResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RegisterRemoteBotResponse: _TypeAlias = RegisterRemoteBotResponse  # noqa: Y015
+
+@_typing.final
+class GetTableReplayRequest(_message.Message):
+    """Ask for a finished table's replay."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    """The table's id."""
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTableReplayRequest: _TypeAlias = GetTableReplayRequest  # noqa: Y015
+
+@_typing.final
+class Incident(_message.Message):
+    """A service-level fault the referee recorded at a table, beyond the rules' illegal actions and timeouts
+    (which are in the replay record's events).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat at fault, 0..3."""
+    cause: _types_pb2.FaultCause.ValueType
+    """Why: FAULT_CAUSE_PROTOCOL_ERROR, FAULT_CAUSE_DISCONNECT, FAULT_CAUSE_CRASH, FAULT_CAUSE_STALL or
+    FAULT_CAUSE_ABSENT.
+    """
+    detail: _builtins.str
+    """What happened, in words, for logs."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        cause: _types_pb2.FaultCause.ValueType = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "detail", b"detail", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Incident: _TypeAlias = Incident  # noqa: Y015
+
+@_typing.final
+class SeatDecisionTimes(_message.Message):
+    """One seat's decision times at a table."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    SECONDS_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat, 0..3."""
+    @_builtins.property
+    def seconds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Seconds from each decision request to the seat's applied answer, in order (timed-out decisions are not
+        included).
+        """
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        seconds: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat", "seconds", b"seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatDecisionTimes: _TypeAlias = SeatDecisionTimes  # noqa: Y015
+
+@_typing.final
+class GetTableReplayResponse(_message.Message):
+    """A finished table's replay."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    RECORD_JSON_FIELD_NUMBER: _builtins.int
+    INCIDENTS_FIELD_NUMBER: _builtins.int
+    DECISION_TIMES_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    """The table's id."""
+    record_json: _builtins.str
+    """The engine's replay record as JSON text (format "mus-arena/replay/v1": rules, seed, setup, steps and the
+    full event log, every card included). Re-simulating its steps from its rules and seed gives the outcome.
+    """
+    @_builtins.property
+    def incidents(self) -> _containers.RepeatedCompositeFieldContainer[Global___Incident]:
+        """The referee's incidents, in the order they were recorded."""
+
+    @_builtins.property
+    def decision_times(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatDecisionTimes]:
+        """The four seats' decision times, in seat order."""
+
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+        record_json: _builtins.str = ...,
+        incidents: _abc.Iterable[Global___Incident] | None = ...,
+        decision_times: _abc.Iterable[Global___SeatDecisionTimes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_times", b"decision_times", "incidents", b"incidents", "record_json", b"record_json", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTableReplayResponse: _TypeAlias = GetTableReplayResponse  # noqa: Y015

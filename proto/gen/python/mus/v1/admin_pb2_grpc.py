@@ -33,8 +33,8 @@ class TableAdminServiceStub:
 
     Other errors are gRPC status codes with a message: INVALID_ARGUMENT (an unknown rules key, an
     out-of-range or unsupported value as rulebook section 14 says, not exactly four seats), NOT_FOUND (unknown
-    table_id), FAILED_PRECONDITION (cancelling a finished table), ALREADY_EXISTS (an external_id reused with
-    different parameters).
+    table_id), FAILED_PRECONDITION (cancelling a finished table, the replay of a table that has not finished),
+    ALREADY_EXISTS (an external_id reused with different parameters).
     """
 
     def __init__(self, channel):
@@ -63,6 +63,11 @@ class TableAdminServiceStub:
                 request_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
                 response_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
                 _registered_method=True)
+        self.GetTableReplay = channel.unary_unary(
+                '/mus.v1.TableAdminService/GetTableReplay',
+                request_serializer=mus_dot_v1_dot_admin__pb2.GetTableReplayRequest.SerializeToString,
+                response_deserializer=mus_dot_v1_dot_admin__pb2.GetTableReplayResponse.FromString,
+                _registered_method=True)
 
 
 class TableAdminServiceServicer:
@@ -73,8 +78,8 @@ class TableAdminServiceServicer:
 
     Other errors are gRPC status codes with a message: INVALID_ARGUMENT (an unknown rules key, an
     out-of-range or unsupported value as rulebook section 14 says, not exactly four seats), NOT_FOUND (unknown
-    table_id), FAILED_PRECONDITION (cancelling a finished table), ALREADY_EXISTS (an external_id reused with
-    different parameters).
+    table_id), FAILED_PRECONDITION (cancelling a finished table, the replay of a table that has not finished),
+    ALREADY_EXISTS (an external_id reused with different parameters).
     """
 
     def CreateTable(self, request, context):
@@ -109,6 +114,16 @@ class TableAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTableReplay(self, request, context):
+        """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
+        decision times, everything a league needs to store the match as if it had played it itself.
+        FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
+        NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -132,6 +147,11 @@ def add_TableAdminServiceServicer_to_server(servicer, server):
                     request_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.FromString,
                     response_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.SerializeToString,
             ),
+            'GetTableReplay': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTableReplay,
+                    request_deserializer=mus_dot_v1_dot_admin__pb2.GetTableReplayRequest.FromString,
+                    response_serializer=mus_dot_v1_dot_admin__pb2.GetTableReplayResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'mus.v1.TableAdminService', rpc_method_handlers)
@@ -148,8 +168,8 @@ class TableAdminService:
 
     Other errors are gRPC status codes with a message: INVALID_ARGUMENT (an unknown rules key, an
     out-of-range or unsupported value as rulebook section 14 says, not exactly four seats), NOT_FOUND (unknown
-    table_id), FAILED_PRECONDITION (cancelling a finished table), ALREADY_EXISTS (an external_id reused with
-    different parameters).
+    table_id), FAILED_PRECONDITION (cancelling a finished table, the replay of a table that has not finished),
+    ALREADY_EXISTS (an external_id reused with different parameters).
     """
 
     @staticmethod
@@ -250,6 +270,33 @@ class TableAdminService:
             '/mus.v1.TableAdminService/RegisterRemoteBot',
             mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
             mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTableReplay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mus.v1.TableAdminService/GetTableReplay',
+            mus_dot_v1_dot_admin__pb2.GetTableReplayRequest.SerializeToString,
+            mus_dot_v1_dot_admin__pb2.GetTableReplayResponse.FromString,
             options,
             channel_credentials,
             insecure,

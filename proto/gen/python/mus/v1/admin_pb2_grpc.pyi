@@ -34,8 +34,8 @@ class TableAdminServiceStub:
 
     Other errors are gRPC status codes with a message: INVALID_ARGUMENT (an unknown rules key, an
     out-of-range or unsupported value as rulebook section 14 says, not exactly four seats), NOT_FOUND (unknown
-    table_id), FAILED_PRECONDITION (cancelling a finished table), ALREADY_EXISTS (an external_id reused with
-    different parameters).
+    table_id), FAILED_PRECONDITION (cancelling a finished table, the replay of a table that has not finished),
+    ALREADY_EXISTS (an external_id reused with different parameters).
     """
 
     @_typing.overload
@@ -57,6 +57,12 @@ class TableAdminServiceStub:
     is given here; the token itself never reaches the referee's storage. Registering a name again replaces
     its token hash.
     """
+    GetTableReplay: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]
+    """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
+    decision times, everything a league needs to store the match as if it had played it itself.
+    FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
+    NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
+    """
 
 @_typing.type_check_only
 class TableAdminServiceAsyncStub(TableAdminServiceStub):
@@ -67,8 +73,8 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
 
     Other errors are gRPC status codes with a message: INVALID_ARGUMENT (an unknown rules key, an
     out-of-range or unsupported value as rulebook section 14 says, not exactly four seats), NOT_FOUND (unknown
-    table_id), FAILED_PRECONDITION (cancelling a finished table), ALREADY_EXISTS (an external_id reused with
-    different parameters).
+    table_id), FAILED_PRECONDITION (cancelling a finished table, the replay of a table that has not finished),
+    ALREADY_EXISTS (an external_id reused with different parameters).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -87,6 +93,12 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     is given here; the token itself never reaches the referee's storage. Registering a name again replaces
     its token hash.
     """
+    GetTableReplay: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]  # type: ignore[assignment]
+    """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
+    decision times, everything a league needs to store the match as if it had played it itself.
+    FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
+    NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
+    """
 
 class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """TableAdminService is served by the referee service.
@@ -96,8 +108,8 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Other errors are gRPC status codes with a message: INVALID_ARGUMENT (an unknown rules key, an
     out-of-range or unsupported value as rulebook section 14 says, not exactly four seats), NOT_FOUND (unknown
-    table_id), FAILED_PRECONDITION (cancelling a finished table), ALREADY_EXISTS (an external_id reused with
-    different parameters).
+    table_id), FAILED_PRECONDITION (cancelling a finished table, the replay of a table that has not finished),
+    ALREADY_EXISTS (an external_id reused with different parameters).
     """
 
     @_abc_1.abstractmethod
@@ -137,6 +149,18 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
         """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
         is given here; the token itself never reaches the referee's storage. Registering a name again replaces
         its token hash.
+        """
+
+    @_abc_1.abstractmethod
+    def GetTableReplay(
+        self,
+        request: _admin_pb2.GetTableReplayRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.GetTableReplayResponse, _abc.Awaitable[_admin_pb2.GetTableReplayResponse]]:
+        """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
+        decision times, everything a league needs to store the match as if it had played it itself.
+        FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
+        NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
         """
 
 def add_TableAdminServiceServicer_to_server(servicer: TableAdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
