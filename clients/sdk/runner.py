@@ -356,8 +356,9 @@ def _lobby_message(
         logger.info("lobby: welcome as %s", response.welcome.bot_name)
     elif which == "assignment":
         offer = response.assignment
-        busy = sum(1 for held in assignments.values() if held.thread is None or held.thread.is_alive())
-        if busy >= limit:
+        # A match is a table: both seats of the bot's team at one table count once (as the lobby counts).
+        busy = {held.offer.table_id for held in assignments.values() if held.thread is None or held.thread.is_alive()}
+        if offer.table_id not in busy and len(busy) >= limit:
             outbox.put(
                 lobby_pb2.ConnectRequest(
                     decline=lobby_pb2.DeclineAssignment(assignment_id=offer.assignment_id, reason="at capacity")

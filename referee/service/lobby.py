@@ -39,8 +39,16 @@ class LobbySession:
     bot_name: str
     capacity: int
     outbox: asyncio.Queue[lobby_pb2.ConnectResponse | None]
-    busy: set[str] = field(default_factory=set)
-    """Assignment ids offered to or confirmed by this session whose tables have not finished."""
+    busy: dict[str, str] = field(default_factory=dict)
+    """Assignment ids offered to or confirmed by this session whose tables have not finished -> table id."""
+
+    def tables(self) -> set[str]:
+        """The tables this session plays or is offered: `max_concurrent_matches` counts these, not seats (a
+        remote bot usually holds both seats of its team)."""
+        return set(self.busy.values())
+
+    def has_room_for(self, table_id: str) -> bool:
+        return table_id in self.tables() or len(self.tables()) < self.capacity
 
 
 @dataclass(eq=False)
@@ -127,7 +135,7 @@ class Lobby:
                 offer.timer.cancel()
             session = offer.session
             if session is not None:
-                session.busy.discard(assignment_id)
+                session.busy.pop(assignment_id, None)
                 if not offer.confirmed:
                     session.outbox.put_nowait(
                         lobby_pb2.ConnectResponse(
@@ -146,7 +154,7 @@ class Lobby:
             offer.timer.cancel()
             offer.timer = None
         if offer.session is not None:
-            offer.session.busy.discard(offer.assignment_id)
+            offer.session.busy.pop(offer.assignment_id, None)
             offer.session.outbox.put_nowait(
                 lobby_pb2.ConnectResponse(
                     withdrawn=lobby_pb2.AssignmentWithdrawn(
@@ -162,21 +170,23 @@ class Lobby:
         queue = self._pending.get(bot_name)
         while queue:
             offer = queue[0]
+            table_id = offer.table.table_id
             free = [
                 session
                 for session in self._sessions.get(bot_name, [])
-                if len(session.busy) < session.capacity and session not in offer.declined_by
+                if session.has_room_for(table_id) and session not in offer.declined_by
             ]
             if not free:
                 return
             queue.popleft()
-            session = min(free, key=lambda candidate: len(candidate.busy))
+            # Keep a table's seats together on one session where possible, else the least busy session.
+            session = min(free, key=lambda candidate: (table_id not in candidate.tables(), len(candidate.tables())))
             self._send(offer, session)
 
     def _send(self, offer: _Offer, session: LobbySession) -> None:
         table, seat = offer.table, offer.seat
         offer.session = session
-        session.busy.add(offer.assignment_id)
+        session.busy[offer.assignment_id] = table.table_id
         names = [state.name for state in table.seats]
         assignment = lobby_pb2.MatchAssignment(
             assignment_id=offer.assignment_id,

@@ -227,12 +227,16 @@ class ScriptedLobby(lobby_pb2_grpc.LobbyServiceServicer):
     ) -> Iterator[lobby_pb2.ConnectResponse]:
         self.hello = next(request_iterator).hello
         yield lobby_pb2.ConnectResponse(welcome=lobby_pb2.LobbyWelcome(bot_name="remote", protocol_version=1))
-        offer = lobby_pb2.MatchAssignment(assignment_id="a1", seat_token="seat-a1", referee_address=self.address)
+        offer = lobby_pb2.MatchAssignment(
+            assignment_id="a1", table_id="t1", seat_token="seat-a1", referee_address=self.address
+        )
         yield lobby_pb2.ConnectResponse(assignment=offer)
         self.answers.append(next(request_iterator).WhichOneof("message") or "")
         yield lobby_pb2.ConnectResponse(confirmed=lobby_pb2.AssignmentConfirmed(assignment_id="a1"))
         assert self.referee.joined.wait(10)
-        second = lobby_pb2.MatchAssignment(assignment_id="a2", seat_token="seat-a2", referee_address=self.address)
+        second = lobby_pb2.MatchAssignment(
+            assignment_id="a2", table_id="t2", seat_token="seat-a2", referee_address=self.address
+        )
         yield lobby_pb2.ConnectResponse(assignment=second)
         self.answers.append(next(request_iterator).WhichOneof("message") or "")
         self.referee.release.set()

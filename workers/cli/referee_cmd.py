@@ -24,16 +24,20 @@ def serve_command(
         typer.Option(envvar="MUS_ADMIN_TOKEN", help="Token for the TableAdmin API; printed if generated."),
     ] = None,
     reconnect_grace_s: Annotated[float, typer.Option(help="How long a dropped seat may take to rejoin.")] = 5.0,
+    public_address: Annotated[
+        str | None,
+        typer.Option(help="host:port remote bots are told to join (default: the listening address)."),
+    ] = None,
 ) -> None:
-    """Serve Play, Watch and TableAdmin (plus health and reflection) until interrupted."""
+    """Serve Play, Lobby, Watch and TableAdmin (plus health and reflection) until interrupted."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_serve(address, admin_token, reconnect_grace_s))
+    asyncio.run(_serve(address, admin_token, reconnect_grace_s, public_address))
 
 
-async def _serve(address: str, admin_token: str | None, reconnect_grace_s: float) -> None:
+async def _serve(address: str, admin_token: str | None, reconnect_grace_s: float, public_address: str | None) -> None:
     referee = Referee(admin_token, reconnect_grace_s=reconnect_grace_s)
     try:
-        server, port = await start_server(referee, address)
+        server, port = await start_server(referee, address, public_address)
     except (OSError, RuntimeError) as error:
         typer.echo(f"error: cannot listen on {address}: {error}", err=True)
         raise typer.Exit(1) from None

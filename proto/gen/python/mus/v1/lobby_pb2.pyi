@@ -112,7 +112,9 @@ class LobbyHello(_message.Message):
     bot_token: _builtins.str
     """The secret token issued when the bot was registered (`mus bot add NAME --remote`)."""
     max_concurrent_matches: _builtins.int
-    """The most matches the bot will play at the same time (at least 1)."""
+    """The most matches (tables) the bot will play at the same time (at least 1); its seats at one table count
+    as one match.
+    """
     protocol_version: _builtins.int
     """The newest protocol version the bot speaks. The current version is 1."""
     def __init__(

@@ -31,8 +31,8 @@ class LobbyServiceStub:
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
-    2. The referee sends MatchAssignment offers, never more at once than max_concurrent_matches minus the
-    bot's confirmed matches that have not finished.
+    2. The referee sends MatchAssignment offers for seats at no more tables at once than
+    max_concurrent_matches: a match is a table, and both seats of the bot's team at one table count once.
     3. The bot answers each offer with accept or decline before respond_within_ms runs out; no answer counts
     as a decline, and declining is never a fault.
     4. Every offer ends with exactly one referee message: AssignmentConfirmed (the accept arrived in time and
@@ -69,8 +69,8 @@ class LobbyServiceServicer:
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
-    2. The referee sends MatchAssignment offers, never more at once than max_concurrent_matches minus the
-    bot's confirmed matches that have not finished.
+    2. The referee sends MatchAssignment offers for seats at no more tables at once than
+    max_concurrent_matches: a match is a table, and both seats of the bot's team at one table count once.
     3. The bot answers each offer with accept or decline before respond_within_ms runs out; no answer counts
     as a decline, and declining is never a fault.
     4. Every offer ends with exactly one referee message: AssignmentConfirmed (the accept arrived in time and
@@ -118,8 +118,8 @@ class LobbyService:
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
-    2. The referee sends MatchAssignment offers, never more at once than max_concurrent_matches minus the
-    bot's confirmed matches that have not finished.
+    2. The referee sends MatchAssignment offers for seats at no more tables at once than
+    max_concurrent_matches: a match is a table, and both seats of the bot's team at one table count once.
     3. The bot answers each offer with accept or decline before respond_within_ms runs out; no answer counts
     as a decline, and declining is never a fault.
     4. Every offer ends with exactly one referee message: AssignmentConfirmed (the accept arrived in time and
