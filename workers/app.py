@@ -45,15 +45,16 @@ def broker_settings() -> dict[str, Any]:
             options["visibility_timeout"] = LONGEST_MATCH_S
         return {"broker_url": url, "broker_transport_options": options}
     folder = broker_dir()
-    queue, processed = folder / "queue", folder / "processed"
-    queue.mkdir(parents=True, exist_ok=True)
-    processed.mkdir(parents=True, exist_ok=True)
+    queue, processed, control = folder / "queue", folder / "processed", folder / "control"
+    for path in (queue, processed, control):
+        path.mkdir(parents=True, exist_ok=True)
     return {
         "broker_url": "filesystem://",
         "broker_transport_options": {
             "data_folder_in": str(queue),
             "data_folder_out": str(queue),
             "processed_folder": str(processed),
+            "control_folder": str(control),  # broadcast exchanges (kombu's default is ./control)
             "store_processed": True,
             "polling_interval": EMBEDDED_POLLING_S,
         },
