@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import grpc
 from sqlalchemy.engine import Engine
 
 from workers.app import broker_dir, is_embedded, make_app
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import database_url, session_scope
+from workers.matches import RemoteBot, register_remote_bots
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +137,12 @@ def run_league(
         repo.requeue_failed(session, league)
         league_id = league.id
         assert league_id is not None
+        remote = [
+            RemoteBot(entrant.bot_name, repo.get_bot(session, entrant.bot_name).bot.token_sha256 or "")
+            for entrant in repo.league_entrants(session, league_id)
+            if entrant.remote
+        ]
+    _register_remote(remote)
     embedded = EmbeddedWorkers(workers or default_worker_count()) if is_embedded() else None
     if embedded is not None:
         _purge_embedded_queue()
@@ -187,6 +195,20 @@ def run_league(
         completed=progress["finished"] >= progress["total"],
         worker_restarts=embedded.restarts if embedded else 0,
     )
+
+
+def _register_remote(bots: list[RemoteBot]) -> None:
+    """Register the league's remote bots with the standalone referee up front (workers do it again per match)."""
+    address, admin_token = os.environ.get("MUS_REFEREE_ADDRESS", ""), os.environ.get("MUS_ADMIN_TOKEN", "")
+    if not bots:
+        return
+    if not address or not admin_token:
+        log.warning("remote bots in this league need MUS_REFEREE_ADDRESS and MUS_ADMIN_TOKEN; their matches will fail")
+        return
+    try:
+        register_remote_bots(address, admin_token, [bot for bot in bots if bot.token_sha256])
+    except grpc.RpcError as error:
+        log.warning("could not register the remote bots with the referee at %s: %s", address, error)
 
 
 def _purge_embedded_queue() -> None:

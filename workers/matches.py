@@ -154,6 +154,17 @@ class RefereeMatch:
     """Where each hosted seat's bot output was written (None for a remote seat)."""
 
 
+def register_remote_bots(address: str, admin_token: str, bots: Sequence[RemoteBot]) -> None:
+    """Tell the referee about remote bots before their first match, so they can hold their lobby stream now
+    (a bot the referee does not know is refused). Raises `grpc.RpcError` when the referee refuses or is away."""
+    auth = (("authorization", f"Bearer {admin_token}"),)
+    with grpc.insecure_channel(address) as channel:
+        admin = admin_pb2_grpc.TableAdminServiceStub(channel)
+        for bot in bots:
+            request = admin_pb2.RegisterRemoteBotRequest(bot_name=bot.name, token_sha256=bot.token_sha256)
+            admin.RegisterRemoteBot(request, metadata=auth, timeout=10)
+
+
 async def play_on_referee(
     teams: tuple[BotProgram | RemoteBot, BotProgram | RemoteBot],
     rules: Rules,

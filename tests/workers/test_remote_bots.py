@@ -23,6 +23,7 @@ from workers.cli.replay_cmd import verify_replay
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
+from workers.matches import RemoteBot, register_remote_bots
 from workers.tournament import schedule_round_robin
 
 ADMIN_TOKEN = "remote-bots-admin-t0ken"
@@ -111,17 +112,12 @@ def remote_league(deployment: Deployment, name: str, *, absent_limit_s: float) -
 
 def start_remote_bot(referee: StandaloneReferee, token: str, log_path: Path) -> subprocess.Popen[str]:
     """The remote bot as its own program, on the lobby; returns once the referee has welcomed it."""
-    stub, auth, channel = referee.admin()
-    with channel:  # registered first, as a worker does for each match: an unknown token is refused for good
-        stub.RegisterRemoteBot(
-            admin_pb2.RegisterRemoteBotRequest(bot_name=REMOTE, token_sha256=repo.token_sha256(token)),
-            metadata=auth,
-            timeout=10,
-        )
+    # Registered first, as `mus league run` does for a league's remote entrants: an unknown token is refused.
+    register_remote_bots(referee.address, ADMIN_TOKEN, [RemoteBot(REMOTE, repo.token_sha256(token))])
     env = dict(os.environ, MUS_REFEREE=referee.address, MUS_TOKEN=token)
-    # Two at a time: the lobby counts seats, and a league match offers the remote bot both seats of its team.
+    # One match at a time: the lobby counts tables, and both seats of the bot's team at one table are one match.
     bot = "clients.bots.random_bot:RandomBot"
-    command = [sys.executable, "-m", "clients.sdk", bot, "--remote", "--max-matches", "2"]
+    command = [sys.executable, "-m", "clients.sdk", bot, "--remote", "--max-matches", "1"]
     with log_path.open("w") as output:
         process = subprocess.Popen(
             command,
