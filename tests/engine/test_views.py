@@ -1,0 +1,530 @@
+"""What each seat and a spectator may know (mus-rules §11) and where señas go (mus-rules §12.3).
+
+The central property is the one of an information state: a seat's view does not change when the cards it has
+not seen are dealt differently, as long as the public history (and what its partner told it) stays the same.
+Matches are driven by the policies of `test_properties`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+
+from referee.engine.actions import Action, ActionEncoding, ActionKind
+from referee.engine.cards import FULL_DECK, Card
+from referee.engine.errors import IllegalActionError
+from referee.engine.events import EventKind
+from referee.engine.match import DecisionKind, Match, Setup, Step, StepKind
+from referee.engine.replay import apply_step
+from referee.engine.rules import Rules, SenasMode
+from referee.engine.senas import Sena
+from referee.engine.views import public_view, seat_view
+from tests.engine.test_properties import (
+    INTENTIONS,
+    Played,
+    Scenario,
+    holds,
+    parse_hand,
+    patient_policy,
+    scenarios,
+    sena_accepted,
+)
+
+VIEWS = settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+RESAMPLING = settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+
+CARD_EVENTS = (EventKind.CARDS_DEALT, EventKind.CARDS_DISCARDED, EventKind.CARDS_REPLACED)
+
+
+def rules_of(*option_sets: dict[str, Any]) -> st.SearchStrategy[Rules]:
+    return st.sampled_from([Rules.from_options(options) for options in option_sets])
+
+
+VIEW_RULES = rules_of(
+    {},
+    {"discard_submission": "sequential"},
+    {"replacement_order": "dealer_first", "reshuffle_pool": "all_discards"},
+    {"declarations": "bot_declares"},
+    {"senas_mode": "automatic"},
+    {"senas_mode": "off"},
+    {"sena_leak_probability": 0.0},
+    {"sena_leak_probability": 1.0, "sena_truth": "at_least"},
+    {"deck_mode": "4_reyes", "sena_la_bonita": True},
+    {"response_mode": "both_answer_most_aggressive", "illegal_action_policy": "default_action"},
+)
+
+SENA_RULES = rules_of(
+    {},
+    {"sena_leak_probability": 0.0},
+    {"sena_leak_probability": 1.0},
+    {"senas_mode": "automatic"},
+    {"senas_mode": "automatic", "sena_leak_probability": 1.0, "deck_mode": "4_reyes"},
+    {"senas_mode": "automatic", "sena_truth": "at_least", "sena_la_bonita": True},
+    {"sena_truth": "at_least", "sena_la_bonita": True},
+    {"max_senas_per_window": 1},
+    {"deck_mode": "4_reyes", "sena_leak_probability": 0.5},
+    {"senas_mode": "off"},
+)
+
+
+def patient(scenario: Scenario) -> Scenario:
+    """The patient policy sends señas, true and false, on mus calls and in every seña round."""
+    return dataclasses.replace(scenario, policy="patient")
+
+
+# ------------------------------------------------------------------------------------- seat views
+
+
+def check_seat_views(match: Match, played: Played) -> None:
+    """mus-rules §11: a seat's cards are its own; before the hands are shown, no event it can see carries another
+    seat's cards; the show reveals the four hands as they were."""
+    for seen in played.record.events:
+        if seen.kind in CARD_EVENTS:
+            assert seen.to == frozenset({seen.data["seat"]}), seen
+        elif seen.kind is EventKind.HANDS_SHOWN:
+            assert seen.public
+            assert [parse_hand(text) for text in seen.data["hands"]] == list(played.before.hands)
+        elif seen.kind is EventKind.SENA_REJECTED:
+            assert seen.to == frozenset({seen.data["seat"]}), seen
+    for seat in range(4):
+        view = seat_view(match, seat)
+        assert view.cards == match.hands[seat]
+        assert view.legal_actions == match.legal_actions(seat)
+        for seen in view.hand_events:
+            assert seen.visible_to(seat)
+            if seen.kind in CARD_EVENTS:
+                assert seen.data["seat"] == seat, f"seat {seat} sees {seen}"
+
+
+def check_public_view(match: Match, played: Played) -> None:
+    """mus-rules §11: a spectator sees public events only, and so no card before the hands are shown."""
+    view = public_view(match)
+    assert all(seen.public for seen in view.events)
+    assert all(seen.public for seen in view.hand_events)
+    assert not [seen for seen in view.hand_events if seen.kind in (*CARD_EVENTS, EventKind.SENA_REJECTED)]
+    assert view.awaited == match.awaited()
+
+
+@VIEWS
+@given(scenario=scenarios(VIEW_RULES))
+def test_a_seat_never_sees_another_seats_cards_before_the_hands_are_shown(scenario):
+    scenario.play([check_seat_views], max_steps=600)
+
+
+@VIEWS
+@given(scenario=scenarios(VIEW_RULES))
+def test_the_spectator_view_holds_only_public_events_and_no_card_before_the_show(scenario):
+    match = scenario.play([check_public_view], max_steps=600)
+    assert all(seen.public for seen in public_view(match).events)
+
+
+# ------------------------------------------------------------------------------------- resampling
+
+
+def quiet_policy(rng: random.Random, match: Match, seat: int) -> Action:
+    """The patient policy with few señas: each seña is a signal a resampled deal must repeat."""
+    return patient_policy(rng, match, seat, sena_rate=0.1)
+
+
+def first_hand_steps(rules: Rules, seed: int, setup: Setup, policy_seed: int) -> list[Step]:
+    """The steps of hand 0 under the quiet policy, before the step that reshuffles or shows the hands."""
+    match = Match(rules, seed, setup)
+    rng = random.Random(policy_seed)
+    steps: list[Step] = []
+    while not match.is_over:
+        seat = rng.choice(match.awaited())
+        record = match.apply(seat, quiet_policy(rng, match, seat))
+        if any(event.kind in (EventKind.HANDS_SHOWN, EventKind.STOCK_RESHUFFLED) for event in record.events):
+            break
+        steps.append(record.step)
+    return steps
+
+
+def delivered(events: Sequence[Any]) -> list[tuple[int, str, str]]:
+    """Who sent which seña when: the signals a resampled world must repeat (their visibility is under test)."""
+    return [
+        (event.data["seat"], event.data["sena"], event.data["phase"])
+        for event in events
+        if event.kind is EventKind.SENA_DELIVERED
+    ]
+
+
+def declared_lances(match: Match) -> list[str]:
+    return [
+        event.data["lance"]
+        for event in match.events
+        if event.kind is EventKind.LANCE_STARTED and event.data["lance"] in ("pares", "juego")
+    ]
+
+
+def resampled_world(
+    rules: Rules,
+    setup: Setup,
+    seat: int,
+    world: Match,
+    steps: Sequence[Step],
+    hands_before: Sequence[Sequence[tuple[Card, ...]]],
+    signals: Sequence[list[tuple[int, str, str]]],
+) -> Match | None:
+    """Replay `steps` on another deal; None unless the public history and the señas stay the same.
+
+    Other seats' discards are remapped by position in their hand, so the public counts stay the same. The world
+    is accepted when every step stays legal, every seña is delivered (or not) as before, and every seat holds
+    pares and juego as it declared. These are rules-level conditions: nothing in them looks at what the engine
+    shows to `seat`.
+    """
+    other = Match(rules, world.seed, setup)
+    encoding = ActionEncoding(rules)
+    declared = declared_lances(world)
+    for step, hands, signal in zip(steps, hands_before, signals, strict=True):
+        action = step.action
+        assert step.kind is StepKind.ACTION and action is not None
+        if action.kind is ActionKind.DISCARD and step.seat != seat:
+            action = encoding.decode(encoding.encode(action, hands[step.seat]), other.hands[step.seat])
+        try:
+            record = other.apply(step.seat, action)
+        except IllegalActionError:
+            return None
+        if delivered(record.events) != signal:
+            return None
+        if declared and other.lance is not None:
+            # The hands are final once the lances begin: check the declarations to come at once.
+            for lance in declared:
+                if any(holds(lance, world.hands[t], rules) != holds(lance, other.hands[t], rules) for t in range(4)):
+                    return None
+            declared = []
+    return other
+
+
+def view_of(match: Match, seat: int) -> dict[str, Any]:
+    view = seat_view(match, seat)
+    return {**view.to_json(), "events": [seen.to_json() for seen in view.events]}
+
+
+def spectator_view_of(match: Match) -> dict[str, Any]:
+    view = public_view(match)
+    return {"awaited": view.awaited, "events": [seen.to_json() for seen in view.events]}
+
+
+@RESAMPLING
+@given(
+    rules=VIEW_RULES,
+    seed=st.integers(0, 2**32 - 1),
+    deck=st.permutations(FULL_DECK),
+    first_dealer=st.integers(0, 3),
+    policy_seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_a_seat_view_does_not_change_when_the_hidden_cards_are_dealt_otherwise(
+    rules, seed, deck, first_dealer, policy_seed, data
+):
+    setup = Setup(decks={0: deck}, first_dealer=first_dealer)
+    steps = first_hand_steps(rules, seed, setup, policy_seed)
+    world = Match(rules, seed, setup)
+    hands_before, signals, lances_from = [], [], len(steps)
+    for index, step in enumerate(steps):
+        hands_before.append(tuple(world.hands))
+        start = len(world.events)
+        apply_step(world, step)
+        signals.append(delivered(world.events[start:]))
+        if world.lance is not None:
+            lances_from = min(lances_from, index + 1)
+    # Any point of the hand, with the lances (where most public information is) drawn as often as the rest.
+    end = data.draw(st.sampled_from(range(len(steps) + 1)) | st.sampled_from(range(lances_from, len(steps) + 1)))
+    seat = data.draw(st.integers(0, 3), label="seat")
+    world = Match(rules, seed, setup)
+    for step in steps[:end]:
+        apply_step(world, step)
+    # The cards `seat` has seen stay where they are; every other card may be anywhere else in the deck.
+    seen = {
+        card
+        for shown in world.events
+        if shown.kind in (EventKind.CARDS_DEALT, EventKind.CARDS_REPLACED) and shown.data["seat"] == seat
+        for card in parse_hand(shown.data["cards"])
+    }
+    hidden = [index for index, card in enumerate(deck) if card not in seen]
+    rng = random.Random(data.draw(st.integers(0, 2**32 - 1), label="resampling seed"))
+    accepted = 0
+    for _ in range(150):
+        cards = [deck[index] for index in hidden]
+        rng.shuffle(cards)
+        other_deck = list(deck)
+        for index, card in zip(hidden, cards, strict=True):
+            other_deck[index] = card
+        other_setup = Setup(decks={0: other_deck}, first_dealer=first_dealer)
+        other = resampled_world(rules, other_setup, seat, world, steps[:end], hands_before[:end], signals[:end])
+        if other is None:
+            continue
+        assert other.hands[seat] == world.hands[seat]
+        assert view_of(other, seat) == view_of(world, seat)
+        assert spectator_view_of(other) == spectator_view_of(world)
+        accepted += 1
+        if accepted == 3:
+            break
+    phase = world.lance.value if world.lance and world.decision else str(world.decision and world.decision.value)
+    event(f"{accepted} resamples at {phase}")
+
+
+@VIEWS
+@given(
+    rules=rules_of({"senas_mode": "off"}, {"sena_leak_probability": 0.0}, {"sena_leak_probability": 1.0}),
+    seeds=st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=2, unique=True),
+    deck=st.permutations(FULL_DECK),
+    first_dealer=st.integers(0, 3),
+    policy_seed=st.integers(0, 2**32 - 1),
+)
+def test_views_do_not_depend_on_the_match_seed_once_the_deal_is_fixed(rules, seeds, deck, first_dealer, policy_seed):
+    """mus-rules §4.1, §11: the seed fixes every deal, so no view may reveal it; two seeds that deal the same
+    cards (and draw no leak, at probability 0 or 1) look the same to every seat and to a spectator."""
+    setup = Setup(decks={0: deck}, first_dealer=first_dealer)
+    steps = first_hand_steps(rules, seeds[0], setup, policy_seed)
+    worlds = [Match(rules, seed, setup) for seed in seeds]
+    for world in worlds:
+        for step in steps:
+            apply_step(world, step)
+    for seat in range(4):
+        assert view_of(worlds[0], seat) == view_of(worlds[1], seat)
+    assert spectator_view_of(worlds[0]) == spectator_view_of(worlds[1])
+
+
+# ------------------------------------------------------------------------------------- señas
+def automatic_senas(cards: Sequence[Card], rules: Rules, phase: str) -> list[Sena]:
+    """mus-rules §12.3 item 6: the true hand-fact señas allowed in a window, in the order of the §12.1 table
+    (`max_senas_per_window` does not apply to them)."""
+    voluntary = dataclasses.replace(rules, senas_mode=SenasMode.VOLUNTARY, max_senas_per_window=1)
+    return [sena for sena in Sena if sena not in INTENTIONS and sena_accepted(sena, cards, voluntary, phase, 0)]
+
+
+def check_sena_verdicts(match: Match, played: Played) -> None:
+    """mus-rules §12.3 items 4 and 6: each seña of a list is delivered when it is true, in its window and among the
+    first `max_senas_per_window`; otherwise it is rejected, only the sender is told, and nothing is delivered."""
+    step = played.record.step
+    action = step.action
+    events = played.record.events
+    rejected = [(seen.data["sena"], seen.to) for seen in events if seen.kind is EventKind.SENA_REJECTED]
+    if action is None or action.kind not in (ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS):
+        assert not rejected, events
+        return
+    seat = step.seat
+    cards = played.before.hands[seat]
+    # A seña round answer belongs to the lance in progress (the step cannot close it: betting follows).
+    phase = "mus" if action.kind is not ActionKind.SENAS else match.lance.value if match.lance else ""
+    verdicts = [sena_accepted(sena, cards, match.rules, phase, index) for index, sena in enumerate(action.senas)]
+    refused = [sena.value for sena, ok in zip(action.senas, verdicts, strict=True) if not ok]
+    assert rejected == [(sena, frozenset({seat})) for sena in refused], (str(action), cards, phase)
+    assert [sena.value for sena, _ in played.record.rejected_senas] == refused
+    if match.rules.senas_mode.value == "voluntary":
+        sent = [
+            (seen.data["sena"], seen.data["phase"])
+            for seen in events
+            if seen.kind is EventKind.SENA_DELIVERED and seen.data["seat"] == seat
+        ]
+        accepted = [(sena.value, phase) for sena, ok in zip(action.senas, verdicts, strict=True) if ok]
+        assert sent == accepted, (str(action), cards, phase)
+
+
+def check_delivery_audience(match: Match, played: Played) -> None:
+    """mus-rules §12.3 item 5: the sender's partner always receives a seña, both rivals or neither do; never at
+    probability 0, always at 1; with señas off nothing is ever delivered."""
+    rules = match.rules
+    for seen in played.record.events:
+        if seen.kind is not EventKind.SENA_DELIVERED:
+            continue
+        assert rules.senas_mode.value != "off", seen
+        sender = seen.data["seat"]
+        assert seen.to in (None, frozenset({sender, (sender + 2) % 4})), seen
+        if rules.sena_leak_probability == 0.0:
+            assert seen.to is not None, seen
+        if rules.sena_leak_probability == 1.0:
+            assert seen.to is None, seen
+        for seat in (sender, (sender + 2) % 4):
+            assert seen in seat_view(match, seat).hand_events
+
+
+@dataclasses.dataclass
+class AutomaticSenas:
+    """mus-rules §12.3 item 6: the referee sends each true hand-fact seña of each seat once per hand, at the first
+    window that allows it (the seat's own mus call, or the seña round of a lance with betting), in §12.1 order."""
+
+    hand: int = -1
+    sent: list[set[str]] = dataclasses.field(default_factory=list)
+
+    def __call__(self, match: Match, played: Played) -> None:
+        rules = match.rules
+        if rules.senas_mode is not SenasMode.AUTOMATIC:
+            return
+        events = played.record.events
+        if match.hand_number != self.hand:
+            self.hand, self.sent = match.hand_number, [set(), set(), set(), set()]
+        callers = [seen.data["seat"] for seen in events if seen.kind is EventKind.MUS_CALLED]
+        self.expect(rules, events, "mus", callers, played.before.hands)
+        if any(seen.kind is EventKind.HAND_ENDED for seen in events):
+            # Lances that start in a step that ends the hand have no betting, so no seña round.
+            assert all(seen.data["phase"] == "mus" for seen in events if seen.kind is EventKind.SENA_DELIVERED)
+            return
+        for started in events:
+            if started.kind is EventKind.LANCE_STARTED:
+                lance = started.data["lance"]
+                holders = [seat for seat in range(4) if holds(lance, match.hands[seat], rules)]
+                if len({seat % 2 for seat in holders}) == 2:
+                    order = [(match.mano + k) % 4 for k in range(4)]
+                    self.expect(rules, events, lance, order, tuple(match.hands))
+
+    def expect(
+        self, rules: Rules, events: Sequence[Any], phase: str, seats: list[int], hands: Sequence[tuple[Card, ...]]
+    ) -> None:
+        sent = [
+            (seen.data["seat"], seen.data["sena"])
+            for seen in events
+            if seen.kind is EventKind.SENA_DELIVERED and seen.data["phase"] == phase
+        ]
+        expected = []
+        for seat in seats:
+            for sena in automatic_senas(hands[seat], rules, phase):
+                if sena.value not in self.sent[seat]:
+                    expected.append((seat, sena.value))
+                    self.sent[seat].add(sena.value)
+        assert sent == expected, (phase, [" ".join(map(str, hand)) for hand in hands])
+
+
+@VIEWS
+@given(scenario=scenarios(SENA_RULES))
+def test_a_sena_is_delivered_when_true_in_its_window_and_otherwise_rejected_to_the_sender_alone(scenario):
+    patient(scenario).play([check_sena_verdicts], max_steps=800)
+
+
+@VIEWS
+@given(scenario=scenarios(SENA_RULES))
+def test_a_delivered_sena_reaches_the_senders_team_and_both_rivals_or_neither(scenario):
+    patient(scenario).play([check_delivery_audience], max_steps=800)
+
+
+@VIEWS
+@given(scenario=scenarios(rules_of({"senas_mode": "off"}, {"senas_mode": "off", "max_senas_per_window": 0})))
+def test_with_senas_off_nothing_is_ever_delivered(scenario):
+    match = patient(scenario).play([check_sena_verdicts, check_delivery_audience], max_steps=800)
+    assert not any(seen.kind is EventKind.SENA_DELIVERED for seen in match.events)
+    sent = sum(len(step.action.senas) for step in match.log if step.action is not None)
+    assert sum(seen.kind is EventKind.SENA_REJECTED for seen in match.events) == sent
+
+
+@VIEWS
+@given(
+    scenario=scenarios(
+        rules_of(
+            *(
+                {**options, "senas_mode": "automatic"}
+                for options in (
+                    {},
+                    {"sena_truth": "at_least", "sena_la_bonita": True},
+                    {"deck_mode": "4_reyes"},
+                    {"declarations": "bot_declares", "max_mus_rounds": 1},
+                    {"discard_submission": "sequential"},
+                )
+            )
+        )
+    )
+)
+def test_automatic_senas_are_true_sent_once_per_seat_and_hand_and_mus_call_senas_are_rejected(scenario):
+    patient(scenario).play([AutomaticSenas(), check_sena_verdicts, check_delivery_audience], max_steps=800)
+
+
+def check_acceptable_senas(match: Match, played: Played) -> None:
+    """`acceptable_senas` names exactly the señas a mus call or a seña round would deliver now (§12.3 items 3-4),
+    the same verdicts `check_sena_verdicts` holds `apply` to."""
+    rules = match.rules
+    for seat in match.awaited():
+        kind = match.decision_kind(seat)
+        acceptable = match.acceptable_senas(seat)
+        if kind not in (DecisionKind.MUS, DecisionKind.SENAS) or rules.senas_mode is not SenasMode.VOLUNTARY:
+            assert acceptable == (), (seat, kind, acceptable)
+            continue
+        window = "mus" if kind is DecisionKind.MUS else match.lance.value if match.lance else ""
+        hand = match.hands[seat]
+        assert set(acceptable) == {sena for sena in Sena if sena_accepted(sena, hand, rules, window, 0)}, (
+            seat,
+            window,
+            " ".join(map(str, hand)),
+            [sena.value for sena in acceptable],
+        )
+
+
+@VIEWS
+@example(scenario=Scenario(Rules.from_options({"max_senas_per_window": 0}), 1, "patient", 1, 0.0, None))
+@given(
+    scenario=scenarios(
+        rules_of(
+            {},
+            {"max_senas_per_window": 1},
+            {"max_senas_per_window": 0},
+            {"sena_truth": "at_least", "sena_la_bonita": True},
+            {"senas_mode": "automatic"},
+            {"senas_mode": "off"},
+        )
+    )
+)
+def test_acceptable_senas_are_exactly_those_a_mus_call_or_sena_round_would_deliver(scenario):
+    patient(scenario).play([check_acceptable_senas], max_steps=300)
+
+
+def leaks(match: Match) -> dict[tuple[int, int], bool]:
+    """Whether the i-th seña delivered in hand h leaked, by (h, i)."""
+    out: dict[tuple[int, int], bool] = {}
+    hand, index = -1, 0
+    for seen in match.events:
+        if seen.kind is EventKind.HAND_STARTED:
+            hand, index = seen.data["hand"], 0
+        elif seen.kind is EventKind.SENA_DELIVERED:
+            out[hand, index] = seen.public
+            index += 1
+    return out
+
+
+def without_leaks(match: Match) -> list[dict[str, Any]]:
+    """The event log with who saw each seña, and the leak probability itself, left out."""
+    out = []
+    for seen in match.events:
+        data = seen.to_json()
+        if seen.kind is EventKind.SENA_DELIVERED:
+            data.pop("to", None)
+        if seen.kind is EventKind.MATCH_STARTED:
+            data["rules"] = {**data["rules"], "sena_leak_probability": None}
+        out.append(data)
+    return out
+
+
+@VIEWS
+@given(scenario=scenarios(SENA_RULES, faults=False), probability=st.sampled_from((0.0, 0.2, 0.5, 1.0)))
+def test_the_leak_draws_are_reproducible_and_change_nothing_but_who_sees_a_sena(scenario, probability):
+    """mus-rules §4.1, §12.3 item 5: the same seed gives the same leaks; the leak probability never changes a
+    deal, a replacement card or anything else but the audience of a seña."""
+    scenario = patient(scenario)
+    first, again = scenario.play(max_steps=800), scenario.play(max_steps=800)
+    assert leaks(first) == leaks(again)
+    other_rules = scenario.rules.with_options({"sena_leak_probability": probability})
+    other = dataclasses.replace(scenario, rules=other_rules).play(max_steps=800)
+    assert without_leaks(other) == without_leaks(first)
+
+
+@VIEWS
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    decks=st.lists(st.permutations(FULL_DECK), min_size=2, max_size=2),
+    policy_seeds=st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=2),
+)
+def test_the_leak_draws_do_not_depend_on_the_deal(seed, decks, policy_seeds):
+    """mus-rules §4.1: the leak of the i-th seña delivered in a hand depends on the seed, the hand and i only."""
+    rules = Rules.from_options({"sena_leak_probability": 0.5})
+    matches = []
+    for deck, policy_seed in zip(decks, policy_seeds, strict=True):
+        scenario = Scenario(rules, seed, "patient", policy_seed, 0.0, Setup(decks={0: deck}))
+        matches.append(scenario.play(max_steps=800))
+    first, second = (leaks(match) for match in matches)
+    common = first.keys() & second.keys()
+    assert all(first[key] == second[key] for key in common)
+    event(f"common leak draws: {min(len(common), 20) // 5 * 5}+")
