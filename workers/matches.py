@@ -13,7 +13,7 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -303,3 +303,14 @@ async def _call(
                 continue
             what = "is unreachable" if code in _RETRIED else "refused it"
             raise RefereeFailure(f"{name}: the referee at {address} {what} ({code.name}: {error.details()})") from None
+
+
+def fault_records(match: Match, incidents: Iterable[Incident]) -> list[dict[str, Any]]:
+    """The rules' faults (from the engine's events), then the referee's incidents, as {seat, cause, detail}."""
+    faults: list[dict[str, Any]] = [
+        {"seat": event.data["seat"], "cause": event.data["cause"], "detail": ""}
+        for event in match.events
+        if event.kind.value == "fault"
+    ]
+    faults += [{"seat": incident.seat, "cause": incident.cause, "detail": incident.detail} for incident in incidents]
+    return faults

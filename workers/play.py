@@ -20,7 +20,6 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -28,15 +27,15 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from referee.engine.match import Match, MatchOutcome
+from referee.engine.match import MatchOutcome
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
-from referee.service.table import Incident, TableStatus
+from referee.service.table import TableStatus
 from workers.db import repo
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.launcher import BotProgram
-from workers.matches import PlayedMatch, RemoteBot, play_on_referee, play_programs
+from workers.matches import PlayedMatch, RemoteBot, fault_records, play_on_referee, play_programs
 
 log = logging.getLogger(__name__)
 
@@ -183,17 +182,6 @@ def _program(team: TeamSetup) -> BotProgram:
 def charged_faults(played: PlayedMatch) -> list[dict[str, Any]]:
     """Every fault of the match with its cause: the rules' (timeouts, illegal actions) and the referee's."""
     return fault_records(played.match, played.table.incidents)
-
-
-def fault_records(match: Match, incidents: Iterable[Incident]) -> list[dict[str, Any]]:
-    """The rules' faults (from the engine's events), then the referee's incidents, as {seat, cause, detail}."""
-    faults: list[dict[str, Any]] = [
-        {"seat": event.data["seat"], "cause": event.data["cause"], "detail": ""}
-        for event in match.events
-        if event.kind.value == "fault"
-    ]
-    faults += [{"seat": incident.seat, "cause": incident.cause, "detail": incident.detail} for incident in incidents]
-    return faults
 
 
 def _heartbeat(engine: Engine, match_id: int, worker: str, lease_s: float, stop: threading.Event) -> None:

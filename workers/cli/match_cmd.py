@@ -15,7 +15,7 @@ from referee.engine.transcript import render_transcript
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.launcher import LaunchError, resolve_program
-from workers.matches import PlayedMatch, play_programs
+from workers.matches import PlayedMatch, fault_records, play_programs
 
 app = typer.Typer(help="Single matches between bot programs.", no_args_is_help=True)
 
@@ -64,15 +64,7 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
     outcome = played.match.outcome
     assert outcome is not None
     table = played.table
-    faults = [
-        {"seat": event.data["seat"], "bot": names[event.data["seat"] % 2], "cause": event.data["cause"]}
-        for event in played.match.events
-        if event.kind.value == "fault"
-    ]
-    faults += [
-        {"seat": incident.seat, "bot": names[incident.seat % 2], "cause": incident.cause, "detail": incident.detail}
-        for incident in table.incidents
-    ]
+    faults = [{**fault, "bot": names[fault["seat"] % 2]} for fault in fault_records(played.match, table.incidents)]
     return {
         "seed": seed,
         "teams": {"0": names[0], "1": names[1]},
