@@ -331,7 +331,10 @@ class EventDecoder:
             to = frozenset({self.seat})
             data = {
                 "seat": self.seat,
-                "sena": sena_from_proto(rejected.sena).value,
+                # A seña outside the vocabulary comes back as the number that was sent: label it `#<number>`.
+                "sena": sena_from_proto(rejected.sena).value
+                if rejected.sena in _SENA_FROM_WIRE
+                else f"#{rejected.sena}",
                 "reason": rejected.detail,
                 "code": _by_name(_REJECTION_FROM_WIRE, rejected.reason, "seña rejection reason").value,
             }

@@ -82,11 +82,13 @@ class FaultCause(Enum):
 
 
 class StepKind(Enum):
-    """What one entry of the action log is: an action, a timeout, or an illegal action's fault."""
+    """What one entry of the action log is: an action, a timeout, an illegal action's fault, or señas outside
+    the vocabulary that a seat sent (rejected to it alone)."""
 
     ACTION = "action"
     TIMEOUT = "timeout"
     ILLEGAL = "illegal"
+    UNKNOWN_SENAS = "unknown_senas"
 
 
 def team_of(seat: int) -> int:
@@ -527,6 +529,32 @@ class Match:
             self._dispatch(seat, self.default_action(seat))
         return StepRecord(step, tuple(self.events[start:]))
 
+    def reject_unknown_senas(self, seat: int, labels: Sequence[str]) -> StepRecord:
+        """Señas outside the vocabulary (`labels` name them, e.g. `#99`) that an awaited seat sent with its
+        answer: each is rejected to the sender alone, not a fault, nobody else learns anything (§12.3 item 4).
+
+        The edge that reads bot messages calls this before applying the rest of the answer; the engine's own
+        `Sena` cannot hold such values.
+        """
+        if self.outcome is not None:
+            raise MatchOverError("the match is over")
+        if seat not in self.awaited():
+            raise IllegalActionError(f"seat {seat} is not asked to act now")
+        if not labels or any(not label or " " in label for label in labels):
+            raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
+        start = len(self.events)
+        step = Step(seat, StepKind.UNKNOWN_SENAS, reason=" ".join(labels))
+        self.log.append(step)
+        text = "not in the vocabulary (mus-rules §12.1)"
+        self._note_rejections(
+            seat,
+            [
+                (label, SenaRejection(SenaRejectionCode.NOT_IN_VOCABULARY, f"unknown seña {label}: {text}"))
+                for label in labels
+            ],
+        )
+        return StepRecord(step, tuple(self.events[start:]))
+
     def _fault(self, seat: int, cause: FaultCause) -> bool:
         """Count a fault; end the match by forfeit at the limit. Returns whether the match goes on."""
         team = team_of(seat)
@@ -929,14 +957,14 @@ class Match:
                 self._deliver(seat, sena, lance)
         return tuple((sena, str(reason)) for sena, reason in rejected)
 
-    def _note_rejections(self, seat: int, rejected: Sequence[tuple[Sena, SenaRejection]]) -> None:
+    def _note_rejections(self, seat: int, rejected: Sequence[tuple[Sena | str, SenaRejection]]) -> None:
         """Only the sender learns that a seña was rejected, and why (mus-rules §12.3 item 4)."""
         for sena, reason in rejected:
             self._emit(
                 EventKind.SENA_REJECTED,
                 frozenset({seat}),
                 seat=seat,
-                sena=sena.value,
+                sena=sena.value if isinstance(sena, Sena) else sena,
                 reason=reason.text,
                 code=reason.code.value,
             )

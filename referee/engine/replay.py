@@ -18,6 +18,8 @@ def apply_step(match: Match, step: Step) -> None:
         match.apply(step.seat, step.action)
     elif step.kind is StepKind.TIMEOUT:
         match.apply_timeout(step.seat)
+    elif step.kind is StepKind.UNKNOWN_SENAS:
+        match.reject_unknown_senas(step.seat, step.reason.split())
     else:
         match.record_illegal_action(step.seat, step.reason)
 

@@ -88,12 +88,9 @@ def action_from_proto(message: pb.Action) -> Action:
     kind = _KIND_FROM_PB.get(message.kind)
     if kind is None:
         raise MalformedError(f"action kind {message.kind} is not a Mus action")
-    senas: list[Sena] = []
-    for value in message.senas:
-        sena = _SENA_FROM_PB.get(value)
-        if sena is None:
-            raise MalformedError(f"seña {value} is not in the vocabulary")
-        senas.append(sena)
+    # A seña outside the vocabulary does not make the action malformed: it is rejected on its own
+    # (`unknown_senas`, mus-rules §12.3 item 4).
+    senas = [_SENA_FROM_PB[value] for value in message.senas if value in _SENA_FROM_PB]
     if kind in (ActionKind.ENVIDO, ActionKind.MAS):
         if message.amount < 1:
             raise MalformedError(f"{kind.value} needs an amount of at least 1")
@@ -108,6 +105,11 @@ def action_from_proto(message: pb.Action) -> Action:
     if kind in (ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS):
         return Action(kind, senas=tuple(senas))
     return Action(kind)
+
+
+def unknown_senas(message: pb.Action) -> list[str]:
+    """The señas of a bot's action that are not in the vocabulary, as labels (`#99`), in order."""
+    return [f"#{value}" for value in message.senas if value not in _SENA_FROM_PB]
 
 
 def action_to_proto(action: Action) -> pb.Action:
@@ -234,7 +236,9 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         opponent = recipient is not None and team_of(recipient) != team_of(data["seat"])
         sena.leaked = event.to is None and (recipient is None or opponent)
     elif kind is EventKind.SENA_REJECTED:
-        message.sena_rejected.sena = _SENA_TO_PB[Sena(data["sena"])]
+        name = data["sena"]
+        # An unknown seña is echoed back as the number the bot sent (its label is `#<number>`).
+        message.sena_rejected.sena = int(name[1:]) if name.startswith("#") else _SENA_TO_PB[Sena(name)]  # type: ignore[assignment]
         message.sena_rejected.reason = _SENA_REJECTION_TO_PB[data["code"]]
         message.sena_rejected.detail = data["reason"]
     elif kind is EventKind.BET:

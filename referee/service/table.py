@@ -439,6 +439,7 @@ class Table:
             return None
         try:
             action = convert.action_from_proto(message)
+            unknown = convert.unknown_senas(message) if action.kind.value in ("mus", "no_mus", "senas") else []
             if decision.kind is not DecisionKind.SENAS:
                 match.check(seat, action)
             elif action.kind.value != "senas":
@@ -450,6 +451,8 @@ class Table:
             state.bank = max(state.bank - (elapsed - self.rules.decision_timeout_s), 0.0)
         state.decision_seconds.append(elapsed)
         del self.decisions[seat]
+        if unknown:
+            match.reject_unknown_senas(seat, unknown)
         match.apply(seat, action)
         self._sync()
         return None

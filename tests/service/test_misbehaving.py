@@ -474,11 +474,6 @@ def test_a_forfeit_ends_the_match_with_fault_forfeit_game_vaca_and_match_ended()
         assert [result.winner_team for result in outcome.vacas] == [pb.TEAM_UNSPECIFIED]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: an unknown seña number cannot be represented in the engine's Sena, so the action is refused "
-    "as malformed (one illegal-action fault) instead of the seña alone being rejected (mus-rules §12.3 item 4)",
-)
 def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() -> None:
     """mus-rules §12.3: a seña outside the vocabulary is rejected, the sender alone is told, and it is no fault;
     types.proto names the reason SENA_REJECTION_REASON_UNKNOWN_SENA (SENA_UNSPECIFIED or an unknown value)."""
