@@ -52,3 +52,54 @@ def referee_command(
 
     result = referee.run(quick=quick, profile=profile)
     print_result("mus bench referee", result if json_output else referee.table_rows(result), json_output)
+
+
+@app.command("league")
+def league_command(
+    quick: Annotated[bool, typer.Option("--quick", help="A short run (a smoke test), not a measurement.")] = False,
+    broker: Annotated[
+        list[str] | None,
+        typer.Option("--broker", help="Only this broker: embedded or redis; repeatable (default: both)."),
+    ] = None,
+    repeats: Annotated[int | None, typer.Option(min=1, help="Rounds of every configuration (medians).")] = None,
+    matches_per_pairing: Annotated[
+        int | None, typer.Option(min=2, help="Matches per pairing of the six entrants (even).")
+    ] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="A rules option key=value; repeatable.")
+    ] = None,
+    redis: Annotated[
+        str | None, typer.Option(help="Redis for the distributed runs (default redis://127.0.0.1:6379/<random db>).")
+    ] = None,
+    bot: Annotated[
+        str, typer.Option(help="The entrants' program: instant (the benchmark) or random (the example SDK bot).")
+    ] = "instant",
+    think_ms: Annotated[
+        float | None, typer.Option(min=0, help="The instant bot waits this long before each answer (default 0).")
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Matches per second of a six-bot duplicate round robin of instant bots: 1 and 2 workers, embedded and Redis."""
+    from bench import league
+    from workers.cli.errors import fail
+    from workers.cli.rules_cmd import parse_options
+
+    unknown = sorted(set(broker or ()) - set(league.BROKERS))
+    if unknown:
+        fail(f"unknown broker {', '.join(unknown)}: use {' or '.join(league.BROKERS)}")
+    if bot not in league.BOTS:
+        fail(f"unknown bot {bot}: use {' or '.join(league.BOTS)}")
+    if matches_per_pairing is not None and matches_per_pairing % 2:
+        fail("--matches-per-pairing must be even (duplicate pairs)")
+    settings = league.with_overrides(
+        quick,
+        repeats=repeats,
+        matches_per_pairing=matches_per_pairing,
+        brokers=broker,
+        options=parse_options(option),
+        redis=redis,
+        bot=bot,
+        think_ms=think_ms,
+    )
+    result = league.run(settings, quick=quick)
+    print_result("mus bench league", result if json_output else league.table_rows(result), json_output)

@@ -1,0 +1,103 @@
+"""The instant bot of `mus bench league`: one seat over bare mus.v1, answered at once, with the least start-up.
+
+`python bench/league_bot.py` plays the seat named by `MUS_REFEREE` and `MUS_TOKEN`, like any hosted bot. It
+imports only grpc and the generated messages (no SDK, no rules engine), answers every DecisionRequest as soon as
+it arrives with a random legal action built from the request's structured legal actions (a legal kind
+uniformly, then its bounds), and once it has the outcome leaves with `os._exit`, skipping the interpreter's
+teardown of grpc (about 80 ms in which the worker would wait for it).
+
+Its choices are seeded from its seat and the cards of its first decision, which the match seed fixes: the same
+league plays exactly the same matches (same decisions, same results) in every configuration of the benchmark,
+whatever the broker, the number of workers or the order the matches are played in.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import sys
+import time
+from collections.abc import Iterator
+
+import grpc
+
+from mus.v1 import play_pb2, play_pb2_grpc
+from mus.v1 import types_pb2 as pb
+
+BOT_NAME = "instant"
+THINK_ENV = "MUS_BENCH_THINK_MS"
+"""Milliseconds to wait before each answer (default 0: instant); `mus bench league --think-ms` sets it."""
+
+
+def wire_action(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
+    """A random legal action of `request`: a legal kind uniformly, then an amount, cards or seña within bounds."""
+    legal = rng.choice(request.legal_actions)
+    action = pb.Action(kind=legal.kind)
+    if legal.kind in (pb.ACTION_KIND_ENVIDO, pb.ACTION_KIND_MAS):
+        high = legal.max_amount or legal.min_amount + 6
+        action.amount = rng.randint(legal.min_amount, min(high, legal.min_amount + 6))
+    elif legal.kind == pb.ACTION_KIND_DISCARD:
+        action.cards.extend(rng.sample(list(request.view.cards), rng.randint(legal.min_cards, legal.max_cards)))
+    elif legal.kind == pb.ACTION_KIND_DECLARE:
+        action.has_jugada = legal.has_jugada
+    return action
+
+
+def _requests(outbox: queue.SimpleQueue[play_pb2.PlayRequest | None]) -> Iterator[play_pb2.PlayRequest]:
+    while (message := outbox.get()) is not None:
+        yield message
+
+
+def play(address: str, token: str, think_s: float = 0.0) -> bool:
+    """Play one seat to the end; True when the outcome arrived."""
+    outbox: queue.SimpleQueue[play_pb2.PlayRequest | None] = queue.SimpleQueue()
+    join = play_pb2.Join(seat_token=token, bot_name=BOT_NAME, bot_version="1", protocol_version=1)
+    outbox.put(play_pb2.PlayRequest(join=join))
+    seat = -1
+    rng: random.Random | None = None
+    finished = False
+    with grpc.insecure_channel(address) as channel:
+        try:
+            for response in play_pb2_grpc.PlayServiceStub(channel).Play(_requests(outbox)):
+                kind = response.WhichOneof("message")
+                if kind == "decision_request":
+                    request = response.decision_request
+                    if rng is None:
+                        cards = " ".join(f"{card.rank}/{card.suit}" for card in request.view.cards)
+                        rng = random.Random(f"mus/bench/instant/{seat}/{cards}")
+                    if think_s:
+                        time.sleep(think_s)
+                    act = play_pb2.Act(decision_id=request.decision_id, action=wire_action(rng, request))
+                    outbox.put(play_pb2.PlayRequest(act=act))
+                elif kind == "joined":
+                    seat = response.joined.seat
+                elif kind == "outcome":
+                    finished = True
+        finally:
+            outbox.put(None)
+    return finished
+
+
+def main() -> int:
+    """Play the seat; the exit status: 0 when the outcome arrived."""
+    try:
+        think_s = float(os.environ.get(THINK_ENV) or 0) / 1000
+        finished = play(os.environ["MUS_REFEREE"], os.environ["MUS_TOKEN"], think_s)
+    except ValueError:
+        print(f"instant bot: {THINK_ENV} must be a number of milliseconds", file=sys.stderr)
+        return 1
+    except KeyError as missing:
+        print(f"instant bot: {missing.args[0]} is not set", file=sys.stderr)
+        return 1
+    except grpc.RpcError as error:
+        print(f"instant bot: {error.code().name}: {error.details()}", file=sys.stderr)
+        return 1
+    return 0 if finished else 1
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)  # no interpreter teardown: the worker waits for this process to exit before it goes on

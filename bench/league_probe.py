@@ -1,0 +1,142 @@
+"""Where a league match's time goes: `play_league_match`'s steps, played in this process and timed one by one.
+
+Each probed match is one of the benchmark league's matches, run as a worker runs it (`workers.play`): claim it
+and read its setup in the database, start a referee on loopback and the four seats' bot processes
+(`workers.launcher.launch_bot`), play, let the bots exit, write the result and the replay. The phases:
+
+- `claim_ms`: `repo.claim_match` and `repo.match_setup`, one transaction each (SQLite file in WAL mode);
+- `startup_ms`: from launching the first of the four bot processes to the table's start (all four joined): the
+  bots' interpreter and import start-up, which they pay in parallel;
+- `play_ms`: from the table's start to its outcome (the decisions, over gRPC);
+- `exit_ms`: from the outcome to the exit of the last bot process (`workers.matches` waits for it before
+  returning, so the worker does too);
+- `record_ms`: `repo.record_result` (result, games, vacas, replay and status in one transaction);
+- `bot_cpu_ms` and `worker_cpu_ms`: CPU time (user + system) of the four bot processes, and of this process
+  (the referee and the steps above) per match.
+
+These are medians over the probed matches. The broker's share is not here: it is the gap each worker leaves
+between two matches in the league runs (`gap_ms` of each configuration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from referee.engine.replay import match_record
+from referee.engine.rules import Rules
+from referee.service.server import start_server
+from referee.service.servicer import Referee
+from referee.service.table import TableStatus
+from workers.db import repo
+from workers.db.session import session_scope
+from workers.launcher import BotProgram, launch_bot
+from workers.matches import PlayedMatch
+from workers.play import charged_faults
+
+EXIT_WAIT_S = 10.0
+PROBE_WORKER = "bench-probe:0"
+
+
+@dataclass(frozen=True)
+class Phases:
+    claim_ms: float
+    startup_ms: float
+    play_ms: float
+    exit_ms: float
+    record_ms: float
+    bot_cpu_ms: float
+    worker_cpu_ms: float
+    decisions: int
+
+
+def _cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _play(program: BotProgram, rules: Rules, seed: int, log_dir: Path) -> tuple[PlayedMatch, float, float, float]:
+    """One match as `workers.matches.play_programs` plays it; returns it with its start-up, play and exit times."""
+    referee = Referee()
+    server, port = await start_server(referee, "127.0.0.1:0")
+    table = referee.create_table(rules, seed, [program.name] * 4, join_timeout_s=30.0)
+    processes: list[asyncio.subprocess.Process] = []
+    try:
+        launched = time.monotonic()
+        for seat in range(4):
+            log_path = log_dir / f"seat{seat}.log"
+            processes.append(await launch_bot(program, f"127.0.0.1:{port}", table.seats[seat].token, log_path=log_path))
+        await asyncio.wait_for(table.finished.wait(), 120)
+        ended = time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), EXIT_WAIT_S)
+        exited = time.monotonic()
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        await server.stop(grace=1.0)
+    if table.status is not TableStatus.FINISHED or table.started_at is None:
+        raise RuntimeError(f"a probed match ended {table.status.value}")
+    return PlayedMatch(table, ()), table.started_at - launched, ended - table.started_at, exited - ended
+
+
+def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Path) -> Phases:
+    """Play league match `match_id` with `program` in every seat, as `workers.play.play_league_match` does."""
+    cpu_self, cpu_children = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with session_scope(engine) as session:
+        if repo.claim_match(session, match_id, PROBE_WORKER, 600.0) is None:
+            raise RuntimeError(f"the probe could not claim match {match_id}")
+        setup = repo.match_setup(session, match_id)
+    claimed = time.perf_counter()
+    rules = Rules.from_options(setup.rules)
+    played, startup_s, play_s, exit_s = asyncio.run(_play(program, rules, setup.seed, log_dir))
+    outcome = played.match.outcome
+    assert outcome is not None
+    recording = time.perf_counter()
+    with session_scope(engine) as session:
+        repo.record_result(
+            session,
+            match_id,
+            PROBE_WORKER,
+            outcome,
+            match_record(played.match),
+            charged_faults(played),
+            [state.decision_seconds for state in played.table.seats],
+        )
+    recorded = time.perf_counter()
+    return Phases(
+        claim_ms=1000 * (claimed - start),
+        startup_ms=1000 * startup_s,
+        play_ms=1000 * play_s,
+        exit_ms=1000 * exit_s,
+        record_ms=1000 * (recorded - recording),
+        bot_cpu_ms=1000 * (_cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_children),
+        worker_cpu_ms=1000 * (_cpu_seconds(resource.RUSAGE_SELF) - cpu_self),
+        decisions=len(played.match.log),
+    )
+
+
+def summarize(phases: list[Phases]) -> dict[str, Any]:
+    """Medians of each phase over the probed matches, and the wall time of a match in the worker."""
+    if not phases:
+        return {}
+    fields = ("claim_ms", "startup_ms", "play_ms", "exit_ms", "record_ms", "bot_cpu_ms", "worker_cpu_ms")
+    summary: dict[str, Any] = {"matches": len(phases)}
+    for name in fields:
+        summary[name] = round(statistics.median(getattr(phase, name) for phase in phases), 1)
+    summary["decisions_per_match"] = statistics.median(phase.decisions for phase in phases)
+    summary["match_ms"] = round(
+        sum(summary[name] for name in ("claim_ms", "startup_ms", "play_ms", "exit_ms", "record_ms")), 1
+    )
+    return summary
