@@ -264,6 +264,10 @@ class _Assignment:
     result: list[MatchOutcome | BaseException] = field(default_factory=list)
 
 
+UNKNOWN_TOKEN_RETRY_S = 10.0
+"""How long a remote bot whose token the referee does not know yet waits before it asks again."""
+
+
 def run_remote_bot(
     bot_factory: Callable[[], Bot],
     address: str | None = None,
@@ -310,6 +314,15 @@ def run_remote_bot(
                 code = error.code()
                 if code is grpc.StatusCode.CANCELLED and stop is not None and stop.is_set():
                     break
+                if code is grpc.StatusCode.UNAUTHENTICATED:
+                    # The referee learns a remote bot's token when a league that needs it registers it, so a
+                    # bot started first is unknown for a while: keep asking, slowly, and say why.
+                    logger.warning(
+                        "the referee does not know this bot token (yet); asking again in %g s", UNKNOWN_TOKEN_RETRY_S
+                    )
+                    if _stopped_within(stop, UNKNOWN_TOKEN_RETRY_S):
+                        break
+                    continue
                 if code not in _TRANSIENT:
                     raise RefereeError(code.name, str(error.details()), what=f"the lobby at {target}") from None
                 logger.warning("lobby stream dropped (%s); connecting again in %.1f s", code.name, pause)
@@ -325,6 +338,14 @@ def run_remote_bot(
             assignment.thread.join()
             results.extend(assignment.result)
     return results
+
+
+def _stopped_within(stop: threading.Event | None, seconds: float) -> bool:
+    """Wait `seconds`, or less if `stop` is set meanwhile; whether it was."""
+    if stop is None:
+        time.sleep(seconds)
+        return False
+    return stop.wait(seconds)
 
 
 def _cancel_on(stop: threading.Event | None, call: grpc.RpcContext) -> threading.Event | None:

@@ -86,6 +86,10 @@ class Lobby:
                 return name
         return None
 
+    def connected(self, bot_name: str) -> int:
+        """How many lobby sessions of this bot are open."""
+        return len(self._sessions.get(bot_name, []))
+
     def connect(self, session: LobbySession) -> None:
         self._sessions.setdefault(session.bot_name, []).append(session)
         self._dispatch(session.bot_name)
