@@ -210,14 +210,19 @@ async def play_on_referee(
         table_id = created.table_id
         logs = tuple(None if remote[seat] else log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
         processes: list[asyncio.subprocess.Process] = []
+        watchers: list[asyncio.Task[None]] = []
         ended = False
         try:
             for seat in range(4):
                 side, log_path = teams[seat % 2], logs[seat]
                 if isinstance(side, BotProgram):
-                    processes.append(await launch_bot(side, address, created.seat_tokens[seat], log_path=log_path))
+                    process = await launch_bot(side, address, created.seat_tokens[seat], log_path=log_path)
+                    processes.append(process)
+                    watchers.append(asyncio.create_task(_report_crash(admin, auth, table_id, seat, process)))
             status = await _wait_for_end(admin, table_id, auth, address)
             ended = True
+            for watcher in watchers:
+                watcher.cancel()
             await _reap(processes)
             if status.status != admin_pb2.TABLE_STATUS_FINISHED:
                 raise RefereeFailure(f"table {table_id} on the referee at {address} was cancelled")
@@ -225,6 +230,8 @@ async def play_on_referee(
                 admin.GetTableReplay, admin_pb2.GetTableReplayRequest(table_id=table_id), auth, address
             )
         finally:
+            for watcher in watchers:
+                watcher.cancel()
             for process in processes:
                 if process.returncode is None:
                     process.kill()
@@ -237,6 +244,29 @@ async def play_on_referee(
                         timeout=RPC_TIMEOUT_S,
                     )
     return _referee_match(replay, logs)
+
+
+async def _report_crash(
+    admin: admin_pb2_grpc.TableAdminServiceAsyncStub,
+    auth: Sequence[tuple[str, str]],
+    table_id: str,
+    seat: int,
+    process: asyncio.subprocess.Process,
+) -> None:
+    """A hosted bot that exits before its table ends has crashed: tell the referee, as the embedded one is told.
+
+    Cancelled once the table has ended; a report that cannot be delivered leaves the referee to charge a
+    disconnect after its grace period instead.
+    """
+    code = await process.wait()
+    with contextlib.suppress(grpc.RpcError):
+        await admin.ReportCrash(
+            admin_pb2.ReportCrashRequest(
+                table_id=table_id, seat=seat, detail=f"the bot process exited with code {code}"
+            ),
+            metadata=auth,
+            timeout=RPC_TIMEOUT_S,
+        )
 
 
 def _referee_match(replay: admin_pb2.GetTableReplayResponse, logs: tuple[Path | None, ...]) -> RefereeMatch:

@@ -359,6 +359,18 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
         return table_status_message(table)
 
+    async def ReportCrash(
+        self, request: admin_pb2.ReportCrashRequest, context: Context
+    ) -> admin_pb2.ReportCrashResponse:
+        await self._authorize(context)
+        table = self.referee.tables.get(request.table_id)
+        if table is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        if request.seat > 3:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"there is no seat {request.seat}: seats are 0..3")
+        table.report_crash(request.seat, request.detail or "the bot process exited")
+        return admin_pb2.ReportCrashResponse()
+
     async def RegisterRemoteBot(
         self, request: admin_pb2.RegisterRemoteBotRequest, context: Context
     ) -> admin_pb2.RegisterRemoteBotResponse:

@@ -219,3 +219,43 @@ def test_a_table_replay_is_served_only_once_the_table_has_finished(referee: Stan
             stub.GetTableReplay(admin_pb2.GetTableReplayRequest(table_id=created.table_id), timeout=10)
         assert anonymous.value.code() == grpc.StatusCode.UNAUTHENTICATED
         stub.CancelTable(admin_pb2.CancelTableRequest(table_id=created.table_id), metadata=auth, timeout=10)
+
+
+def test_a_hosted_bot_that_crashes_on_the_standalone_referee_is_charged_a_crash(
+    worker_env: Deployment, referee: StandaloneReferee, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    crasher = tmp_path / "crash.py"
+    crasher.write_text("import sys\nsys.exit(3)\n")
+    plan = schedule_round_robin([REMOTE, "crasher"], 2, 5)
+    with session_scope(worker_env.engine) as session:
+        token = repo.add_remote_bot(session, REMOTE, language="python")
+        repo.add_bot(session, "crasher", command=[sys.executable, str(crasher)], folder=None, language="python")
+        league = repo.create_league(
+            session,
+            "remote-crash",
+            bot_names=[REMOTE, "crasher"],
+            matches=[
+                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
+            ],
+            options={},
+            matches_per_pairing=2,
+            seed=5,
+            absent_limit_s=30,
+        )
+        assert league.id is not None
+        match_id = repo.list_matches(session, league.id)[0].id
+    assert match_id is not None
+    bot = start_remote_bot(referee, token, tmp_path / "remote-bot.log")
+    monkeypatch.setenv("MUS_REFEREE_ADDRESS", referee.address)
+    monkeypatch.setenv("MUS_ADMIN_TOKEN", ADMIN_TOKEN)
+    try:
+        assert play.play_league_match(match_id) == "finished"
+    finally:
+        _stop(bot)
+    with session_scope(worker_env.engine) as session:
+        [result] = repo.league_results(session, league.id)
+        crasher_team = 0 if result.team0_bot == "crasher" else 1
+        assert result.termination == "forfeit" and result.winner_team == 1 - crasher_team
+        crashed = sorted(fault["seat"] for fault in result.faults if fault["cause"] == "crash")
+        assert crashed == [crasher_team, crasher_team + 2], result.faults
+        assert not [fault for fault in result.faults if fault["cause"] in ("disconnect", "absent")], result.faults

@@ -601,3 +601,50 @@ class GetTableReplayResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetTableReplayResponse: _TypeAlias = GetTableReplayResponse  # noqa: Y015
+
+@_typing.final
+class ReportCrashRequest(_message.Message):
+    """A seat's bot process exited before its match ended."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    """The table."""
+    seat: _builtins.int
+    """The seat whose process exited (0..3)."""
+    detail: _builtins.str
+    """What the launcher saw, e.g. "the bot process exited with code 1"."""
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+        seat: _builtins.int = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "seat", b"seat", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportCrashRequest: _TypeAlias = ReportCrashRequest  # noqa: Y015
+
+@_typing.final
+class ReportCrashResponse(_message.Message):
+    """The crash is recorded (or the table had already ended)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportCrashResponse: _TypeAlias = ReportCrashResponse  # noqa: Y015

@@ -63,6 +63,11 @@ class TableAdminServiceStub:
                 request_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
                 response_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
                 _registered_method=True)
+        self.ReportCrash = channel.unary_unary(
+                '/mus.v1.TableAdminService/ReportCrash',
+                request_serializer=mus_dot_v1_dot_admin__pb2.ReportCrashRequest.SerializeToString,
+                response_deserializer=mus_dot_v1_dot_admin__pb2.ReportCrashResponse.FromString,
+                _registered_method=True)
         self.GetTableReplay = channel.unary_unary(
                 '/mus.v1.TableAdminService/GetTableReplay',
                 request_serializer=mus_dot_v1_dot_admin__pb2.GetTableReplayRequest.SerializeToString,
@@ -114,6 +119,15 @@ class TableAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportCrash(self, request, context):
+        """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
+        incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+        ended or a seat already dropped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetTableReplay(self, request, context):
         """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
         decision times, everything a league needs to store the match as if it had played it itself.
@@ -146,6 +160,11 @@ def add_TableAdminServiceServicer_to_server(servicer, server):
                     servicer.RegisterRemoteBot,
                     request_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.FromString,
                     response_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.SerializeToString,
+            ),
+            'ReportCrash': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportCrash,
+                    request_deserializer=mus_dot_v1_dot_admin__pb2.ReportCrashRequest.FromString,
+                    response_serializer=mus_dot_v1_dot_admin__pb2.ReportCrashResponse.SerializeToString,
             ),
             'GetTableReplay': grpc.unary_unary_rpc_method_handler(
                     servicer.GetTableReplay,
@@ -270,6 +289,33 @@ class TableAdminService:
             '/mus.v1.TableAdminService/RegisterRemoteBot',
             mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
             mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportCrash(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mus.v1.TableAdminService/ReportCrash',
+            mus_dot_v1_dot_admin__pb2.ReportCrashRequest.SerializeToString,
+            mus_dot_v1_dot_admin__pb2.ReportCrashResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -57,6 +57,11 @@ class TableAdminServiceStub:
     is given here; the token itself never reaches the referee's storage. Registering a name again replaces
     its token hash.
     """
+    ReportCrash: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ReportCrashRequest, _admin_pb2.ReportCrashResponse]
+    """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
+    incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+    ended or a seat already dropped.
+    """
     GetTableReplay: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]
     """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
     decision times, everything a league needs to store the match as if it had played it itself.
@@ -92,6 +97,11 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
     is given here; the token itself never reaches the referee's storage. Registering a name again replaces
     its token hash.
+    """
+    ReportCrash: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReportCrashRequest, _admin_pb2.ReportCrashResponse]  # type: ignore[assignment]
+    """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
+    incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+    ended or a seat already dropped.
     """
     GetTableReplay: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]  # type: ignore[assignment]
     """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
@@ -149,6 +159,17 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
         """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
         is given here; the token itself never reaches the referee's storage. Registering a name again replaces
         its token hash.
+        """
+
+    @_abc_1.abstractmethod
+    def ReportCrash(
+        self,
+        request: _admin_pb2.ReportCrashRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ReportCrashResponse, _abc.Awaitable[_admin_pb2.ReportCrashResponse]]:
+        """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
+        incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+        ended or a seat already dropped.
         """
 
     @_abc_1.abstractmethod
