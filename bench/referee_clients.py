@@ -92,7 +92,8 @@ async def _play_seat(
 ) -> pb.Outcome | None:
     """Join with `token` and answer every decision at once with a random legal action; returns the outcome."""
     call = play_pb2_grpc.PlayServiceStub(channel).Play()
-    join = play_pb2.Join(seat_token=token, bot_name="instant", bot_version="1", protocol_version=1)
+    # Batched like the SDK's bots: a step's events and decision arrive as one Update message.
+    join = play_pb2.Join(seat_token=token, bot_name="instant", bot_version="1", protocol_version=1, batch_events=True)
     outcome: pb.Outcome | None = None
     try:
         await call.write(play_pb2.PlayRequest(join=join))
@@ -103,11 +104,15 @@ async def _play_seat(
             received_at = clock()
             probe.messages += 1
             kind = response.WhichOneof("message")
+            request: play_pb2.DecisionRequest | None = None
             if kind == "decision_request":
                 request = response.decision_request
+            elif kind == "update" and response.update.HasField("decision_request"):
+                request = response.update.decision_request
+            if request is not None:
                 probe.arrived(request.decision_id, received_at)
                 if tally.request_bytes is not None:
-                    tally.request_bytes.append(response.ByteSize())
+                    tally.request_bytes.append(request.ByteSize())
                 act = play_pb2.Act(decision_id=request.decision_id, action=random_wire_action(rng, request))
                 message = play_pb2.PlayRequest(act=act)
                 sent_at = clock()

@@ -170,7 +170,7 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
         table, seat = found
         outbox: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
         try:
-            table.attach(seat, outbox, join.next_seq)
+            table.attach(seat, outbox, join.next_seq, batch=join.batch_events)
         except TableError as error:
             await context.abort(_STATUS[error.code], str(error))
         closing: list[tuple[grpc.StatusCode, str]] = []

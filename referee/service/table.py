@@ -73,6 +73,10 @@ class _Seat:
     asked: set[int] = field(default_factory=set)
     """Every decision id issued to this seat: an Act with any other id is NOT_ASKED."""
     decision_seconds: list[float] = field(default_factory=list)
+    batch: bool = False
+    """The seat asked for Update messages (Join.batch_events): a step's events and decision in one message."""
+    pending_events: list[pb.Event] = field(default_factory=list)
+    pending_decision: play_pb2.DecisionRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +133,14 @@ class Table:
 
     # ------------------------------------------------------------------ seats and streams
 
-    def attach(self, seat: int, outbox: asyncio.Queue[play_pb2.PlayResponse | None], next_seq: int = 0) -> None:
+    def attach(
+        self,
+        seat: int,
+        outbox: asyncio.Queue[play_pb2.PlayResponse | None],
+        next_seq: int = 0,
+        *,
+        batch: bool = False,
+    ) -> None:
         """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision."""
         state = self.seats[seat]
         if self.status is TableStatus.CANCELLED:
@@ -143,6 +154,8 @@ class Table:
         resumed = state.joined
         state.outbox = outbox
         state.joined = True
+        state.batch = batch
+        state.pending_events, state.pending_decision = [], None
         if state.grace is not None:
             state.grace.cancel()
             state.grace = None
@@ -158,12 +171,30 @@ class Table:
             )
         )
         for event in self.seat_events[seat][next_seq:]:
-            outbox.put_nowait(play_pb2.PlayResponse(event=event))
-        if self._maybe_start():
+            self._send_event(state, event)
+        if not self._maybe_start():
+            decision = self.decisions.get(seat)
+            if decision is not None:
+                self._send_decision(seat, decision)
+        self._flush()
+
+    def _send_event(self, state: _Seat, event: pb.Event) -> None:
+        if state.outbox is None:
             return
-        decision = self.decisions.get(seat)
-        if decision is not None:
-            self._send_decision(seat, decision)
+        if state.batch:
+            state.pending_events.append(event)
+        else:
+            state.outbox.put_nowait(play_pb2.PlayResponse(event=event))
+
+    def _flush(self) -> None:
+        """Send each batching seat what this step gave it, as one Update message."""
+        for state in self.seats:
+            if not state.batch or (not state.pending_events and state.pending_decision is None):
+                continue
+            if state.outbox is not None:
+                update = play_pb2.Update(events=state.pending_events, decision_request=state.pending_decision)
+                state.outbox.put_nowait(play_pb2.PlayResponse(update=update))
+            state.pending_events, state.pending_decision = [], None
 
     def detach(self, seat: int, outbox: asyncio.Queue[play_pb2.PlayResponse | None]) -> None:
         """A seat's stream ended. A running match gives it the grace period to rejoin."""
@@ -262,9 +293,7 @@ class Table:
                 if payload == "hand_started":
                     self._hand_start[seat] = len(events)
                 events.append(message)
-                outbox = self.seats[seat].outbox
-                if outbox is not None:
-                    outbox.put_nowait(play_pb2.PlayResponse(event=message))
+                self._send_event(self.seats[seat], message)
             if event.to is None:
                 public = pb.Event()
                 public.CopyFrom(base)
@@ -299,6 +328,7 @@ class Table:
                     self._open_decision(seat)
             break
         self._arm_timer()
+        self._flush()
 
     def _open_decision(self, seat: int) -> None:
         match = self.match
@@ -348,7 +378,10 @@ class Table:
             decision_time_left_ms=int(left * 1000),
             bank_time_left_ms=int(bank * 1000),
         )
-        outbox.put_nowait(play_pb2.PlayResponse(decision_request=request))
+        if self.seats[seat].batch:
+            self.seats[seat].pending_decision = request
+        else:
+            outbox.put_nowait(play_pb2.PlayResponse(decision_request=request))
 
     def _arm_timer(self) -> None:
         if self._timer is not None:
@@ -498,6 +531,7 @@ class Table:
             self._timer.cancel()
             self._timer = None
         self.decisions.clear()
+        self._flush()  # the last events go before the outcome
         self.status = TableStatus.FINISHED
         self.outcome = convert.outcome_to_proto(match.outcome, self.all_faults())
         for state in self.seats:

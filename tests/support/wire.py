@@ -40,6 +40,8 @@ class WireLog:
     messages: list[play_pb2.PlayResponse] = field(default_factory=list)
     status: grpc.StatusCode | None = None
     details: str = ""
+    updates: int = 0
+    """How many Update messages arrived (batching seats)."""
 
     @property
     def outcome(self) -> pb.Outcome | None:
@@ -52,12 +54,20 @@ class WireLog:
         return [message for message in self.messages if message.WhichOneof("message") == kind]
 
 
-async def play_seat(address: str, token: str, seed: int, *, next_seq: int = 0, log: WireLog | None = None) -> WireLog:
-    """Join with `token` and answer every decision with a random legal action until the stream ends."""
+async def play_seat(
+    address: str, token: str, seed: int, *, next_seq: int = 0, log: WireLog | None = None, batch: bool = False
+) -> WireLog:
+    """Join with `token` and answer every decision with a random legal action until the stream ends.
+
+    With `batch`, the seat asks for Update messages; the log records their events and requests one by one,
+    as the unbatched stream would have sent them, and counts the messages in `log.updates`.
+    """
     rng = random.Random(seed)
     log = log if log is not None else WireLog()
     outgoing: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
-    join = play_pb2.Join(seat_token=token, bot_name="wire", bot_version="1", protocol_version=1, next_seq=next_seq)
+    join = play_pb2.Join(
+        seat_token=token, bot_name="wire", bot_version="1", protocol_version=1, next_seq=next_seq, batch_events=batch
+    )
     outgoing.put_nowait(play_pb2.PlayRequest(join=join))
 
     async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
@@ -68,11 +78,19 @@ async def play_seat(address: str, token: str, seed: int, *, next_seq: int = 0, l
         call = play_pb2_grpc.PlayServiceStub(channel).Play(requests())
         try:
             async for response in call:
-                log.messages.append(response)
-                if response.WhichOneof("message") == "decision_request":
-                    request = response.decision_request
-                    act = play_pb2.Act(decision_id=request.decision_id, action=random_wire_action(rng, request))
-                    outgoing.put_nowait(play_pb2.PlayRequest(act=act))
+                if response.WhichOneof("message") == "update":
+                    log.updates += 1
+                    unpacked = [play_pb2.PlayResponse(event=event) for event in response.update.events]
+                    if response.update.HasField("decision_request"):
+                        unpacked.append(play_pb2.PlayResponse(decision_request=response.update.decision_request))
+                else:
+                    unpacked = [response]
+                for message in unpacked:
+                    log.messages.append(message)
+                    if message.WhichOneof("message") == "decision_request":
+                        request = message.decision_request
+                        act = play_pb2.Act(decision_id=request.decision_id, action=random_wire_action(rng, request))
+                        outgoing.put_nowait(play_pb2.PlayRequest(act=act))
         except grpc.aio.AioRpcError as error:
             log.status, log.details = error.code(), error.details() or ""
         finally:

@@ -98,6 +98,7 @@ class PlayResponse(_message.Message):
     ACTION_REJECTED_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     PONG_FIELD_NUMBER: _builtins.int
+    UPDATE_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def joined(self) -> Global___Joined:
         """The answer to Join."""
@@ -122,6 +123,10 @@ class PlayResponse(_message.Message):
     def pong(self) -> Global___Pong:
         """The answer to Ping."""
 
+    @_builtins.property
+    def update(self) -> Global___Update:
+        """With Join.batch_events: the events of one step and, when this seat must decide, its request."""
+
     def __init__(
         self,
         *,
@@ -131,16 +136,49 @@ class PlayResponse(_message.Message):
         action_rejected: Global___ActionRejected | None = ...,
         outcome: _types_pb2.Outcome | None = ...,
         pong: Global___Pong | None = ...,
+        update: Global___Update | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["action_rejected", b"action_rejected", "decision_request", b"decision_request", "event", b"event", "joined", b"joined", "message", b"message", "outcome", b"outcome", "pong", b"pong"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action_rejected", b"action_rejected", "decision_request", b"decision_request", "event", b"event", "joined", b"joined", "message", b"message", "outcome", b"outcome", "pong", b"pong", "update", b"update"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_rejected", b"action_rejected", "decision_request", b"decision_request", "event", b"event", "joined", b"joined", "message", b"message", "outcome", b"outcome", "pong", b"pong"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_rejected", b"action_rejected", "decision_request", b"decision_request", "event", b"event", "joined", b"joined", "message", b"message", "outcome", b"outcome", "pong", b"pong", "update", b"update"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["joined", "decision_request", "event", "action_rejected", "outcome", "pong"]  # noqa: Y015
+    _WhichOneofReturnType_message: _TypeAlias = _typing.Literal["joined", "decision_request", "event", "action_rejected", "outcome", "pong", "update"]  # noqa: Y015
     _WhichOneofArgType_message: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_message) -> _WhichOneofReturnType_message | None: ...
 
 Global___PlayResponse: _TypeAlias = PlayResponse  # noqa: Y015
+
+@_typing.final
+class Update(_message.Message):
+    """Everything one step of the match sends one seat, in one message (Join.batch_events): fewer messages make
+    a faster round trip. The events come in order, with their usual per-seat seq, before the request.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    DECISION_REQUEST_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Event]:
+        """The new events this seat may see, in order."""
+
+    @_builtins.property
+    def decision_request(self) -> Global___DecisionRequest:
+        """The seat's new decision, when the step opened one."""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[_types_pb2.Event] | None = ...,
+        decision_request: Global___DecisionRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decision_request", b"decision_request"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decision_request", b"decision_request", "events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Update: _TypeAlias = Update  # noqa: Y015
 
 @_typing.final
 class Join(_message.Message):
@@ -153,6 +191,7 @@ class Join(_message.Message):
     BOT_VERSION_FIELD_NUMBER: _builtins.int
     PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
     NEXT_SEQ_FIELD_NUMBER: _builtins.int
+    BATCH_EVENTS_FIELD_NUMBER: _builtins.int
     seat_token: _builtins.str
     """The secret seat token issued by TableAdminService.CreateTable (or by a lobby MatchAssignment). It names
     both the table and the seat.
@@ -168,6 +207,10 @@ class Join(_message.Message):
     processed); the referee re-sends this seat's events from there, so the numbering stays without gaps.
     0 on a first join (and on a rejoin that wants every event of the match again).
     """
+    batch_events: _builtins.bool
+    """When true, the referee sends Update messages (a step's events and decision together) instead of one
+    Event message per event and a separate DecisionRequest. Same content, fewer messages.
+    """
     def __init__(
         self,
         *,
@@ -176,10 +219,11 @@ class Join(_message.Message):
         bot_version: _builtins.str = ...,
         protocol_version: _builtins.int = ...,
         next_seq: _builtins.int = ...,
+        batch_events: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_name", b"bot_name", "bot_version", b"bot_version", "next_seq", b"next_seq", "protocol_version", b"protocol_version", "seat_token", b"seat_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_events", b"batch_events", "bot_name", b"bot_name", "bot_version", b"bot_version", "next_seq", b"next_seq", "protocol_version", b"protocol_version", "seat_token", b"seat_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
