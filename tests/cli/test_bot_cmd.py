@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner, Result
 
+from tests.cli.helpers import error_of, row_counts
 from workers.cli import bot_cmd, league_cmd
 from workers.cli.bot_cmd import guess_language
-from workers.db.models import metadata
 from workers.db.session import ensure_schema, make_engine
 
 runner = CliRunner()
@@ -45,28 +45,6 @@ def ok(*args: str) -> Result:
     result = runner.invoke(bot_cmd.app, list(args))
     assert result.exit_code == 0, result.output
     return result
-
-
-def error_of(result: Result) -> str:
-    """The one-line error of a refused command (exit code 1, not a crash)."""
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
-
-
-def row_counts(url: str) -> dict[str, int]:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return {
-                table.name: int(connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
-                for table in metadata.sorted_tables
-            }
-    finally:
-        engine.dispose()
 
 
 def test_add_registers_the_command_and_the_folder_of_its_file_as_version_1(database: str, tmp_path: Path) -> None:

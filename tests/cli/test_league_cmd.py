@@ -10,7 +10,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from sqlmodel import Session
 from typer.testing import CliRunner, Result
 
@@ -18,9 +17,9 @@ from referee.engine.match import first_dealer_of
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
+from tests.cli.helpers import error_of, row_counts
 from workers.cli import league_cmd
 from workers.db import repo
-from workers.db.models import metadata
 from workers.db.session import ensure_schema, make_engine, session_scope
 
 runner = CliRunner()
@@ -51,28 +50,6 @@ def ok(*args: str) -> Result:
     result = runner.invoke(league_cmd.app, list(args))
     assert result.exit_code == 0, result.output
     return result
-
-
-def error_of(result: Result) -> str:
-    """The one-line error of a refused command (exit code 1, not a crash)."""
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
-
-
-def row_counts(url: str) -> dict[str, int]:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return {
-                table.name: int(connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
-                for table in metadata.sorted_tables
-            }
-    finally:
-        engine.dispose()
 
 
 def play(url: str, league: str, count: int, *, faults_on_seat: int | None = None) -> list[int]:

@@ -15,6 +15,7 @@ from typer.testing import CliRunner, Result
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
+from tests.cli.helpers import error_of
 from workers.cli import replay_cmd
 from workers.cli.replay_cmd import hand_events
 from workers.db import repo
@@ -89,16 +90,6 @@ def ok(*args: str) -> Result:
     result = runner.invoke(replay_cmd.app, list(args))
     assert result.exit_code == 0, result.output
     return result
-
-
-def error_of(result: Result) -> str:
-    """The one-line error of a refused command (exit code 1, not a crash)."""
-    assert result.exit_code == 1, result.output
-    assert isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def dealt_seats(text: str) -> set[int]:
