@@ -39,8 +39,7 @@ from referee.service.table import TableStatus
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import BotProgram, launch_bot
-from workers.matches import PlayedMatch
-from workers.play import charged_faults
+from workers.matches import PlayedMatch, fault_records
 
 EXIT_WAIT_S = 10.0
 PROBE_WORKER = "bench-probe:0"
@@ -111,7 +110,7 @@ def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Pat
             PROBE_WORKER,
             outcome,
             match_record(played.match),
-            charged_faults(played),
+            fault_records(played.match, played.table.incidents),
             [state.decision_seconds for state in played.table.seats],
         )
     recorded = time.perf_counter()

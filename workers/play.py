@@ -35,7 +35,7 @@ from workers.db import repo
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.launcher import BotProgram
-from workers.matches import PlayedMatch, RemoteBot, fault_records, play_on_referee, play_programs
+from workers.matches import RemoteBot, fault_records, play_on_referee, play_programs
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
     return _Played(
         outcome,
         match_record(played.match),
-        charged_faults(played),
+        fault_records(played.match, played.table.incidents),
         [state.decision_seconds for state in played.table.seats],
     )
 
@@ -177,11 +177,6 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
 
 def _program(team: TeamSetup) -> BotProgram:
     return BotProgram(team.bot_name, team.command, Path(team.folder) if team.folder else None)
-
-
-def charged_faults(played: PlayedMatch) -> list[dict[str, Any]]:
-    """Every fault of the match with its cause: the rules' (timeouts, illegal actions) and the referee's."""
-    return fault_records(played.match, played.table.incidents)
 
 
 def _heartbeat(engine: Engine, match_id: int, worker: str, lease_s: float, stop: threading.Event) -> None:

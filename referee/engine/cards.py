@@ -102,14 +102,6 @@ def point_value(card: Card, deck_mode: DeckMode) -> int:
     return 10 if rank >= 10 else rank
 
 
-RANK_LETTER = {12: "R", 11: "C", 10: "S", 1: "A"}
-
-
-def rank_label(rank: int) -> str:
-    """Readable label of an effective rank: R, C, S, 7..2, A."""
-    return RANK_LETTER.get(rank, str(rank))
-
-
 def shuffled_deck(rng: random.Random) -> list[Card]:
     """A new deck shuffled with the injected generator (mus-rules §4.1)."""
     deck = list(FULL_DECK)

@@ -305,7 +305,6 @@ class Match:
         self._rng = random.Random(0)
         self._senas_delivered = 0
         self._hands_shown = False
-        self._sena_cache: dict[tuple[tuple[Card, ...], Lance | None], tuple[Sena, ...]] = {}
         self._auto_sent: list[set[Sena]] = [set(), set(), set(), set()]
         self._mus_turn = 0
         self._discards_done = 0
@@ -920,13 +919,8 @@ class Match:
     # ------------------------------------------------------------------ señas
 
     def _acceptable_senas(self, seat: int, lance: Lance | None) -> tuple[Sena, ...]:
-        key = (self.hands[seat], lance)
-        cached = self._sena_cache.get(key)
-        if cached is None:
-            facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-            cached = tuple(sena for sena in Sena if sena_rejection(sena, facts, self.rules, lance) is None)
-            self._sena_cache[key] = cached
-        return cached
+        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
+        return tuple(sena for sena in Sena if sena_rejection(sena, facts, self.rules, lance) is None)
 
     def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
         """For each seña of a list, why it is rejected, or None when it is delivered (mus-rules §12.3)."""
@@ -1227,13 +1221,6 @@ class Match:
         if seat is None:
             return [event for event in self.events if event.to is None]
         return [event for event in self.events if event.to is None or seat in event.to]
-
-    def hand_start_index(self) -> int:
-        """Index in `events` of the current hand's `hand_started` event."""
-        for index in range(len(self.events) - 1, -1, -1):
-            if self.events[index].kind is EventKind.HAND_STARTED:
-                return index
-        return 0
 
 
 _AGGRESSION = {ActionKind.NO_QUIERO: 0, ActionKind.QUIERO: 1, ActionKind.MAS: 2, ActionKind.ORDAGO: 3}

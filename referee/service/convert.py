@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from mus.v1 import types_pb2 as pb
 from referee.engine.actions import Action, ActionKind
@@ -16,7 +15,7 @@ from referee.engine.cards import Card, Suit, parse_cards
 from referee.engine.errors import MalformedError
 from referee.engine.events import Event, EventKind
 from referee.engine.match import DecisionKind, GameResult, Match, MatchOutcome, VacaResult, team_of
-from referee.engine.rules import Rules, parse_option_assignment
+from referee.engine.rules import Rules, rules_from_assignments
 from referee.engine.senas import Sena, SenaRejectionCode
 
 _SUIT_TO_PB = {
@@ -171,11 +170,7 @@ def rules_to_map(rules: Rules) -> dict[str, str]:
 
 def rules_from_map(options: Mapping[str, str]) -> Rules:
     """Rules from wire text; raises `RulesError` naming a bad option."""
-    parsed: dict[str, Any] = {}
-    for key, text in options.items():
-        name, value = parse_option_assignment(f"{key}={text}")
-        parsed[name] = value
-    return Rules.from_options(parsed)
+    return rules_from_assignments([f"{key}={text}" for key, text in options.items()])
 
 
 def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
