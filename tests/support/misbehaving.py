@@ -404,9 +404,13 @@ class OtherSeatBot(SeatBot):
             for label, token in (("stolen_seat", os.environ["MUS_OTHER_TOKEN"]), ("own_seat_again", self.token)):
                 stream = PlayStream(self.channel, label)
                 await stream.join(token)
-                # Were the Join accepted, this would act for the seat; the referee must never read it.
-                act = play_pb2.Act(decision_id=request.decision_id, action=pb.Action(kind=pb.ACTION_KIND_NO_MUS))
-                await stream.send(play_pb2.PlayRequest(act=act))
+                # Were the Join accepted (a first message arrives), this would act for the seat. The Act is sent
+                # only then: a write after the referee closed the stream makes grpc.aio's client report INTERNAL
+                # instead of the referee's status (grpc/grpc#36066).
+                async for _ in stream.messages():
+                    act = play_pb2.Act(decision_id=request.decision_id, action=pb.Action(kind=pb.ACTION_KIND_NO_MUS))
+                    await stream.send(play_pb2.PlayRequest(act=act))
+                    break
                 self.report.streams.append(await stream.refused())
         await super().on_decision(request)
 
