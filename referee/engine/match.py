@@ -34,7 +34,14 @@ from referee.engine.rules import (
     Rules,
     SenasMode,
 )
-from referee.engine.senas import Sena, SenaRejection, SenaRejectionCode, sena_rejection, true_hand_senas
+from referee.engine.senas import (
+    Sena,
+    SenaRejection,
+    SenaRejectionCode,
+    accepted_senas,
+    sena_rejection,
+    true_hand_senas,
+)
 
 
 class DecisionKind(Enum):
@@ -920,7 +927,7 @@ class Match:
 
     def _acceptable_senas(self, seat: int, lance: Lance | None) -> tuple[Sena, ...]:
         facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-        return tuple(sena for sena in Sena if sena_rejection(sena, facts, self.rules, lance) is None)
+        return accepted_senas(facts, self.rules, lance)
 
     def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
         """For each seña of a list, why it is rejected, or None when it is delivered (mus-rules §12.3)."""

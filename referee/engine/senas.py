@@ -134,6 +134,19 @@ def _rejection(
     return SenaRejection(SenaRejectionCode.FALSE, f"{sena.value} is false for this hand")
 
 
+def accepted_senas(facts: HandFacts, rules: Rules, lance: Lance | None) -> tuple[Sena, ...]:
+    """Every seña that would be accepted now, in table order: what a seña round lists as legal."""
+    return _accepted(facts, rules.senas_mode, rules.sena_truth, rules.sena_la_bonita, lance)
+
+
+@lru_cache(maxsize=1 << 14)
+def _accepted(
+    facts: HandFacts, mode: SenasMode, truth: SenaTruth, la_bonita: bool, lance: Lance | None
+) -> tuple[Sena, ...]:
+    """Cached as a whole: the referee lists these at every seña decision, and one lookup beats one per seña."""
+    return tuple(sena for sena in Sena if _rejection(sena, facts, mode, truth, la_bonita, lance) is None)
+
+
 def true_hand_senas(facts: HandFacts, rules: Rules, lance: Lance | None) -> tuple[Sena, ...]:
     """The hand-fact señas (ciego included, intentions not) that are true and allowed now, in table order."""
     return tuple(sena for sena in Sena if sena not in INTENTIONS and sena_rejection(sena, facts, rules, lance) is None)
