@@ -27,6 +27,9 @@ from referee.service import convert
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
+EVENT_DELAY_S = 0.05
+"""How long a batching seat that is not asked may wait for its events: they ride with its next decision when that
+comes first, so a step costs one message (the asked seat's) instead of one per seat."""
 
 
 class TableStatus(enum.Enum):
@@ -124,6 +127,7 @@ class Table:
         self._next_decision_id = 1
         self._published = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._event_timer: asyncio.TimerHandle | None = None
         self._on_finish = on_finish
         self.finished = asyncio.Event()
         self.outcome: pb.Outcome | None = None
@@ -176,7 +180,7 @@ class Table:
             decision = self.decisions.get(seat)
             if decision is not None:
                 self._send_decision(seat, decision)
-        self._flush()
+        self._flush(everyone=True)  # a (re)joining seat gets what it missed at once
 
     def _send_event(self, state: _Seat, event: pb.Event) -> None:
         if state.outbox is None:
@@ -186,15 +190,32 @@ class Table:
         else:
             state.outbox.put_nowait(play_pb2.PlayResponse(event=event))
 
-    def _flush(self) -> None:
-        """Send each batching seat what this step gave it, as one Update message."""
+    def _flush(self, *, everyone: bool = False) -> None:
+        """Send batching seats their pending events and decision as one Update message each.
+
+        A seat with a new decision gets its Update at once. One that is only watching gets its events with its
+        next decision or after EVENT_DELAY_S, whichever comes first (`everyone` sends them now).
+        """
+        waiting = False
         for state in self.seats:
             if not state.batch or (not state.pending_events and state.pending_decision is None):
+                continue
+            if state.pending_decision is None and not everyone and state.outbox is not None:
+                waiting = True
                 continue
             if state.outbox is not None:
                 update = play_pb2.Update(events=state.pending_events, decision_request=state.pending_decision)
                 state.outbox.put_nowait(play_pb2.PlayResponse(update=update))
             state.pending_events, state.pending_decision = [], None
+        if everyone and self._event_timer is not None:
+            self._event_timer.cancel()
+            self._event_timer = None
+        elif waiting and self._event_timer is None:
+            self._event_timer = self.loop.call_later(EVENT_DELAY_S, self._deliver_events)
+
+    def _deliver_events(self) -> None:
+        self._event_timer = None
+        self._flush(everyone=True)
 
     def detach(self, seat: int, outbox: asyncio.Queue[play_pb2.PlayResponse | None]) -> None:
         """A seat's stream ended. A running match gives it the grace period to rejoin."""
@@ -531,7 +552,7 @@ class Table:
             self._timer.cancel()
             self._timer = None
         self.decisions.clear()
-        self._flush()  # the last events go before the outcome
+        self._flush(everyone=True)  # the last events go before the outcome
         self.status = TableStatus.FINISHED
         self.outcome = convert.outcome_to_proto(match.outcome, self.all_faults())
         for state in self.seats:
@@ -556,8 +577,9 @@ class Table:
         self.status = TableStatus.CANCELLED
         self.cancel_reason = reason
         self._join_timer.cancel()
-        if self._timer is not None:
-            self._timer.cancel()
+        for timer in (self._timer, self._event_timer):
+            if timer is not None:
+                timer.cancel()
         for state in self.seats:
             if state.grace is not None:
                 state.grace.cancel()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
+from bench.referee_clients import random_wire_action
+from mus.v1 import play_pb2
+from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
 from referee.service import convert
+from referee.service.table import EVENT_DELAY_S, Table, TableStatus
 from tests.service.conftest import Running, with_referee
 from tests.support.wire import WireLog, play_seat
 
@@ -41,3 +46,57 @@ def test_batching_seats_receive_exactly_their_events_and_decisions_in_one_messag
                     assert log.updates == 0
 
     with_referee(scenario)
+
+
+def test_a_batching_seat_that_is_not_asked_gets_its_events_with_its_next_decision_or_after_the_delay() -> None:
+    """One message per step (the asked seat's); watching seats' events wait at most EVENT_DELAY_S."""
+
+    async def scenario() -> None:
+        table = Table("t", Rules(), 3, ["a", "b", "c", "d"])
+        outboxes: list[asyncio.Queue[play_pb2.PlayResponse | None]] = [asyncio.Queue() for _ in range(4)]
+        for seat, outbox in enumerate(outboxes):
+            table.attach(seat, outbox, batch=True)
+        events: list[list[pb.Event]] = [[], [], [], []]
+        requests: dict[int, play_pb2.DecisionRequest] = {}
+
+        def drain(seat: int) -> int:
+            count = 0
+            while not outboxes[seat].empty():
+                message = outboxes[seat].get_nowait()
+                count += 1
+                if message is not None and message.WhichOneof("message") == "update":
+                    events[seat].extend(message.update.events)
+                    if message.update.HasField("decision_request"):
+                        requests[seat] = message.update.decision_request
+            return count
+
+        rng = random.Random(3)
+        timer_checks = 0
+        for _ in range(4):
+            drain(_)
+        while table.status is TableStatus.RUNNING:
+            seat = min(table.decisions)
+            request = requests.pop(seat)
+            assert request.decision_id == table.decisions[seat].decision_id
+            table.act(seat, request.decision_id, random_wire_action(rng, request))
+            if table.status is not TableStatus.RUNNING:
+                break
+            for other in range(4):
+                sent = drain(other)
+                if other in requests:
+                    assert sent == 1, "a newly asked seat gets one Update: its events and its request"
+                elif other not in table.decisions:
+                    assert sent == 0, "a seat that is not asked gets nothing yet"
+            if timer_checks < 5 and len(table.decisions) == 1:
+                timer_checks += 1
+                await asyncio.sleep(EVENT_DELAY_S * 3)
+                watching = [other for other in range(4) if other not in table.decisions]
+                assert all(drain(other) <= 1 for other in watching)
+                for other in watching:
+                    assert len(events[other]) == len(table.seat_events[other]), "the delay delivered every event"
+        for seat in range(4):
+            drain(seat)
+            assert events[seat] == table.seat_events[seat], f"seat {seat}: every event exactly once, in order"
+        assert timer_checks == 5
+
+    asyncio.run(scenario())

@@ -150,8 +150,10 @@ Global___PlayResponse: _TypeAlias = PlayResponse  # noqa: Y015
 
 @_typing.final
 class Update(_message.Message):
-    """Everything one step of the match sends one seat, in one message (Join.batch_events): fewer messages make
-    a faster round trip. The events come in order, with their usual per-seat seq, before the request.
+    """A seat's new events and, when it must decide, its request, in one message (Join.batch_events): fewer
+    messages make a faster round trip. A seat that is asked gets its Update at once. A seat that is not asked
+    gets its events with its next request or within 50 ms, whichever comes first, so one step of the match
+    costs one message. The events come in order, with their usual per-seat seq, before the request.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -208,8 +210,9 @@ class Join(_message.Message):
     0 on a first join (and on a rejoin that wants every event of the match again).
     """
     batch_events: _builtins.bool
-    """When true, the referee sends Update messages (a step's events and decision together) instead of one
-    Event message per event and a separate DecisionRequest. Same content, fewer messages.
+    """When true, the referee sends Update messages (new events and the decision together; events of a seat
+    that is not asked wait up to 50 ms for its next decision) instead of one Event message per event and a
+    separate DecisionRequest. Same content, in order, fewer messages.
     """
     def __init__(
         self,
