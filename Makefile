@@ -36,5 +36,10 @@ proto: $(STAMP)
 proto-check: $(STAMP)
 	PATH=$(abspath $(BIN)):$$PATH proto/check.sh
 
+# The C++ example bot (clients/cpp/README.md): needs g++, pkg-config and grpc++, not the venv.
+.PHONY: cpp-bot
+cpp-bot:
+	$(MAKE) -C clients/cpp
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
