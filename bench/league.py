@@ -13,7 +13,9 @@ their start-up. This is the smallest start-up of a Python gRPC bot (about 90 ms 
 150 ms for the example bots, whose SDK imports the engine and whose interpreter then spends about 80 ms
 tearing grpc down after the outcome, while the worker waits); a smaller one would not be a Python program.
 `per_match` times a worker's steps on a few of the league's matches for both bots (`bench.league_probe`), and
-`--bot random` runs the whole league with the example random bot. Longer matches (`--option
+`--bot random` runs the whole league with the example random bot. `--bot cpp` runs it with the C++ example bot
+(`clients/cpp`, built on the spot when needed), which starts in about 10 ms of CPU: the league machinery
+measured without a Python bot's start-up, seeded like the instant bot. Longer matches (`--option
 games_to_win_vaca=3`) shift the weight from start-up to play; `--think-ms N` makes the instant bot wait N ms
 before each answer, so that matches wait instead of compute (what the league machinery does when the bots
 are not what saturates the cores).
@@ -74,6 +76,8 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import Engine
 
 from bench.league_probe import Phases, probe_match, summarize
+from clients.cpp.build import BOT as CPP_BOT
+from clients.cpp.build import BuildError, build_bot
 from referee.engine.rules import Rules
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
@@ -84,6 +88,8 @@ from workers.tournament import schedule_round_robin
 BOT_SCRIPT = Path(__file__).resolve().parent / "league_bot.py"
 BOT_COMMAND = (sys.executable, str(BOT_SCRIPT))
 """The instant bot, run as a script: nothing of this project is imported but the generated messages."""
+CPP_COMMAND = (str(CPP_BOT),)
+"""The C++ example bot (clients/cpp), built by `make -C clients/cpp`."""
 BOTS = {
     "instant": (
         BOT_COMMAND,
@@ -91,13 +97,22 @@ BOTS = {
         "each decision at once with a random legal action seeded by its seat and first cards, exiting on the "
         "outcome",
     ),
+    "cpp": (
+        CPP_COMMAND,
+        "cpp: clients/cpp's mus-random-bot, the C++ example bot (grpc++), an instant bot that starts in a few ms "
+        "of CPU: what the league machinery does when bot start-up costs next to nothing; seeded like instant",
+    ),
     "random": (
         tuple(EXAMPLE_BOTS["random"]),
         "random: the example bot (python -m clients.bots.random, through the SDK), unseeded, so its results "
         "differ from run to run; for comparison with the instant bot",
     ),
 }
-"""The entrants' program: `instant` is the benchmark; `random` shows what an SDK bot's start-up costs."""
+"""The entrants' program: `instant` is the benchmark; `cpp` leaves out a Python bot's start-up; `random` shows
+what an SDK bot's start-up costs."""
+SEEDED_BOTS = ("instant", "cpp")
+"""Bots whose choices the match seed fixes: every configuration must then give identical results."""
+LANGUAGES = {"cpp": "cpp"}
 LEAGUE = "bench"
 LEAGUE_SEED = 1
 SCALING_TARGET = 1.8
@@ -147,7 +162,8 @@ def create_league(engine: Engine, settings: Settings) -> int:
     plan = schedule_round_robin(names, settings.matches_per_pairing, LEAGUE_SEED)
     with session_scope(engine) as session:
         for name in names:
-            repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=None, language="python")
+            language = LANGUAGES.get(settings.bot, "python")
+            repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=None, language=language)
         league = repo.create_league(
             session,
             LEAGUE,
@@ -425,6 +441,8 @@ def probe(settings: Settings) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     programs = {"instant": BOT_COMMAND, "example_random": BOTS["random"][0]}
+    if settings.bot == "cpp":
+        programs["cpp"] = CPP_COMMAND
     for label, command in programs.items():
         with deployment(None) as (root, engine):
             league_id = create_league(engine, replace(settings, bot="instant"))
@@ -447,6 +465,17 @@ def describe_rules(options: Mapping[str, Any]) -> str:
         f"{shown} (target_score={rules.target_score}, games_to_win_vaca={rules.games_to_win_vaca}, "
         f"vacas_to_win_match={rules.vacas_to_win_match})"
     )
+
+
+def prepare(bot: str) -> str | None:
+    """Make sure the entrants' program can run; None, or why it cannot (the C++ bot is built here if needed)."""
+    if bot != "cpp":
+        return None
+    try:
+        build_bot()
+    except BuildError as error:
+        return f"cannot build the C++ bot: {error}"
+    return None
 
 
 def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, Any]:
@@ -487,7 +516,7 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
         else:
             configs[name] = {"broker": broker, "workers": workers, "matches_per_s": None, "skipped": redis_note}
     result["configurations"] = configs
-    deterministic = settings.bot == "instant" and signatures
+    deterministic = settings.bot in SEEDED_BOTS and signatures
     result["identical_results"] = len(signatures) == 1 if deterministic else None
 
     def rate(name: str) -> float | None:

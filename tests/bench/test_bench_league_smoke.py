@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
+from clients.cpp.build import missing_toolchain
 from workers.cli.main import app
 
 runner = CliRunner()
 
 
-def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures() -> None:
-    result = runner.invoke(app, ["bench", "league", "--quick", "--broker", "embedded", "--json"])
+@pytest.mark.parametrize("bot", ["instant", "cpp"])
+def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures(bot: str) -> None:
+    if bot == "cpp" and (missing := missing_toolchain()):
+        pytest.skip(f"C++ bot not built: {missing}")
+    result = runner.invoke(app, ["bench", "league", "--quick", "--broker", "embedded", "--bot", bot, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     for key in (
@@ -39,4 +44,4 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
     assert data["identical_results"] is True, "the same league plays the same matches in every configuration"
     assert data["scaling_2_over_1"]["embedded"] > 0
     assert data["embedded_over_redis"] == {"1": None, "2": None}, "no Redis run was asked"
-    assert data["per_match"]["instant"]["startup_ms"] > 0
+    assert data["per_match"][bot]["startup_ms"] > 0

@@ -72,7 +72,10 @@ def league_command(
         str | None, typer.Option(help="Redis for the distributed runs (default redis://127.0.0.1:6379/<random db>).")
     ] = None,
     bot: Annotated[
-        str, typer.Option(help="The entrants' program: instant (the benchmark) or random (the example SDK bot).")
+        str,
+        typer.Option(
+            help="The entrants' program: instant (the benchmark), cpp (the C++ example bot) or random (the SDK bot)."
+        ),
     ] = "instant",
     think_ms: Annotated[
         float | None, typer.Option(min=0, help="The instant bot waits this long before each answer (default 0).")
@@ -89,6 +92,9 @@ def league_command(
         fail(f"unknown broker {', '.join(unknown)}: use {' or '.join(league.BROKERS)}")
     if bot not in league.BOTS:
         fail(f"unknown bot {bot}: use {' or '.join(league.BOTS)}")
+    problem = league.prepare(bot)
+    if problem:
+        fail(problem)
     if matches_per_pairing is not None and matches_per_pairing % 2:
         fail("--matches-per-pairing must be even (duplicate pairs)")
     settings = league.with_overrides(
