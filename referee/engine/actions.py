@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from itertools import combinations
 
 from referee.engine.cards import Card, format_cards, parse_cards, sort_hand
+from referee.engine.enums import Enum
 from referee.engine.errors import MalformedError
 from referee.engine.rules import Rules
 from referee.engine.senas import Sena

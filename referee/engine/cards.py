@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 
+from referee.engine.enums import Enum
 from referee.engine.errors import MalformedError
 
 RANKS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 10, 11, 12)

@@ -7,8 +7,9 @@ file as it stands and every edge (gRPC, database, HTML) converts from one shape.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
+
+from referee.engine.enums import Enum
 
 
 class EventKind(Enum):

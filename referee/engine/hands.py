@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from functools import lru_cache
 
 from referee.engine.cards import Card, DeckMode, effective_rank, point_value
+from referee.engine.enums import Enum
 from referee.engine.rules import Real31
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card, format_cards, shuffled_deck, sort_hand
+from referee.engine.enums import Enum
 from referee.engine.errors import IllegalActionError, MatchOverError
 from referee.engine.events import Event, EventKind
 from referee.engine.hands import HandFacts, Lance, best_seat, evaluate

@@ -7,10 +7,10 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from referee.engine.cards import DeckMode
+from referee.engine.enums import Enum
 from referee.engine.errors import RulesError
 
 

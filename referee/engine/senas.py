@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from functools import lru_cache
 
+from referee.engine.enums import Enum
 from referee.engine.hands import HandFacts, Lance, ParesClass
 from referee.engine.rules import Rules, SenasMode, SenaTruth
 
