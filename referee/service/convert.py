@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
+from google.protobuf.message import Message
+
+from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card, Suit, parse_cards
 from referee.engine.errors import MalformedError
 from referee.engine.events import Event, EventKind
 from referee.engine.match import DecisionKind, GameResult, Match, MatchOutcome, VacaResult, team_of
-from referee.engine.rules import Rules, rules_from_assignments
+from referee.engine.rules import Rules, SenasMode, rules_from_assignments
 from referee.engine.senas import Sena, SenaRejectionCode
 
 _SUIT_TO_PB = {
@@ -75,6 +79,12 @@ def cards_to_proto(cards: Iterable[Card] | str) -> list[pb.Card]:
     return [card_to_proto(card) for card in parsed]
 
 
+@lru_cache(maxsize=1 << 14)
+def _notation_cards(text: str) -> tuple[pb.Card, ...]:
+    """Cards from the notation an event holds, parsed once per notation; a repeated field copies them in."""
+    return tuple(card_to_proto(card) for card in parse_cards(text))
+
+
 def card_from_proto(message: pb.Card) -> Card:
     """A card a bot sent; anything outside the deck is malformed."""
     if message.suit not in _SUIT_FROM_PB:
@@ -127,24 +137,34 @@ def legal_actions_to_proto(
     """The legal set as a short list: one entry per kind, with amount and card-count ranges."""
     rules = match.rules
     out: list[pb.LegalAction] = []
-    amounts: dict[ActionKind, list[int]] = {}
-    kinds_seen: set[ActionKind] = set()
-    senas_allowed = rules.max_senas_per_window if rules.senas_mode.value == "voluntary" else 0
+    # A betting menu lists every amount: one pass with identity tests and plain locals, no set or dict keyed
+    # by kind (an Enum's hash is computed in Python).
+    kinds_seen: list[ActionKind] = []
+    envido: list[int] = []  # [lowest, highest] once one is seen
+    mas: list[int] = []
+    senas_allowed = rules.max_senas_per_window if rules.senas_mode is SenasMode.VOLUNTARY else 0
     for action in legal:
         kind = action.kind
-        if kind in (ActionKind.ENVIDO, ActionKind.MAS):
-            amounts.setdefault(kind, []).append(action.amount)
+        if kind is ActionKind.ENVIDO or kind is ActionKind.MAS:
+            bounds = envido if kind is ActionKind.ENVIDO else mas
+            amount = action.amount
+            if not bounds:
+                bounds += (amount, amount)
+            elif amount < bounds[0]:
+                bounds[0] = amount
+            elif amount > bounds[1]:
+                bounds[1] = amount
             continue
         if kind in kinds_seen:
             continue
-        kinds_seen.add(kind)
+        kinds_seen.append(kind)
         if kind is ActionKind.DISCARD:
             out.append(
                 pb.LegalAction(kind=pb.ACTION_KIND_DISCARD, min_cards=rules.discard_min, max_cards=rules.discard_max)
             )
         elif kind is ActionKind.DECLARE:
             out.append(pb.LegalAction(kind=pb.ACTION_KIND_DECLARE, has_jugada=action.has_jugada))
-        elif kind in (ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS):
+        elif kind is ActionKind.MUS or kind is ActionKind.NO_MUS or kind is ActionKind.SENAS:
             out.append(
                 pb.LegalAction(
                     kind=_KIND_TO_PB[kind],
@@ -155,10 +175,9 @@ def legal_actions_to_proto(
         else:
             out.append(pb.LegalAction(kind=_KIND_TO_PB[kind]))
     uncapped = rules.stake_cap is None
-    for kind, values in amounts.items():
-        out.append(
-            pb.LegalAction(kind=_KIND_TO_PB[kind], min_amount=min(values), max_amount=0 if uncapped else max(values))
-        )
+    for wire_kind, bounds in ((pb.ACTION_KIND_ENVIDO, envido), (pb.ACTION_KIND_MAS, mas)):
+        if bounds:
+            out.append(pb.LegalAction(kind=wire_kind, min_amount=bounds[0], max_amount=0 if uncapped else bounds[1]))
     out.sort(key=lambda legal_action: _KIND_ORDER[legal_action.kind])
     return out
 
@@ -194,7 +213,7 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         message.hand_started.dealer = data["dealer"]
     elif kind is EventKind.CARDS_DEALT:
         message.cards_dealt.seat = data["seat"]
-        message.cards_dealt.cards.extend(cards_to_proto(data["cards"]))
+        message.cards_dealt.cards.extend(_notation_cards(data["cards"]))
     elif kind is EventKind.MUS_CALLED:
         message.mus_called.seat = data["seat"]
         message.mus_called.mus = data["mus"]
@@ -203,10 +222,10 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         message.discard_counted.count = data["count"]
     elif kind is EventKind.CARDS_DISCARDED:
         message.cards_discarded.seat = data["seat"]
-        message.cards_discarded.cards.extend(cards_to_proto(data["cards"]))
+        message.cards_discarded.cards.extend(_notation_cards(data["cards"]))
     elif kind is EventKind.CARDS_REPLACED:
         message.cards_replaced.seat = data["seat"]
-        message.cards_replaced.cards.extend(cards_to_proto(data["cards"]))
+        message.cards_replaced.cards.extend(_notation_cards(data["cards"]))
     elif kind is EventKind.STOCK_RESHUFFLED:
         message.stock_reshuffled.SetInParent()
     elif kind is EventKind.MUS_CUT:
@@ -259,7 +278,7 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         points.score_team_0, points.score_team_1 = data["score"]
     elif kind is EventKind.HANDS_SHOWN:
         for seat, cards in enumerate(data["hands"]):
-            message.hands_shown.hands.add(seat=seat, cards=cards_to_proto(cards))
+            message.hands_shown.hands.add(seat=seat, cards=_notation_cards(cards))
     elif kind is EventKind.LANCE_DECIDED:
         message.lance_decided.lance = lance_to_proto(data["lance"])
         message.lance_decided.winner_seat = data["seat"]
@@ -298,10 +317,17 @@ def fault_cause_to_proto(cause: str) -> pb.FaultCause.ValueType:
 def seat_view_to_proto(match: Match, seat: int, hand_events: Sequence[pb.Event]) -> pb.SeatView:
     """A seat's view: its own cards, the counters and every event it saw since the hand began.
 
-    `hand_events` are the seat's already-converted events of the current hand (the table caches them).
+    `hand_events` are the seat's already-converted events of the current hand.
     """
+    view = seat_counters_to_proto(match, seat)
+    view.MergeFromString(b"".join(view_entries(event, event.SerializeToString(), seat) for event in hand_events))
+    return view
+
+
+def seat_counters_to_proto(match: Match, seat: int) -> pb.SeatView:
+    """A seat's view without the events of the hand (the table adds those as wire bytes, `view_entries`)."""
     betting = match.betting_totals()
-    view = pb.SeatView(
+    return pb.SeatView(
         seat=seat,
         mano=match.mano,
         dealer=match.dealer,
@@ -323,13 +349,59 @@ def seat_view_to_proto(match: Match, seat: int, hand_events: Sequence[pb.Event])
         pending_total=0 if betting[2] else betting[1],
         ordago_pending=betting[2],
     )
-    view.events_this_hand.extend(hand_events)
-    view.senas_received.extend(
-        event.sena_delivered
-        for event in hand_events
-        if event.WhichOneof("payload") == "sena_delivered" and event.sena_delivered.sender != seat
-    )
-    return view
+
+
+# Repeated message fields are filled from wire bytes, not message by message: appending a message to a
+# repeated field copies it (about 1-2 µs each with upb), while parsing the concatenated entries of a whole
+# hand costs about as much as one append. Parsing appends in order, whatever fields the entries interleave.
+
+
+_SMALL_VARINTS = tuple(bytes((value,)) for value in range(0x80))
+
+
+def _varint(value: int) -> bytes:
+    if value < 0x80:  # most lengths and keys
+        return _SMALL_VARINTS[value]
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _entry_key(message: type[Message], field: str) -> bytes:
+    """The wire key of a length-delimited field (protobuf encoding: field number, wire type 2)."""
+    return _varint(message.DESCRIPTOR.fields_by_name[field].number << 3 | 2)
+
+
+_SEQ_KEY = _varint(pb.Event.DESCRIPTOR.fields_by_name["seq"].number << 3)  # a varint field: wire type 0
+_VIEW_EVENT_KEY = _entry_key(pb.SeatView, "events_this_hand")
+_VIEW_SENA_KEY = _entry_key(pb.SeatView, "senas_received")
+_UPDATE_EVENT_KEY = _entry_key(play_pb2.Update, "events")
+
+
+def event_bytes(payload: bytes, seq: int) -> bytes:
+    """The wire bytes of an event from those of its payload (an event serialized with seq 0) and its seq.
+
+    A parser reads fields in any order, and a message parsed from these bytes serializes canonically.
+    """
+    return _SEQ_KEY + _varint(seq) + payload if seq else payload
+
+
+def update_entry(data: bytes) -> bytes:
+    """An event's bytes as one entry of `Update.events`."""
+    return _UPDATE_EVENT_KEY + _varint(len(data)) + data
+
+
+def view_entries(event: pb.Event, data: bytes, seat: int) -> bytes:
+    """What an event of the hand adds to `seat`'s SeatView, as wire bytes: the event, and a seña from another
+    seat also in `senas_received`. `data` is the event's serialized bytes."""
+    entries = _VIEW_EVENT_KEY + _varint(len(data)) + data
+    if event.WhichOneof("payload") == "sena_delivered" and event.sena_delivered.sender != seat:
+        sena = event.sena_delivered.SerializeToString()
+        entries += _VIEW_SENA_KEY + _varint(len(sena)) + sena
+    return entries
 
 
 def _game_result(result: GameResult) -> pb.GameResult:

@@ -78,8 +78,10 @@ class _Seat:
     decision_seconds: list[float] = field(default_factory=list)
     batch: bool = False
     """The seat asked for Update messages (Join.batch_events): a step's events and decision in one message."""
-    pending_events: list[pb.Event] = field(default_factory=list)
-    pending_decision: play_pb2.DecisionRequest | None = None
+    pending_events: list[bytes] = field(default_factory=list)
+    """Events for the next Update, as its wire entries (`convert.update_entry`)."""
+    pending_update: play_pb2.PlayResponse | None = None
+    """The seat's new decision, already inside the Update that carries it; the events join it at the flush."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +120,8 @@ class Table:
         self.cancel_reason = ""
         self.match: Match | None = None
         self.seat_events: list[list[pb.Event]] = [[], [], [], []]
-        self._hand_start: list[int] = [0, 0, 0, 0]
+        self._hand_view: list[list[bytes]] = [[], [], [], []]
+        """Per seat, what the events of the current hand add to its SeatView, as wire bytes (`convert.view_entries`)."""
         self.public_events: list[pb.Event] = []
         self.omniscient_events: list[pb.Event] = []
         self.watchers: set[asyncio.Queue[pb.Event | pb.Outcome | None]] = set()
@@ -159,7 +162,7 @@ class Table:
         state.outbox = outbox
         state.joined = True
         state.batch = batch
-        state.pending_events, state.pending_decision = [], None
+        state.pending_events, state.pending_update = [], None
         if state.grace is not None:
             state.grace.cancel()
             state.grace = None
@@ -175,18 +178,19 @@ class Table:
             )
         )
         for event in self.seat_events[seat][next_seq:]:
-            self._send_event(state, event)
+            self._send_event(state, event, event.SerializeToString())
         if not self._maybe_start():
             decision = self.decisions.get(seat)
             if decision is not None:
                 self._send_decision(seat, decision)
         self._flush(everyone=True)  # a (re)joining seat gets what it missed at once
 
-    def _send_event(self, state: _Seat, event: pb.Event) -> None:
+    def _send_event(self, state: _Seat, event: pb.Event, data: bytes) -> None:
+        """`data` is the event's wire bytes: a batching seat's Update is parsed from them."""
         if state.outbox is None:
             return
         if state.batch:
-            state.pending_events.append(event)
+            state.pending_events.append(convert.update_entry(data))
         else:
             state.outbox.put_nowait(play_pb2.PlayResponse(event=event))
 
@@ -198,15 +202,16 @@ class Table:
         """
         waiting = False
         for state in self.seats:
-            if not state.batch or (not state.pending_events and state.pending_decision is None):
+            if not state.batch or (not state.pending_events and state.pending_update is None):
                 continue
-            if state.pending_decision is None and not everyone and state.outbox is not None:
+            if state.pending_update is None and not everyone and state.outbox is not None:
                 waiting = True
                 continue
             if state.outbox is not None:
-                update = play_pb2.Update(events=state.pending_events, decision_request=state.pending_decision)
-                state.outbox.put_nowait(play_pb2.PlayResponse(update=update))
-            state.pending_events, state.pending_decision = [], None
+                response = state.pending_update or play_pb2.PlayResponse()
+                response.update.MergeFromString(b"".join(state.pending_events))
+                state.outbox.put_nowait(response)
+            state.pending_events, state.pending_update = [], None
         if everyone and self._event_timer is not None:
             self._event_timer.cancel()
             self._event_timer = None
@@ -296,25 +301,27 @@ class Table:
         match = self.match
         assert match is not None
         for event in match.events[self._published :]:
-            # Converted once; each recipient gets a copy with its own seq. Only a seña's `leaked` flag depends
-            # on the recipient, so those are converted per recipient.
+            # Converted and serialized once; each recipient gets it with its own seq. Only a seña's `leaked`
+            # flag depends on the recipient, so those are converted per recipient.
             base = convert.event_to_proto(event, 0, None)
             payload = base.WhichOneof("payload")
             per_recipient = payload == "sena_delivered"
+            base_data = base.SerializeToString()
             for seat in range(4):
                 if not event.visible_to(seat):
                     continue
                 events = self.seat_events[seat]
                 if per_recipient:
                     message = convert.event_to_proto(event, len(events), seat)
+                    data = message.SerializeToString()
                 else:
-                    message = pb.Event()
-                    message.CopyFrom(base)
-                    message.seq = len(events)
+                    data = convert.event_bytes(base_data, len(events))
+                    message = pb.Event.FromString(data)
                 if payload == "hand_started":
-                    self._hand_start[seat] = len(events)
+                    self._hand_view[seat] = []
+                self._hand_view[seat].append(convert.view_entries(message, data, seat))
                 events.append(message)
-                self._send_event(self.seats[seat], message)
+                self._send_event(self.seats[seat], message, data)
             if event.to is None:
                 public = pb.Event()
                 public.CopyFrom(base)
@@ -383,7 +390,6 @@ class Table:
         match = self.match
         assert match is not None
         left, bank = self._time_left(seat, decision)
-        events = self.seat_events[seat]
         legal = match.legal_actions(seat)
         if decision.kind is DecisionKind.SENAS:  # the legal actions already list the acceptable señas
             senas = tuple(action.senas[0] for action in legal if action.senas)
@@ -394,15 +400,21 @@ class Table:
         request = play_pb2.DecisionRequest(
             decision_id=decision.decision_id,
             kind=convert.decision_to_proto(decision.kind),
-            view=convert.seat_view_to_proto(match, seat, events[self._hand_start[seat] :]),
+            view=convert.seat_counters_to_proto(match, seat),
             legal_actions=convert.legal_actions_to_proto(match, seat, legal, senas),
             decision_time_left_ms=int(left * 1000),
             bank_time_left_ms=int(bank * 1000),
         )
+        # The hand's events join the view last, inside the message that carries it: every message assignment
+        # copies, and they are most of the request.
         if self.seats[seat].batch:
-            self.seats[seat].pending_decision = request
+            response = play_pb2.PlayResponse(update=play_pb2.Update(decision_request=request))
+            response.update.decision_request.view.MergeFromString(b"".join(self._hand_view[seat]))
+            self.seats[seat].pending_update = response
         else:
-            outbox.put_nowait(play_pb2.PlayResponse(decision_request=request))
+            response = play_pb2.PlayResponse(decision_request=request)
+            response.decision_request.view.MergeFromString(b"".join(self._hand_view[seat]))
+            outbox.put_nowait(response)
 
     def _arm_timer(self) -> None:
         if self._timer is not None:
