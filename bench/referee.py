@@ -20,6 +20,12 @@ What is measured:
   and sends the DecisionRequest; the client reads, on the four streams, every event sent before it
   (`referee_messages_per_round_trip` is how many messages that is on average, the DecisionRequest included).
   Acts that end the match are not timed.
+- Where the referee's extra time goes: `referee_act_us_median` (and p99) is the server's own time in
+  `Table.act` for the Acts of those rounds (validation, the engine's step, events converted and routed, the
+  next decision's view and legal actions, the messages queued: everything but gRPC), timed in the server
+  process; `referee_rest_us` is what remains of the referee median beyond the raw median and that: the
+  referee's extra hops between streams (the Act is read on one seat's stream, the next request leaves on
+  another's) and the event loop's scheduling of them.
 - The ratio is referee median over raw median. Both are measured in the same run, in interleaved rounds
   (raw then referee, referee then raw, ...), after a warm-up of both; the medians and p99 pool every round,
   and `ratio_per_round` shows how much the ratio moves from round to round on this machine.
@@ -168,6 +174,7 @@ async def compare_round_trips(server: ServerProcess, admin: Admin, settings: Set
     errors: list[str] = list(warmup.stream_errors)
     async with grpc.aio.insecure_channel(server.raw_address) as channel:
         await ping_pong(channel, payload, settings.raw_exchanges_per_round)  # warm-up
+        await server.command("act-times-start")
         seed = 1000
         for index in range(settings.rounds):
             tally = Tally(request_bytes=[])
@@ -186,6 +193,7 @@ async def compare_round_trips(server: ServerProcess, admin: Admin, settings: Set
             sizes.extend(tally.request_bytes)
             errors.extend(tally.stream_errors)
             ratios.append(statistics.median(tally.rtt_ns) / statistics.median(raw))
+        act = json.loads(await server.command("act-times-stop"))
     raw_median = statistics.median(raw_samples)
     referee_median = statistics.median(referee_samples)
     return {
@@ -201,6 +209,11 @@ async def compare_round_trips(server: ServerProcess, admin: Admin, settings: Set
         "ratio": referee_median / raw_median,
         "ratio_target": RATIO_TARGET,
         "ratio_per_round": [round(ratio, 3) for ratio in ratios],
+        "referee_act_us_median": act["median_us"],
+        "referee_act_us_p99": act["p99_us"],
+        "referee_rest_us": (
+            referee_median / 1000 - raw_median / 1000 - act["median_us"] if act["median_us"] is not None else None
+        ),
         "round_trip_stream_errors": len(errors),
     }
 

@@ -12,6 +12,9 @@ one a line, and answers each with one line on stdout:
 
 - `profile-start`: start cProfile on the event loop's thread;
 - `profile-stop PATH`: stop it and write the pstats file to PATH;
+- `act-times-start`: from now on, time every `Table.act` (a bot's Act, from validation to the next decision
+  and the messages it queues: everything the referee computes for one decision, without gRPC);
+- `act-times-stop`: stop timing and answer `{"count": ..., "median_us": ..., "p99_us": ...}`;
 - `quit` (or the end of stdin): stop both servers and exit.
 """
 
@@ -22,14 +25,19 @@ import asyncio
 import cProfile
 import json
 import os
+import statistics
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 
+from mus.v1 import play_pb2
+from mus.v1 import types_pb2 as pb
 from referee.service.server import start_server
 from referee.service.servicer import MAX_MESSAGE_BYTES, Referee
+from referee.service.table import Table
 
 PING_PONG_SERVICE = "mus.bench.PingPong"
 PING_PONG_METHOD = f"/{PING_PONG_SERVICE}/Exchange"
@@ -61,11 +69,45 @@ async def start_ping_pong_server(address: str = "127.0.0.1:0") -> tuple[grpc.aio
     return server, port
 
 
+class ActTimes:
+    """Times every `Table.act` while installed (it wraps the class's method in this process only)."""
+
+    def __init__(self) -> None:
+        self.samples_ns: list[int] = []
+        self.original: Callable[[Table, int, int, pb.Action], play_pb2.ActionRejected | None] | None = None
+
+    def start(self) -> None:
+        if self.original is not None:
+            return
+        original = self.original = Table.act
+        samples = self.samples_ns = []
+
+        def timed(table: Table, seat: int, decision_id: int, message: pb.Action) -> play_pb2.ActionRejected | None:
+            begin = time.perf_counter_ns()
+            try:
+                return original(table, seat, decision_id, message)
+            finally:
+                samples.append(time.perf_counter_ns() - begin)
+
+        Table.act = timed  # type: ignore[method-assign, assignment]  # timing in the bench server only
+
+    def stop(self) -> dict[str, Any]:
+        if self.original is not None:
+            Table.act = self.original  # type: ignore[method-assign, assignment]  # timing in the bench server only
+            self.original = None
+        samples = sorted(self.samples_ns)
+        if not samples:
+            return {"count": 0, "median_us": None, "p99_us": None}
+        p99 = samples[min(len(samples) - 1, int(0.99 * len(samples)))]
+        return {"count": len(samples), "median_us": statistics.median(samples) / 1000, "p99_us": p99 / 1000}
+
+
 async def serve(admin_token: str) -> None:
     referee_server, referee_port = await start_server(Referee(admin_token=admin_token))
     raw_server, raw_port = await start_ping_pong_server()
     print(json.dumps({"referee_port": referee_port, "raw_port": raw_port, "pid": os.getpid()}), flush=True)
     profiler: cProfile.Profile | None = None
+    act_times = ActTimes()
     try:
         while line := await asyncio.to_thread(sys.stdin.readline):
             command, _, argument = line.strip().partition(" ")
@@ -78,6 +120,11 @@ async def serve(admin_token: str) -> None:
                 profiler.dump_stats(argument)
                 profiler = None
                 reply = f"profile written to {argument}"
+            elif command == "act-times-start":
+                act_times.start()
+                reply = "timing"
+            elif command == "act-times-stop":
+                reply = json.dumps(act_times.stop())
             elif command == "quit":
                 break
             else:
