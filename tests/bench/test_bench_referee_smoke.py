@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from workers.cli.main import app
@@ -19,7 +20,7 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
     for key in ("raw_rtt_median_us", "referee_rtt_median_us", "ratio", "referee_act_us_median", "referee_rest_us"):
         assert isinstance(data[key], float) and data[key] == data[key], key  # a number, not NaN
     assert data["raw_rtt_median_us"] > 0 and data["referee_act_us_median"] > 0
-    assert data["ratio"] == data["referee_rtt_median_us"] / data["raw_rtt_median_us"]
+    assert data["ratio"] == pytest.approx(data["referee_rtt_median_us"] / data["raw_rtt_median_us"])
     assert data["round_trip_stream_errors"] == 0
     assert [level["tables"] for level in data["concurrency"]] == [1, 4, 16, 100]
     for level in data["concurrency"]:
