@@ -208,7 +208,7 @@ class Table:
                 waiting = True
                 continue
             if state.outbox is not None:
-                response = state.pending_update or play_pb2.PlayResponse()
+                response = state.pending_update if state.pending_update is not None else play_pb2.PlayResponse()
                 response.update.MergeFromString(b"".join(state.pending_events))
                 state.outbox.put_nowait(response)
             state.pending_events, state.pending_update = [], None
