@@ -3,7 +3,7 @@
 Run as `python -m bench.referee_server --admin-token TOKEN`. It starts, in one asyncio event loop:
 
 - the referee exactly as deployed, `referee.service.server.start_server(Referee(admin_token=TOKEN))`;
-- a raw `grpc.aio` server with the same channel options, serving one bidirectional method,
+- a raw `grpc.aio` server with the same channel options (`SERVER_OPTIONS`), serving one bidirectional method,
   `/mus.bench.PingPong/Exchange`, that echoes every message back as is (bytes in, the same bytes out: no
   protobuf on either side).
 
@@ -35,21 +35,12 @@ import grpc
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
-from referee.service.server import start_server
-from referee.service.servicer import MAX_MESSAGE_BYTES, Referee
+from referee.service.server import SERVER_OPTIONS, start_server
+from referee.service.servicer import Referee
 from referee.service.table import Table
 
 PING_PONG_SERVICE = "mus.bench.PingPong"
 PING_PONG_METHOD = f"/{PING_PONG_SERVICE}/Exchange"
-
-SERVER_OPTIONS = [
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", 16 * 1024 * 1024),
-    ("grpc.keepalive_time_ms", 20_000),
-    ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.keepalive_permit_without_calls", 1),
-]
-"""The same options as `referee.service.server.start_server`, so both servers differ only in the servicer."""
 
 
 async def _exchange(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:

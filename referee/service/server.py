@@ -25,6 +25,15 @@ from referee.service.servicer import (
     WatchServicer,
 )
 
+SERVER_OPTIONS = [
+    ("grpc.max_receive_message_length", TRANSPORT_LIMIT_BYTES),
+    ("grpc.max_send_message_length", 16 * 1024 * 1024),
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+"""The channel options of the referee's server (the referee benchmark's raw ping-pong server uses them too)."""
+
 SERVICE_NAMES = (
     play_pb2.DESCRIPTOR.services_by_name["PlayService"].full_name,
     watch_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
@@ -41,15 +50,7 @@ async def start_server(
     `public_address` is where remote bots reach this referee (sent in lobby assignments); by default the
     listening host and port.
     """
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", TRANSPORT_LIMIT_BYTES),
-            ("grpc.max_send_message_length", 16 * 1024 * 1024),
-            ("grpc.keepalive_time_ms", 20_000),
-            ("grpc.http2.max_pings_without_data", 0),
-            ("grpc.keepalive_permit_without_calls", 1),
-        ]
-    )
+    server = grpc.aio.server(options=SERVER_OPTIONS)
     play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
     admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
