@@ -30,8 +30,12 @@ THINK_ENV = "MUS_BENCH_THINK_MS"
 """Milliseconds to wait before each answer (default 0: instant); `mus bench league --think-ms` sets it."""
 
 
-def wire_action(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
-    """A random legal action of `request`: a legal kind uniformly, then an amount, cards or seña within bounds."""
+def wire_action(rng: random.Random, request: play_pb2.DecisionRequest, *, senas: bool = False) -> pb.Action:
+    """A random legal action of `request`: a legal kind uniformly, then an amount, cards or declaration within
+    bounds; with `senas`, half of the seña answers carry one of the señas the request says would be accepted.
+
+    The one random wire policy: the referee benchmark's bots and the tests use it too (`senas=True`).
+    """
     legal = rng.choice(request.legal_actions)
     action = pb.Action(kind=legal.kind)
     if legal.kind in (pb.ACTION_KIND_ENVIDO, pb.ACTION_KIND_MAS):
@@ -41,6 +45,8 @@ def wire_action(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Act
         action.cards.extend(rng.sample(list(request.view.cards), rng.randint(legal.min_cards, legal.max_cards)))
     elif legal.kind == pb.ACTION_KIND_DECLARE:
         action.has_jugada = legal.has_jugada
+    elif senas and legal.kind == pb.ACTION_KIND_SENAS and legal.senas and rng.random() < 0.5:
+        action.senas.append(rng.choice(legal.senas))
     return action
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from bench.league_bot import wire_action
 from bench.referee_server import PING_PONG_METHOD
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, play_pb2_grpc
 from mus.v1 import types_pb2 as pb
@@ -28,20 +29,8 @@ them does not alone cause the next decision request, so it is not timed."""
 
 
 def random_wire_action(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
-    """A random legal action built from the structured legal actions of a decision request."""
-    legal = rng.choice(request.legal_actions)
-    action = pb.Action(kind=legal.kind)
-    if legal.kind in (pb.ACTION_KIND_ENVIDO, pb.ACTION_KIND_MAS):
-        high = legal.max_amount or legal.min_amount + 10
-        action.amount = rng.randint(legal.min_amount, min(high, legal.min_amount + 6))
-    elif legal.kind == pb.ACTION_KIND_DISCARD:
-        count = rng.randint(legal.min_cards, legal.max_cards)
-        action.cards.extend(rng.sample(list(request.view.cards), count))
-    elif legal.kind == pb.ACTION_KIND_DECLARE:
-        action.has_jugada = legal.has_jugada
-    elif legal.kind == pb.ACTION_KIND_SENAS and legal.senas and rng.random() < 0.5:
-        action.senas.append(rng.choice(legal.senas))
-    return action
+    """A random legal action built from the structured legal actions of a decision request, señas included."""
+    return wire_action(rng, request, senas=True)
 
 
 @dataclass
