@@ -76,12 +76,7 @@ async def play_programs(
         await table.finished.wait()
         await _reap(processes)
     finally:
-        for watcher in watchers:
-            watcher.cancel()
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+        await _stop(watchers, processes)
         if table.status is not TableStatus.FINISHED:
             table.cancel("the match runner stopped")
         await server.stop(grace=1.0)
@@ -93,6 +88,16 @@ async def _watch_process(table: Table, seat: int, process: asyncio.subprocess.Pr
     code = await process.wait()
     if table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
         table.report_crash(seat, f"the bot process exited with code {code}")
+
+
+async def _stop(watchers: list[asyncio.Task[None]], processes: list[asyncio.subprocess.Process]) -> None:
+    """However a match runner ends: stop watching the bots, and kill any bot process still running."""
+    for watcher in watchers:
+        watcher.cancel()
+    for process in processes:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 async def _reap(processes: list[asyncio.subprocess.Process]) -> None:
@@ -230,12 +235,7 @@ async def play_on_referee(
                 admin.GetTableReplay, admin_pb2.GetTableReplayRequest(table_id=table_id), auth, address
             )
         finally:
-            for watcher in watchers:
-                watcher.cancel()
-            for process in processes:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
+            await _stop(watchers, processes)
             if not ended:
                 with contextlib.suppress(Exception):
                     await admin.CancelTable(
