@@ -314,18 +314,9 @@ def fault_cause_to_proto(cause: str) -> pb.FaultCause.ValueType:
     return pb.FaultCause.Value(f"FAULT_CAUSE_{cause.upper()}")
 
 
-def seat_view_to_proto(match: Match, seat: int, hand_events: Sequence[pb.Event]) -> pb.SeatView:
-    """A seat's view: its own cards, the counters and every event it saw since the hand began.
-
-    `hand_events` are the seat's already-converted events of the current hand.
-    """
-    view = seat_counters_to_proto(match, seat)
-    view.MergeFromString(b"".join(view_entries(event, event.SerializeToString(), seat) for event in hand_events))
-    return view
-
-
 def seat_counters_to_proto(match: Match, seat: int) -> pb.SeatView:
-    """A seat's view without the events of the hand (the table adds those as wire bytes, `view_entries`)."""
+    """A seat's view without the events of the hand: the table adds those as wire bytes (`view_entries`), in place
+    inside the message that carries the view, to copy none of them."""
     betting = match.betting_totals()
     return pb.SeatView(
         seat=seat,

@@ -55,10 +55,13 @@ class _Wire:
         match = self.table.match
         kind = match.decision_kind(self.seat)
         assert kind is not None
+        view = service.seat_counters_to_proto(match, self.seat)
+        hand_events = self.events[self.hand_start :]
+        view.MergeFromString(b"".join(service.view_entries(e, e.SerializeToString(), self.seat) for e in hand_events))
         return play_pb2.DecisionRequest(
             decision_id=decision_id,
             kind=service.decision_to_proto(kind),
-            view=service.seat_view_to_proto(match, self.seat, self.events[self.hand_start :]),
+            view=view,
             legal_actions=service.legal_actions_to_proto(
                 match, self.seat, match.legal_actions(self.seat), match.acceptable_senas(self.seat)
             ),
