@@ -112,7 +112,6 @@ BOTS = {
 what an SDK bot's start-up costs."""
 SEEDED_BOTS = ("instant", "cpp")
 """Bots whose choices the match seed fixes: every configuration must then give identical results."""
-LANGUAGES = {"cpp": "cpp"}
 LEAGUE = "bench"
 LEAGUE_SEED = 1
 SCALING_TARGET = 1.8
@@ -162,7 +161,7 @@ def create_league(engine: Engine, settings: Settings) -> int:
     plan = schedule_round_robin(names, settings.matches_per_pairing, LEAGUE_SEED)
     with session_scope(engine) as session:
         for name in names:
-            language = LANGUAGES.get(settings.bot, "python")
+            language = "cpp" if settings.bot == "cpp" else "python"
             repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=None, language=language)
         league = repo.create_league(
             session,
