@@ -195,7 +195,13 @@ class Rules:
         return Rules.from_options(merged)
 
     def validate(self) -> None:
-        """Check ranges, cross-option constraints and v1 support; raise `RulesError` naming the problem."""
+        """Check types, ranges, cross-option constraints and v1 support; raise `RulesError` naming the problem.
+
+        Types are checked here too, not only in `from_options`: a `Rules` built directly in Python with a
+        string for an enum, or `True` for an integer, would otherwise play some other rule.
+        """
+        for field in dataclasses.fields(self):
+            _check_type(field.name, getattr(self, field.name))
         for key, bad in _UNSUPPORTED.items():
             if getattr(self, key) == bad:
                 shown = bad.value if isinstance(bad, Enum) else json.dumps(bad)
@@ -292,9 +298,16 @@ def _convert(key: str, raw: Any) -> Any:
             raise RulesError(f"rules option {key} must be an integer; got {json.dumps(raw)}")
         return raw
     if kind == "float":
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
             raise RulesError(f"rules option {key} must be a number; got {json.dumps(raw)}")
-        return float(raw)
+        try:
+            value = float(raw)
+        except OverflowError:  # only an integer beyond any float, e.g. 10**400, gets here
+            bits = int(raw).bit_length()
+            raise RulesError(f"rules option {key} is out of range: an integer of {bits} bits") from None
+        if not math.isfinite(value):
+            raise RulesError(f"rules option {key} must be a finite number; got {raw}")
+        return value
     if key == "max_mus_rounds":
         if raw is None or (isinstance(raw, int) and not isinstance(raw, bool)):
             return raw
@@ -306,6 +319,16 @@ def _convert(key: str, raw: Any) -> Any:
             f'rules option max_total_stake must be "target_score", an integer or null; got {json.dumps(raw)}'
         )
     raise AssertionError(f"no converter for option {key} of type {kind}")
+
+
+def _check_type(key: str, value: Any) -> None:
+    """Raise `RulesError` when a field holds a value of the wrong type (an enum's string instead of its member)."""
+    enum = _ENUMS.get(key)
+    if enum is not None:
+        if not isinstance(value, enum):
+            raise RulesError(f"rules option {key} must be a {enum.__name__}; got {value!r}")
+        return
+    _convert(key, value)
 
 
 def parse_option_assignment(text: str) -> tuple[str, Any]:

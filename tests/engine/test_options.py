@@ -218,7 +218,9 @@ def test_an_unknown_key_is_rejected_removed_keys_included_14(key: str) -> None:
         ({"max_senas_per_window": -1}, "max_senas_per_window must be at least 0"),
         ({"sena_leak_probability": 1.5}, "sena_leak_probability must be between 0 and 1"),
         ({"sena_leak_probability": -0.1}, "sena_leak_probability must be between 0 and 1"),
-        ({"sena_leak_probability": float("nan")}, "sena_leak_probability must be a number"),
+        ({"sena_leak_probability": float("nan")}, "sena_leak_probability must be a finite number"),
+        ({"sena_leak_probability": 10**400}, "sena_leak_probability is out of range: an integer of 1329 bits"),
+        ({"time_bank_s": -(10**400)}, "time_bank_s is out of range"),
         ({"sena_violation_policy": "ignore"}, "sena_violation_policy must be one of reject, reject_and_penalise"),
         ({"decision_timeout_s": 0}, "decision_timeout_s must be above 0"),
         ({"decision_timeout_s": "10"}, "decision_timeout_s must be a number"),
@@ -233,6 +235,24 @@ def test_an_unknown_key_is_rejected_removed_keys_included_14(key: str) -> None:
 def test_an_out_of_range_value_is_rejected_naming_the_option_14(options: dict[str, Any], message: str) -> None:
     with pytest.raises(RulesError, match=re.escape(message)):
         Rules.from_options(options)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"deck_mode": "8_reyes"}, "deck_mode must be a DeckMode; got '8_reyes'"),
+        ({"target_score": True}, "target_score must be an integer"),
+        ({"max_faults_before_forfeit": 2.5}, "max_faults_before_forfeit must be an integer"),
+        ({"time_bank_s": 10**400}, "time_bank_s is out of range"),
+        ({"sena_la_bonita": 1}, "sena_la_bonita must be true or false"),
+    ],
+)
+def test_a_match_refuses_rules_built_in_python_with_a_value_of_the_wrong_type_14(
+    fields: dict[str, Any], message: str
+) -> None:
+    """A string where an enum belongs would otherwise play another rule (`"8_reyes"` is not `DeckMode.OCHO_REYES`)."""
+    with pytest.raises(RulesError, match=re.escape(message)):
+        Match(Rules(**fields))
 
 
 @pytest.mark.parametrize(

@@ -77,13 +77,24 @@ def test_a_scenario_with_a_wrong_turn_prints_an_error_line_and_goes_on(tmp_path:
     assert answers[1]["id"] == data["scoring_scenarios"][1]["id"] and "error" not in answers[1]
 
 
-def test_an_unknown_option_in_a_case_config_is_an_error_line(tmp_path: Path, vectors_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"no_such_option": 1}, "unknown rules option 'no_such_option'"),
+        ({"time_bank_s": 10**400}, "time_bank_s is out of range"),
+    ],
+)
+def test_a_bad_option_in_a_case_config_is_an_error_line_and_the_next_case_is_answered(
+    tmp_path: Path, vectors_dir: Path, config: dict[str, Any], message: str
+) -> None:
     data = json.loads((vectors_dir / "scenarios.json").read_text())
-    data["scoring_scenarios"] = [dict(data["scoring_scenarios"][0], config={"no_such_option": 1})]
+    first = data["scoring_scenarios"][0]
+    data["scoring_scenarios"] = [dict(first, id="BAD", config=config), first]
     path = tmp_path / "cases.json"
     path.write_text(json.dumps(data))
-    [answer] = run_eval(path)
-    assert "unknown rules option 'no_such_option'" in answer["error"]
+    bad, good = run_eval(path)
+    assert bad["id"] == "BAD" and message in bad["error"]
+    assert good["id"] == first["id"] and "error" not in good
 
 
 @pytest.mark.parametrize(
@@ -95,6 +106,8 @@ def test_an_unknown_option_in_a_case_config_is_an_error_line(tmp_path: Path, vec
         ('{"hand_vectors": []}', ["--option", "target_score=-3"], "target_score must be at least 1"),
         ('{"hand_vectors": []}', ["--option", "mus_decision_mode=fem_out_of_turn"], "unsupported in v1"),
         ('{"hand_vectors": []}', ["--option", "target_score"], "must be written key=value"),
+        ('{"hand_vectors": []}', ["--option", "time_bank_s=1e400"], "time_bank_s must be a finite number"),
+        ('{"hand_vectors": []}', ["--option", f"time_bank_s={10**400}"], "time_bank_s is out of range"),
     ],
 )
 def test_bad_input_is_a_one_line_error_with_exit_code_1(
