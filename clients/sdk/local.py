@@ -19,7 +19,7 @@ from referee.engine.cards import Card
 from referee.engine.errors import IllegalActionError, MatchOverError
 from referee.engine.events import Event, EventKind
 from referee.engine.hands import Lance
-from referee.engine.match import DecisionKind, Match, MatchOutcome, Setup, partner_of
+from referee.engine.match import DecisionKind, Match, MatchOutcome, Setup
 from referee.engine.rules import IllegalActionPolicy, Rules
 from referee.engine.senas import Sena
 from referee.engine.views import seat_view
@@ -170,21 +170,11 @@ class LocalTable:
                 if not event.visible_to(seat):
                     continue
                 seen = self._seen[seat]
-                delivered = Event(len(seen), event.kind, event.data, _recipients(event, seat))
+                delivered = event.seen_by(seat, len(seen))
                 if event.kind is EventKind.HAND_STARTED:
                     self._hand_start[seat] = len(seen)
                 seen.append(delivered)
                 _hook(seat, self.bots[seat].on_event, delivered)
-
-
-def _recipients(event: Event, seat: int) -> frozenset[int] | None:
-    """What a seat may know of an event's recipients: the sender of a seña and his partner are never told
-    whether it leaked to the rivals (mus-rules §12.3 item 5), so for them it reads as sent to the two."""
-    if event.kind is not EventKind.SENA_DELIVERED:
-        return event.to
-    sender = int(event.data["seat"])
-    pair = frozenset({sender, partner_of(sender)})
-    return pair if seat in pair else None
 
 
 def _malformed(action: Action) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -40,16 +41,32 @@ BETTING_KINDS = frozenset(
 )
 
 
+SENA_CARRIERS = frozenset({ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS})
+"""The actions señas may ride on: a mus call (window (a)) and a seña-round answer (window (b)), mus-rules §12.3."""
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     """A decision. Only the fields of its kind are set: `amount` for envido/mas, `cards` for a discard,
-    `has_jugada` for a declaration, `senas` for a seña-round answer or señas attached to a mus call."""
+    `has_jugada` for a declaration, `senas` for a seña-round answer or señas attached to a mus call.
+
+    Señas on any other action are sent outside a window: the engine rejects them to the sender and applies the
+    action without them (`stray_senas`, mus-rules §12.3 item 4).
+    """
 
     kind: ActionKind
     amount: int = 0
     cards: tuple[Card, ...] = ()
     has_jugada: bool = False
     senas: tuple[Sena, ...] = ()
+
+    @property
+    def stray_senas(self) -> tuple[Sena, ...]:
+        """Señas attached to an action that cannot carry them."""
+        return self.senas if self.senas and self.kind not in SENA_CARRIERS else ()
+
+    def without_senas(self) -> Action:
+        return dataclasses.replace(self, senas=()) if self.senas else self
 
     @classmethod
     def paso(cls) -> Action:
@@ -130,7 +147,7 @@ class Action:
             return f"discard {format_cards(self.cards)}"
         if self.kind is ActionKind.DECLARE:
             return f"declare {'yes' if self.has_jugada else 'no'}"
-        if self.senas or self.kind is ActionKind.SENAS:
+        if self.kind in SENA_CARRIERS:  # stray señas have no notation: a step logs them apart
             return " ".join([self.kind.value, *(sena.value for sena in self.senas)])
         return str(self.kind.value)
 

@@ -59,6 +59,20 @@ class Event:
     def public(self) -> bool:
         return self.to is None
 
+    def seen_by(self, seat: int | None, seq: int) -> Event:
+        """The event as `seat` receives it (None: a spectator), numbered `seq` in that recipient's own stream.
+
+        Numbering per recipient keeps the events a seat may not see from leaving gaps (a rejected seña, a seña
+        that did not leak). A delivered seña reads as sent to the sender and his partner for both of them: they
+        are never told whether it leaked to the rivals (mus-rules §12.3 item 5).
+        """
+        to = self.to
+        if self.kind is EventKind.SENA_DELIVERED and seat is not None:
+            sender = int(self.data["seat"])
+            pair = frozenset({sender, (sender + 2) % 4})  # partners sit opposite (mus-rules §3)
+            to = pair if seat in pair else None
+        return Event(seq, self.kind, self.data, to)
+
     def to_json(self) -> dict[str, Any]:
         """The event as a JSON object: `seq`, `kind`, its payload and, if private, `to`."""
         out: dict[str, Any] = {"seq": self.seq, "kind": self.kind.value, **self.data}

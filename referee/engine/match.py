@@ -8,6 +8,7 @@ seats in `awaited()`; `apply` takes a legal action, `check` says why one is not 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from referee.engine.actions import Action, ActionKind
+from referee.engine.actions import Action, ActionKind, parse_sena
 from referee.engine.cards import Card, format_cards, shuffled_deck, sort_hand
 from referee.engine.enums import Enum
 from referee.engine.errors import IllegalActionError, MatchOverError
@@ -120,6 +121,8 @@ class Step:
         out: dict[str, Any] = {"seat": self.seat, "kind": self.kind.value}
         if self.action is not None:
             out["action"] = str(self.action)
+            if self.action.stray_senas:  # the notation of a bet or discard has no place for señas
+                out["senas"] = " ".join(sena.value for sena in self.action.stray_senas)
         if self.reason:
             out["reason"] = self.reason
         return out
@@ -127,6 +130,8 @@ class Step:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step:
         action = Action.parse(data["action"]) if "action" in data else None
+        if action is not None and data.get("senas"):
+            action = dataclasses.replace(action, senas=tuple(parse_sena(name) for name in data["senas"].split()))
         return cls(int(data["seat"]), StepKind(data["kind"]), action, str(data.get("reason", "")))
 
 
@@ -416,6 +421,7 @@ class Match:
             raise IllegalActionError(f"seat {seat} is not asked to act now: the match waits for seat {waiting}")
         kind = self.decision
         assert kind is not None
+        action = action.without_senas() if action.stray_senas else action  # rejected on their own in `apply`
         if kind is DecisionKind.MUS and action.kind in (ActionKind.MUS, ActionKind.NO_MUS):
             return
         if kind is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
@@ -487,13 +493,23 @@ class Match:
 
         Señas ride on an action without deciding its legality (mus-rules §12.3 item 4): on a mus call or in a
         seña round, each seña of the list is checked on its own, the false ones are rejected (the sender alone is
-        told, in the record and a private event) and the rest are delivered. A rejection is not a fault.
+        told, in the record and a private event) and the rest are delivered. Señas on any other action are sent
+        outside a window and all rejected. A rejection is not a fault.
         """
         self.check(seat, action)
         start = len(self.events)
         step = Step(seat, StepKind.ACTION, action)
         self.log.append(step)
+        stray = action.stray_senas
+        if stray:
+            text = "señas ride only on a mus call or in a seña round (mus-rules §12.3 item 3)"
+            self._note_rejections(
+                seat, [(sena, SenaRejection(SenaRejectionCode.OUTSIDE_WINDOW, text)) for sena in stray]
+            )
+            action = action.without_senas()
         rejected = self._dispatch(seat, action)
+        if stray:
+            rejected = tuple((sena, text) for sena in stray) + rejected
         return StepRecord(step, tuple(self.events[start:]), rejected)
 
     def apply_timeout(self, seat: int) -> StepRecord:
@@ -998,29 +1014,36 @@ class Match:
             self._emit_bet(betting, seat, action)
             self._open_action(betting, seat, action)
             return
-        self._emit_bet(betting, seat, action)
         if not both:
+            self._emit_bet(betting, seat, action)
             self._answer(betting, seat, action, final=False)
             return
         # mus-rules §8.2 both_answer_most_aggressive: the partner answers after seeing the first answer (not
         # after an órdago); the most aggressive answer stands, as if its author had acted alone.
         first = betting.first_answer
         if first is None and action.kind is not ActionKind.ORDAGO and len(betting.queue) > 1:
+            self._emit_bet(betting, seat, action)
             betting.first_answer = (seat, action)
             return
         betting.first_answer = None
         answers = [first, (seat, action)] if first is not None else [(seat, action)]
         chosen_seat, chosen = max(answers, key=lambda answer: _aggression(answer[1]))
+        self._emit_bet(betting, seat, action, standing=chosen)
         self._answer(betting, chosen_seat, chosen, final=True)
 
-    def _emit_bet(self, betting: _Betting, seat: int, action: Action) -> None:
-        """Publish a betting action with the totals it leaves on the table (accepted, pending, órdago)."""
+    def _emit_bet(self, betting: _Betting, seat: int, action: Action, standing: Action | None = None) -> None:
+        """Publish a betting action with the totals it leaves on the table (accepted, pending, órdago).
+
+        `standing`: in both-answer mode, the answer that prevails once the second rival has answered; the
+        second answer's event carries the totals of that answer, which may be the partner's (mus-rules §8.2).
+        """
         pending, accepted, ordago = betting.pending, betting.accepted, betting.ordago
-        kind = action.kind
+        totals = standing or action
+        kind = totals.kind
         if kind is ActionKind.ENVIDO:
-            pending = action.amount
+            pending = totals.amount
         elif kind is ActionKind.MAS:
-            accepted, pending = pending or 0, (pending or 0) + action.amount
+            accepted, pending = pending or 0, (pending or 0) + totals.amount
         elif kind is ActionKind.ORDAGO:
             accepted, ordago = pending or 0, True
         elif kind is ActionKind.QUIERO and not ordago:
@@ -1029,7 +1052,7 @@ class Match:
             EventKind.BET,
             lance=betting.lance.value,
             seat=seat,
-            action=kind.value,
+            action=action.kind.value,
             amount=action.amount,
             pending=pending,
             accepted=accepted,
@@ -1224,10 +1247,12 @@ class Match:
     # ------------------------------------------------------------------ views
 
     def events_for(self, seat: int | None) -> list[Event]:
-        """Every event a seat has seen, in order (None: the public events a spectator sees)."""
-        if seat is None:
-            return [event for event in self.events if event.to is None]
-        return [event for event in self.events if event.to is None or seat in event.to]
+        """Every event a seat has seen, in order and numbered as it saw them (None: a spectator's public events).
+
+        `Event.seen_by` says why each recipient has its own numbering; `events` keeps the match-wide one.
+        """
+        visible = (event for event in self.events if event.to is None or (seat is not None and seat in event.to))
+        return [event.seen_by(seat, index) for index, event in enumerate(visible)]
 
 
 _AGGRESSION = {ActionKind.NO_QUIERO: 0, ActionKind.QUIERO: 1, ActionKind.MAS: 2, ActionKind.ORDAGO: 3}

@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.actions import Action, ActionKind
-from referee.engine.cards import Card, Suit, parse_cards
+from referee.engine.cards import Card, Suit, parse_cards, sort_hand
 from referee.engine.errors import MalformedError
 from referee.engine.events import Event, EventKind
 from referee.engine.match import DecisionKind, GameResult, Match, MatchOutcome, VacaResult, team_of
@@ -99,21 +99,20 @@ def action_from_proto(message: pb.Action) -> Action:
         raise MalformedError(f"action kind {message.kind} is not a Mus action")
     # A seña outside the vocabulary does not make the action malformed: it is rejected on its own
     # (`unknown_senas`, mus-rules §12.3 item 4).
-    senas = [_SENA_FROM_PB[value] for value in message.senas if value in _SENA_FROM_PB]
+    # Señas on an action that cannot carry them are kept, so that the engine rejects them to the sender.
+    senas = tuple(_SENA_FROM_PB[value] for value in message.senas if value in _SENA_FROM_PB)
     if kind in (ActionKind.ENVIDO, ActionKind.MAS):
         if message.amount < 1:
             raise MalformedError(f"{kind.value} needs an amount of at least 1")
-        return Action(kind, amount=message.amount)
+        return Action(kind, amount=message.amount, senas=senas)
     if kind is ActionKind.DISCARD:
         cards = [card_from_proto(card) for card in message.cards]
         if len(set(cards)) != len(cards):
             raise MalformedError("the same card is discarded twice")
-        return Action.discard(cards)
+        return Action(kind, cards=sort_hand(cards), senas=senas)
     if kind is ActionKind.DECLARE:
-        return Action.declare(message.has_jugada)
-    if kind in (ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS):
-        return Action(kind, senas=tuple(senas))
-    return Action(kind)
+        return Action(kind, has_jugada=message.has_jugada, senas=senas)
+    return Action(kind, senas=senas)
 
 
 def unknown_senas(message: pb.Action) -> list[str]:

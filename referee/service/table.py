@@ -505,7 +505,7 @@ class Table:
             return None
         try:
             action = convert.action_from_proto(message)
-            unknown = convert.unknown_senas(message) if action.kind.value in ("mus", "no_mus", "senas") else []
+            unknown = convert.unknown_senas(message)
             if decision.kind is not DecisionKind.SENAS:
                 match.check(seat, action)
             elif action.kind.value != "senas":

@@ -894,9 +894,10 @@ def check_hand_protocol(match: Match) -> None:
             model = hand.betting
             opening = model.pending is None and not model.ordago
             hand.closing = model.act(data["seat"], data["action"], data["amount"])
-            if opening or not both:
+            # In both-answer mode a first answer waits for the partner's; the second carries the standing totals.
+            if opening or not both or model.first is None:
                 totals: tuple[int | None, int | None, bool] = (model.pending, model.accepted, model.ordago)
-                if data["action"] == "quiero" and not model.ordago:
+                if hand.closing is not None and hand.closing[0] == "accepted":
                     totals = (model.pending, model.pending, False)
                 assert (data["pending"], data["accepted"], data["ordago"]) == totals, (event, totals)
         elif kind is EventKind.POINTS_SCORED and data["reason"] == "deje":

@@ -1,15 +1,20 @@
-"""§12.3 item 4: a seña outside the vocabulary is rejected to its sender alone, is no fault, and replays."""
+"""§12.3 item 4: a seña outside the vocabulary, or attached to an action that cannot carry it, is rejected to its
+sender alone, is no fault, and replays."""
 
 from __future__ import annotations
 
 import pytest
 
-from referee.engine.actions import Action
+from referee.engine.actions import Action, ActionKind
 from referee.engine.errors import IllegalActionError
 from referee.engine.events import EventKind
-from referee.engine.match import Match, StepKind
+from referee.engine.match import DecisionKind, Match, StepKind
 from referee.engine.replay import match_record, replay, replay_record
 from referee.engine.rules import Rules
+from referee.engine.senas import Sena
+from tests.engine.test_options import answer_non_betting, scripted_match
+
+S01 = ["12o 12c 5o 1o", "11o 11c 10o 7o", "1c 2o 4o 4c", "10c 10e 7c 4e"]
 
 
 def test_unknown_senas_are_rejected_privately_without_a_fault_and_the_log_replays_them() -> None:
@@ -33,3 +38,40 @@ def test_only_an_awaited_seat_can_have_unknown_senas_rejected() -> None:
     other = (match.awaited()[0] + 1) % 4
     with pytest.raises(IllegalActionError, match="not asked"):
         match.reject_unknown_senas(other, ["#99"])
+
+
+@pytest.mark.parametrize(
+    "action",
+    [Action.envido(2), Action.paso(), Action.ordago()],
+    ids=str,
+)
+def test_senas_on_a_bet_are_outside_every_window_rejected_to_the_sender_and_the_bet_applies(action) -> None:
+    match = scripted_match(S01)
+    answer_non_betting(match)
+    with_senas = Action(action.kind, amount=action.amount, senas=(Sena.DOS_REYES, Sena.CIEGO))
+    assert match.is_legal(0, with_senas)
+    record = match.apply(0, with_senas)
+    rejected = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
+    assert [event.data["sena"] for event in rejected] == ["dos_reyes", "ciego"]
+    assert {event.data["code"] for event in rejected} == {"outside_window"}
+    assert all(event.to == frozenset({0}) for event in rejected)
+    assert [sena for sena, _ in record.rejected_senas] == [Sena.DOS_REYES, Sena.CIEGO]
+    bets = [event for event in record.events if event.kind is EventKind.BET]
+    assert [event.data["action"] for event in bets] == [action.kind.value]
+    assert not any(event.kind is EventKind.SENA_DELIVERED for event in match.events)
+    assert match.faults == [0, 0]
+    again = replay_record(match_record(match))
+    assert [event.to_json() for event in again.events] == [event.to_json() for event in match.events]
+
+
+def test_senas_on_a_discard_are_rejected_and_the_discard_applies() -> None:
+    match = Match(Rules(), seed=3)
+    while match.decision is DecisionKind.MUS:
+        match.apply(match.awaited()[0], Action.mus())
+    seat = match.awaited()[0]
+    discard = Action(ActionKind.DISCARD, cards=match.hands[seat][:2], senas=(Sena.JUEGO,))
+    record = match.apply(seat, discard)
+    rejected = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
+    assert [(event.data["sena"], event.data["code"]) for event in rejected] == [("juego", "outside_window")]
+    assert seat not in match.awaited() and match.faults == [0, 0]
+    assert replay(match.rules, match.seed, match.log).events == match.events

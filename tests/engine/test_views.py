@@ -24,6 +24,7 @@ from referee.engine.replay import apply_step
 from referee.engine.rules import Rules, SenasMode
 from referee.engine.senas import Sena
 from referee.engine.views import public_view, seat_view
+from tests.engine.test_options import deck_for
 from tests.engine.test_properties import (
     INTENTIONS,
     Played,
@@ -342,8 +343,8 @@ def check_delivery_audience(match: Match, played: Played) -> None:
             assert seen.to is not None, seen
         if rules.sena_leak_probability == 1.0:
             assert seen.to is None, seen
-        for seat in (sender, (sender + 2) % 4):
-            assert seen in seat_view(match, seat).hand_events
+        for seat in (sender, (sender + 2) % 4):  # a view renumbers its events: the same one has the same payload
+            assert any(mine.data is seen.data for mine in seat_view(match, seat).hand_events), (seat, seen)
 
 
 @dataclasses.dataclass
@@ -528,3 +529,50 @@ def test_the_leak_draws_do_not_depend_on_the_deal(seed, decks, policy_seeds):
     common = first.keys() & second.keys()
     assert all(first[key] == second[key] for key in common)
     event(f"common leak draws: {min(len(common), 20) // 5 * 5}+")
+
+
+# ------------------------------------------------------------------------ what the numbering of events reveals
+
+S01 = ["12o 12c 5o 1o", "11o 11c 10o 7o", "1c 2o 4o 4c", "10c 10e 7c 4e"]
+
+
+def after_grande_senas(senas_of_seat_0: tuple[Sena, ...], leak: float = 0.0, seed: int = 0) -> Match:
+    """S01 at Grande: seat 0 sends `senas_of_seat_0` in the seña round, the others nothing, then seat 0 passes.
+    The deal is fixed, so the seed draws only the leaks."""
+    setup = Setup(first_dealer=3, decks={0: deck_for(S01)}, skip_mus_first_hand=True)
+    match = Match(Rules.from_options({"sena_leak_probability": leak}), seed, setup)
+    for seat in range(4):
+        match.apply(seat, Action.send_senas(senas_of_seat_0 if seat == 0 else ()))
+    match.apply(0, Action.paso())
+    return match
+
+
+def test_a_seat_cannot_tell_from_its_events_whether_a_seña_it_did_not_see_was_sent() -> None:
+    """§12.3 items 4 and 5: a rejected seña reaches nobody but its sender, and an unleaked one only his partner.
+    A view numbers its own events, so neither leaves a gap in another seat's view or the spectator's."""
+    silent = after_grande_senas(())
+    rejected = after_grande_senas((Sena.CUATRO_ASES,))  # seat 0 holds R-R-5-A: false
+    private = after_grande_senas((Sena.DOS_REYES,))  # true, and the leak never happens
+    for seat in (1, 2, 3):
+        assert view_of(rejected, seat) == view_of(silent, seat)
+    for seat in (1, 3):
+        assert view_of(private, seat) == view_of(silent, seat)
+    assert spectator_view_of(private) == spectator_view_of(rejected) == spectator_view_of(silent)
+    for match in (silent, rejected, private):
+        for viewer in (None, 0, 1, 2, 3):
+            assert [seen.seq for seen in match.events_for(viewer)] == list(range(len(match.events_for(viewer))))
+
+
+def test_the_sender_and_his_partner_are_not_told_whether_a_seña_leaked() -> None:
+    """§12.3 item 5: the rivals learn of a seña when the leak draw succeeds; its sender's team never learns which."""
+    by_leak: dict[bool, Match] = {}
+    for seed in range(100):
+        match = after_grande_senas((Sena.DOS_REYES,), 0.5, seed)
+        (delivery,) = [seen for seen in match.events if seen.kind is EventKind.SENA_DELIVERED]
+        by_leak.setdefault(delivery.public, match)
+    leaked, private = by_leak[True], by_leak[False]
+    for seat in (0, 2):
+        assert view_of(leaked, seat) == view_of(private, seat)
+    for seat in (1, 3):
+        assert any(seen.kind is EventKind.SENA_DELIVERED for seen in seat_view(leaked, seat).events)
+        assert view_of(leaked, seat) != view_of(private, seat)

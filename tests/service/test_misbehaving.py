@@ -514,6 +514,44 @@ def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() ->
         assert all(event.WhichOneof("payload") != "sena_rejected" for event in seat.events())
 
 
+def test_senas_on_a_bet_or_a_discard_are_rejected_to_their_sender_and_the_action_is_applied() -> None:
+    """mus-rules §12.3 item 4: señas ride only on a mus call or a seña round; on any other action they are outside
+    a window (types.proto: SENA_REJECTION_REASON_OUTSIDE_WINDOW, or UNKNOWN_SENA outside the vocabulary), each is
+    rejected to the sender alone, and the action itself is applied without a fault."""
+    carriers = (pb.ACTION_KIND_MUS, pb.ACTION_KIND_NO_MUS, pb.ACTION_KIND_SENAS)
+
+    def with_stray_senas(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
+        action = random_wire_action(rng, request)
+        if action.kind not in carriers:
+            action.senas.extend([pb.SENA_DOS_REYES, 99])  # type: ignore[list-item]
+        return action
+
+    async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
+        table = running.referee.create_table(ROOMY_LONG, 32, NAMES)
+        policies = [with_stray_senas, random_wire_action, random_wire_action, random_wire_action]
+        seats = [
+            WireSeat(running.address, state.token, seed=seat, policy=policies[seat])
+            for seat, state in enumerate(table.seats)
+        ]
+        await asyncio.gather(*(seat.run() for seat in seats))
+        return table, seats
+
+    table, seats = with_referee(scenario, timeout=30)
+    sender = seats[0]
+    strays = [
+        message
+        for message in sender.of("decision_request")
+        if message.decision_request.kind not in (pb.DECISION_KIND_MUS, pb.DECISION_KIND_SENA_ROUND)
+    ]
+    assert strays, "the seat bet or discarded at least once"
+    assert sender.of("action_rejected") == [] and table.all_faults() == []
+    rejected = [event.sena_rejected for event in sender.events() if event.HasField("sena_rejected")]
+    reasons = [rejection.reason for rejection in rejected]
+    assert reasons.count(pb.SENA_REJECTION_REASON_OUTSIDE_WINDOW) == len(strays)
+    assert reasons.count(pb.SENA_REJECTION_REASON_UNKNOWN_SENA) == len(strays)
+    assert all(not event.HasField("sena_rejected") for seat in seats[1:] for event in seat.events())
+
+
 def test_la_bonita_where_the_rules_leave_it_out_is_rejected_to_its_sender_and_the_match_goes_on() -> None:
     """mus-rules §12.1: la_bonita is in the vocabulary only when sena_la_bonita is true; otherwise it is rejected
     (types.proto: SENA_REJECTION_REASON_UNKNOWN_SENA), told to the sender alone, no fault, and play goes on."""

@@ -302,8 +302,8 @@ class _SenaRejectionReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_S
     SENA_REJECTION_REASON_FALSE: _SenaRejectionReason.ValueType  # 2
     """The sena is not true of the sender's current cards."""
     SENA_REJECTION_REASON_OUTSIDE_WINDOW: _SenaRejectionReason.ValueType  # 3
-    """The sena was sent where no window is open for it (including senas_mode "off" or "automatic", and
-    SENA_MEDIAS before Grande is over).
+    """The sena was sent where no window is open for it (including senas_mode "off" or "automatic",
+    SENA_MEDIAS before Grande is over, and senas attached to an action other than a mus call or a sena round).
     """
     SENA_REJECTION_REASON_OVER_LIMIT: _SenaRejectionReason.ValueType  # 4
     """The sena came after the first max_senas_per_window senas of its list."""
@@ -320,8 +320,8 @@ while sena_la_bonita is "false").
 SENA_REJECTION_REASON_FALSE: SenaRejectionReason.ValueType  # 2
 """The sena is not true of the sender's current cards."""
 SENA_REJECTION_REASON_OUTSIDE_WINDOW: SenaRejectionReason.ValueType  # 3
-"""The sena was sent where no window is open for it (including senas_mode "off" or "automatic", and
-SENA_MEDIAS before Grande is over).
+"""The sena was sent where no window is open for it (including senas_mode "off" or "automatic",
+SENA_MEDIAS before Grande is over, and senas attached to an action other than a mus call or a sena round).
 """
 SENA_REJECTION_REASON_OVER_LIMIT: SenaRejectionReason.ValueType  # 4
 """The sena came after the first max_senas_per_window senas of its list."""
@@ -638,8 +638,9 @@ class Action(_message.Message):
     @_builtins.property
     def senas(self) -> _containers.RepeatedScalarFieldContainer[Global___Sena.ValueType]:
         """Senas: on MUS or NO_MUS, the senas attached to the mus call (window (a) of rulebook section 12.3); on
-        SENAS, the sena-round answer (possibly empty). Must be empty for every other kind. A rejected sena does
-        not make the action illegal: it is dropped and reported with a SenaRejected event.
+        SENAS, the sena-round answer (possibly empty). Senas on any other kind are outside a window: each is
+        rejected (OUTSIDE_WINDOW) and the action is applied without them. A rejected sena does not make the
+        action illegal and is no fault: it is dropped and reported to the sender alone with a SenaRejected event.
         """
 
     def __init__(
