@@ -35,6 +35,9 @@ def _hands(case: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     hands = case.get("hands")
     if not isinstance(hands, list) or len(hands) != 4:
         raise MalformedError("a case needs 'hands': four lists of four cards")
+    for seat, hand in enumerate(hands):
+        if not isinstance(hand, list) or not all(isinstance(card, str) for card in hand):
+            raise MalformedError(f'hand {seat} must be a list of cards in notation, such as ["12o", "3c"]')
     parsed = [parse_cards(hand) for hand in hands]
     if any(len(hand) != 4 for hand in parsed):
         raise MalformedError("every hand must have exactly four cards")
@@ -59,15 +62,19 @@ def evaluate_hand_case(case: Mapping[str, Any], base: Mapping[str, Any]) -> dict
 def evaluate_scenario(case: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
     """A `scoring_scenarios` case: one hand after the mus phase, played with the listed actions."""
     rules = case_rules(case, base)
-    start = case.get("start_score", {"A": 0, "B": 0})
-    start_score = (int(start["A"]), int(start["B"]))
+    start_score = _start_score(case.get("start_score", {"A": 0, "B": 0}))
     deck = deck_from_hands(_hands(case), mano=0)
     setup = Setup(first_dealer=3, decks={0: deck}, start_score=start_score, skip_mus_first_hand=True)
     match = Match(rules, seed=0, setup=setup)
     actions = case.get("actions", {})
     if not isinstance(actions, Mapping):
         raise MalformedError("'actions' must be an object of lance -> list of actions")
+    lances = [lance.value for lance in Lance]
     for lance_name, lines in actions.items():
+        if lance_name not in lances:
+            raise MalformedError(f"unknown lance {lance_name!r} in 'actions'; lances are {', '.join(lances)}")
+        if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+            raise MalformedError(f'the actions of {lance_name} must be a list of strings such as "S0 envido 2"')
         for line in lines:
             _skip_automatic(match)
             seat_text, _, action_text = str(line).partition(" ")
@@ -98,6 +105,15 @@ def evaluate_scenario(case: Mapping[str, Any], base: Mapping[str, Any]) -> dict[
     }
 
 
+def _start_score(start: Any) -> tuple[int, int]:
+    """A scenario's `start_score`: {"A": points, "B": points}, each a whole number of points from 0."""
+    if isinstance(start, Mapping) and set(start) == {"A", "B"}:
+        points = (start["A"], start["B"])
+        if all(isinstance(value, int) and not isinstance(value, bool) and value >= 0 for value in points):
+            return points
+    raise MalformedError(f'\'start_score\' must be an object such as {{"A": 0, "B": 0}}; got {start!r}')
+
+
 def _skip_automatic(match: Match) -> None:
     """Scenarios list betting only: answer seña rounds with nothing and declarations truthfully."""
     while match.hand_number == 0 and not match.is_over and match.decision in (DecisionKind.SENAS, DecisionKind.DECLARE):
@@ -107,21 +123,24 @@ def _skip_automatic(match: Match) -> None:
 
 def evaluate_file(data: Mapping[str, Any], base: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every case of a vectors file, in order; a case the engine rejects gives an `error` line."""
-    if "hand_vectors" in data:
-        cases, run = data["hand_vectors"], evaluate_hand_case
-    elif "scoring_scenarios" in data:
-        cases, run = data["scoring_scenarios"], evaluate_scenario
-    else:
+    kinds = [
+        (key, run)
+        for key, run in (("hand_vectors", evaluate_hand_case), ("scoring_scenarios", evaluate_scenario))
+        if key in data
+    ]
+    if not kinds:
         raise MalformedError("the file has neither 'hand_vectors' nor 'scoring_scenarios'")
-    if not isinstance(cases, list):
-        raise MalformedError("the cases must be a list")
+    for key, _ in kinds:
+        if not isinstance(data[key], list):
+            raise MalformedError(f"'{key}' must be a list of cases")
     out: list[dict[str, Any]] = []
-    for case in cases:
-        case_id = case.get("id") if isinstance(case, Mapping) else None
-        try:
-            if not isinstance(case, Mapping):
-                raise MalformedError("a case must be an object")
-            out.append(run(case, base))
-        except (MusError, KeyError, TypeError, ValueError) as error:
-            out.append({"id": case_id, "error": str(error)})
+    for key, run in kinds:  # a file holding both kinds is answered hand vectors first
+        for case in data[key]:
+            case_id = case.get("id") if isinstance(case, Mapping) else None
+            try:
+                if not isinstance(case, Mapping):
+                    raise MalformedError("a case must be an object")
+                out.append(run(case, base))
+            except MusError as error:
+                out.append({"id": case_id, "error": str(error)})
     return out

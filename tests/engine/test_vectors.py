@@ -101,6 +101,7 @@ def test_a_bad_option_in_a_case_config_is_an_error_line_and_the_next_case_is_ans
     ("content", "args", "message"),
     [
         ("{not json", [], "is not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, [], "nests its JSON too deeply"),
         ('{"something": []}', [], "neither 'hand_vectors' nor 'scoring_scenarios'"),
         ('{"hand_vectors": []}', ["--option", "no_such_key=1"], "unknown rules option 'no_such_key'"),
         ('{"hand_vectors": []}', ["--option", "target_score=-3"], "target_score must be at least 1"),
@@ -120,6 +121,48 @@ def test_bad_input_is_a_one_line_error_with_exit_code_1(
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.output
+
+
+GOOD_HANDS = [
+    ["12o", "12c", "5o", "1o"],
+    ["11o", "11c", "10o", "7o"],
+    ["1c", "2o", "4o", "4c"],
+    ["10c", "10e", "7c", "4e"],
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "case", "message"),
+    [
+        ("hand_vectors", {"lance": "grande", "hands": [[12, 12, 7, 4], *GOOD_HANDS[1:]]}, "hand 0 must be a list"),
+        ("hand_vectors", {"lance": "grande", "hands": [1, 2, 3, 4]}, "hand 0 must be a list"),
+        ("scoring_scenarios", {"hands": GOOD_HANDS, "start_score": "x"}, "'start_score' must be an object"),
+        ("scoring_scenarios", {"hands": GOOD_HANDS, "start_score": {"A": -1, "B": 0}}, "'start_score' must be"),
+        ("scoring_scenarios", {"hands": GOOD_HANDS, "start_score": {"A": True, "B": 0}}, "'start_score' must be"),
+        ("scoring_scenarios", {"hands": GOOD_HANDS, "actions": {"grand": ["S0 paso"]}}, "unknown lance 'grand'"),
+        ("scoring_scenarios", {"hands": GOOD_HANDS, "actions": {"grande": "S0 paso"}}, "must be a list of strings"),
+    ],
+)
+def test_a_malformed_case_is_an_error_line_that_says_what_is_wrong_and_the_next_case_is_answered(
+    tmp_path: Path, vectors_dir: Path, key: str, case: dict[str, Any], message: str
+) -> None:
+    file = "hands.json" if key == "hand_vectors" else "scenarios.json"
+    good = json.loads((vectors_dir / file).read_text())[key][0]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({key: [{"id": "BAD", **case}, good]}))
+    bad, answered = run_eval(path)
+    assert bad["id"] == "BAD" and message in bad["error"], bad
+    assert answered["id"] == good["id"] and "error" not in answered
+
+
+def test_a_file_with_both_kinds_of_case_answers_both(tmp_path: Path, vectors_dir: Path) -> None:
+    hands = json.loads((vectors_dir / "hands.json").read_text())["hand_vectors"][:2]
+    scenarios = json.loads((vectors_dir / "scenarios.json").read_text())["scoring_scenarios"][:2]
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps({"scoring_scenarios": scenarios, "hand_vectors": hands}))
+    answers = run_eval(path)
+    assert [answer["id"] for answer in answers] == [case["id"] for case in hands + scenarios]
+    assert all("error" not in answer for answer in answers)
 
 
 def test_an_unknown_card_is_reported_for_its_case(tmp_path: Path) -> None:

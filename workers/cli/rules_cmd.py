@@ -50,6 +50,8 @@ def eval_command(
         fail(f"cannot read {file}: {error.strerror}")
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         fail(f"{file} is not valid JSON: {error}")
+    except RecursionError:
+        fail(f"{file} nests its JSON too deeply to be a vectors file")
     if not isinstance(data, dict):
         fail(f"{file} must hold a JSON object with hand_vectors or scoring_scenarios")
     try:
