@@ -7,6 +7,7 @@ bots are measured against each other: `play_duplicate` plays one seed twice with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,13 +16,12 @@ from typing import Any
 from clients.sdk.bot import Bot
 from clients.sdk.view import BotView, received_senas
 from referee.engine.actions import Action, ActionKind
-from referee.engine.cards import Card
-from referee.engine.errors import IllegalActionError, MatchOverError
+from referee.engine.cards import sort_hand
+from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
 from referee.engine.events import Event, EventKind
 from referee.engine.hands import Lance
 from referee.engine.match import DecisionKind, Match, MatchOutcome, Setup
 from referee.engine.rules import IllegalActionPolicy, Rules
-from referee.engine.senas import Sena
 from referee.engine.views import seat_view
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class LocalTable:
             logger.warning("seat %d: decide raised", seat, exc_info=True)
             action, reason = None, f"decide raised {type(error).__name__}: {error}"
         else:
-            action, reason = self._vet(seat, chosen, view.decision)
+            action, reason = self._vet(seat, chosen)
         self._rejection = None
         if action is not None:
             match.apply(seat, action)
@@ -143,20 +143,20 @@ class LocalTable:
         """Every event delivered to `seat` so far, numbered as that seat saw them."""
         return tuple(self._seen[seat])
 
-    def _vet(self, seat: int, chosen: object, decision: DecisionKind) -> tuple[Action | None, str | None]:
-        """The action to apply, or why the bot's answer is a fault. Señas in a seña round are the exception:
-        each false one is rejected on its own and is no fault (mus-rules §12.3 item 4)."""
+    def _vet(self, seat: int, chosen: object) -> tuple[Action | None, str | None]:
+        """The action to apply, or why the bot's answer is a fault, as the referee would judge it on the wire.
+        False señas are not: each is rejected on its own and is no fault (mus-rules §12.3 item 4)."""
         if not isinstance(chosen, Action):
             return None, f"decide returned {type(chosen).__name__}, not an Action"
-        problem = _malformed(chosen)
+        problem = chosen.malformed()
         if problem is not None:
             return None, problem
-        action = Action.discard(chosen.cards) if chosen.kind is ActionKind.DISCARD else chosen
-        if decision is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
-            return action, None
+        action = chosen
+        if chosen.kind is ActionKind.DISCARD:  # the referee reads a discard's cards in any order
+            action = dataclasses.replace(chosen, cards=sort_hand(chosen.cards))
         try:
             self.match.check(seat, action)
-        except IllegalActionError as error:
+        except (IllegalActionError, MalformedError) as error:
             return None, str(error)
         return action, None
 
@@ -175,21 +175,6 @@ class LocalTable:
                     self._hand_start[seat] = len(seen)
                 seen.append(delivered)
                 _hook(seat, self.bots[seat].on_event, delivered)
-
-
-def _malformed(action: Action) -> str | None:
-    """Why an `Action` could never cross the wire (a field of the wrong type), or None."""
-    if not isinstance(action.kind, ActionKind):
-        return f"action kind {action.kind!r} is not an ActionKind"
-    if not isinstance(action.amount, int) or isinstance(action.amount, bool) or action.amount < 0:
-        return f"action amount {action.amount!r} is not a non-negative int"
-    if not all(isinstance(card, Card) for card in action.cards):
-        return "action cards must be Card values"
-    if not all(isinstance(sena, Sena) for sena in action.senas):
-        return "action señas must be Sena values"
-    if not isinstance(action.has_jugada, bool):
-        return "has_jugada must be a bool"
-    return None
 
 
 def _hook(seat: int, hook: Callable[[Any], None], argument: object) -> None:

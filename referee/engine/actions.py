@@ -41,6 +41,9 @@ BETTING_KINDS = frozenset(
 )
 
 
+# Members read once: an Enum class attribute lookup costs more than a global's on the hot path (`malformed`).
+_ENVIDO, _MAS, _DISCARD, _DECLARE = ActionKind.ENVIDO, ActionKind.MAS, ActionKind.DISCARD, ActionKind.DECLARE
+
 SENA_CARRIERS = frozenset({ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS})
 """The actions señas may ride on: a mus call (window (a)) and a seña-round answer (window (b)), mus-rules §12.3."""
 
@@ -59,6 +62,39 @@ class Action:
     cards: tuple[Card, ...] = ()
     has_jugada: bool = False
     senas: tuple[Sena, ...] = ()
+
+    def malformed(self) -> str | None:
+        """Why this value cannot be a Mus action at all, whatever the state of the match; None if it can be.
+
+        A wrong type in a field, an amount on an action that takes none or a bet below 1, cards on anything but a
+        discard, or a discard that is not 1 to 4 different cards. `Match.check` raises this as `MalformedError`,
+        apart from the actions that are well formed but not legal now.
+        """
+        kind, amount, cards, senas, has_jugada = self.kind, self.amount, self.cards, self.senas, self.has_jugada
+        # Exact type tests, each field read once: this runs on every decision (`Match.check`).
+        if kind.__class__ is not ActionKind:
+            return f"action kind {kind!r} is not an ActionKind"
+        if amount.__class__ is not int:
+            return f"the amount of {kind.value} must be an int; got {amount!r}"
+        if has_jugada is not False and has_jugada is not True:
+            return f"has_jugada must be a bool; got {has_jugada!r}"
+        if cards.__class__ is not tuple or (cards and not all(card.__class__ is Card for card in cards)):
+            return "an action's cards must be a tuple of Card values"
+        if senas.__class__ is not tuple or (senas and not all(sena.__class__ is Sena for sena in senas)):
+            return "an action's señas must be a tuple of Sena values"
+        if kind is _ENVIDO or kind is _MAS:
+            if amount < 1:
+                return f"{kind.value} needs an amount of at least 1; got {amount}"
+        elif amount:
+            return f"{kind.value} takes no amount; got {amount}"
+        if kind is _DISCARD:
+            if not 1 <= len(cards) <= 4 or len(set(cards)) != len(cards):
+                return f"a discard is 1 to 4 different cards; got {format_cards(cards) or 'none'}"
+        elif cards:
+            return f"{kind.value} takes no cards; got {format_cards(cards)}"
+        if has_jugada and kind is not _DECLARE:
+            return f"{kind.value} takes no declaration"
+        return None
 
     @property
     def stray_senas(self) -> tuple[Sena, ...]:

@@ -19,7 +19,7 @@ from typing import Any
 from referee.engine.actions import Action, ActionKind, parse_sena
 from referee.engine.cards import Card, format_cards, shuffled_deck, sort_hand
 from referee.engine.enums import Enum
-from referee.engine.errors import IllegalActionError, MatchOverError
+from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
 from referee.engine.events import Event, EventKind
 from referee.engine.hands import HandFacts, Lance, best_seat, evaluate
 from referee.engine.rules import (
@@ -410,9 +410,13 @@ class Match:
         )
 
     def check(self, seat: int, action: Action) -> None:
-        """Raise `IllegalActionError` saying why `action` is not legal for `seat` now; return if it is."""
+        """Return if `action` is legal for `seat` now. Otherwise raise `MalformedError` when it could never be a
+        Mus action (`Action.malformed`), or `IllegalActionError` saying why it is not legal now and what is."""
         if self.outcome is not None:
             raise MatchOverError("the match is over")
+        problem = action.malformed()
+        if problem is not None:
+            raise MalformedError(problem)
         if not 0 <= seat <= 3:
             raise IllegalActionError(f"there is no seat {seat}: seats are 0..3")
         awaited = self.awaited()
@@ -465,7 +469,7 @@ class Match:
         """Whether `check` would accept the action."""
         try:
             self.check(seat, action)
-        except IllegalActionError:
+        except (IllegalActionError, MalformedError):
             return False
         return True
 

@@ -93,26 +93,22 @@ def card_from_proto(message: pb.Card) -> Card:
 
 
 def action_from_proto(message: pb.Action) -> Action:
-    """The engine action a bot sent, or `MalformedError` naming what cannot be read."""
+    """The engine action a bot sent, every field as sent, or `MalformedError` naming what cannot be read.
+
+    Whether the fields fit the kind (an amount only on a bet, cards only on a discard) is the engine's call
+    (`Action.malformed`), so a bot gets the same answer over the wire as in local play.
+    """
     kind = _KIND_FROM_PB.get(message.kind)
     if kind is None:
         raise MalformedError(f"action kind {message.kind} is not a Mus action")
     # A seña outside the vocabulary does not make the action malformed: it is rejected on its own
-    # (`unknown_senas`, mus-rules §12.3 item 4).
-    # Señas on an action that cannot carry them are kept, so that the engine rejects them to the sender.
+    # (`unknown_senas`, mus-rules §12.3 item 4); señas on an action that cannot carry them are kept, so that the
+    # engine rejects them to the sender.
     senas = tuple(_SENA_FROM_PB[value] for value in message.senas if value in _SENA_FROM_PB)
-    if kind in (ActionKind.ENVIDO, ActionKind.MAS):
-        if message.amount < 1:
-            raise MalformedError(f"{kind.value} needs an amount of at least 1")
-        return Action(kind, amount=message.amount, senas=senas)
+    cards = tuple(card_from_proto(card) for card in message.cards)
     if kind is ActionKind.DISCARD:
-        cards = [card_from_proto(card) for card in message.cards]
-        if len(set(cards)) != len(cards):
-            raise MalformedError("the same card is discarded twice")
-        return Action(kind, cards=sort_hand(cards), senas=senas)
-    if kind is ActionKind.DECLARE:
-        return Action(kind, has_jugada=message.has_jugada, senas=senas)
-    return Action(kind, senas=senas)
+        cards = sort_hand(cards)
+    return Action(kind, amount=message.amount, cards=cards, has_jugada=message.has_jugada, senas=senas)
 
 
 def unknown_senas(message: pb.Action) -> list[str]:

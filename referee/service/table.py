@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
+from referee.engine.actions import ActionKind
 from referee.engine.errors import IllegalActionError, MalformedError
 from referee.engine.match import DecisionKind, Match
 from referee.engine.rules import IllegalActionPolicy, Rules
@@ -506,10 +507,9 @@ class Table:
         try:
             action = convert.action_from_proto(message)
             unknown = convert.unknown_senas(message)
-            if decision.kind is not DecisionKind.SENAS:
-                match.check(seat, action)
-            elif action.kind.value != "senas":
+            if decision.kind is DecisionKind.SENAS and action.kind is not ActionKind.SENAS:
                 raise IllegalActionError(f"{action} is not an answer to a seña round: send a list of señas")
+            match.check(seat, action)
         except (MalformedError, IllegalActionError) as error:
             self._illegal(seat, decision_id, str(error), play_pb2.REJECTION_CODE_ILLEGAL_ACTION)
             return None

@@ -7,6 +7,7 @@ legal actions when it was asked), §14 (rules options are validated).
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import pytest
@@ -174,6 +175,37 @@ def test_every_action_of_seeded_self_play_round_trips_through_its_notation() -> 
 def test_action_parse_rejects_bad_notation_with_a_malformed_error_8_1(text: str, message: str) -> None:
     with pytest.raises(MalformedError, match=message):
         Action.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (Action(ActionKind.ENVIDO, amount=0), "envido needs an amount of at least 1; got 0"),
+        (Action(ActionKind.MAS, amount=-2), "mas needs an amount of at least 1; got -2"),
+        (Action(ActionKind.PASO, amount=5), "paso takes no amount; got 5"),
+        (Action(ActionKind.ENVIDO, amount=True), "the amount of envido must be an int; got True"),
+        (Action(ActionKind.QUIERO, cards=parse_cards("12o")), "quiero takes no cards; got 12o"),
+        (Action(ActionKind.DISCARD), "a discard is 1 to 4 different cards; got none"),
+        (Action(ActionKind.DISCARD, cards=(Card(12, Suit.OROS),) * 2), "a discard is 1 to 4 different cards"),
+        (Action(ActionKind.DISCARD, cards=parse_cards("1o 2o 3o 4o 5o")), "a discard is 1 to 4 different cards"),
+        (Action(ActionKind.MUS, has_jugada=True), "mus takes no declaration"),
+        (Action("paso"), "action kind 'paso' is not an ActionKind"),  # type: ignore[arg-type]
+        (Action(ActionKind.SENAS, senas=("duples",)), "señas must be a tuple of Sena values"),  # type: ignore[arg-type]
+    ],
+)
+def test_check_says_malformed_for_a_value_that_is_no_mus_action_in_any_state(action: Action, message: str) -> None:
+    """Two errors apart: a malformed action (`MalformedError`) whatever the state, and a well-formed one that is
+    not legal now (`IllegalActionError`, naming what is)."""
+    match = Match(Rules(), seed=3)
+    seat = match.awaited()[0]
+    with pytest.raises(MalformedError, match=re.escape(message)):
+        match.check(seat, action)
+    assert not match.is_legal(seat, action)
+    with pytest.raises(MalformedError):
+        match.apply(seat, action)
+    assert match.log == [] and match.awaited() == (seat,), "nothing was applied"
+    with pytest.raises(IllegalActionError, match="legal: mus, no_mus"):
+        match.check(seat, Action.paso())
 
 
 # ---------------------------------------------------------------- the integer encoding

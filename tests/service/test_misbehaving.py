@@ -247,6 +247,7 @@ def test_illegal_actions_are_never_applied_each_counts_a_fault_and_the_team_forf
     illegal_steps = [step for step in match_of(result.bad).log if step.kind.value == "illegal"]
     assert [step.seat for step in illegal_steps] == [BAD] * limit
     assert len(report.rejections) == limit
+    assert "takes no amount; got 5" in report.rejections[0].reason, "a malformed action is named as such"
     for index, rejection in enumerate(report.rejections):
         assert rejection.code == "REJECTION_CODE_ILLEGAL_ACTION", rejection
         assert rejection.fault_counted

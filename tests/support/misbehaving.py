@@ -287,6 +287,9 @@ def illegal_actions(request: play_pb2.DecisionRequest) -> list[pb.Action]:
     """Actions that are certainly not legal for this decision, of several sorts."""
     legal = {entry.kind: entry for entry in request.legal_actions}
     out: list[pb.Action] = []
+    # Malformed, whatever the state: an amount on a legal kind that takes none (types.proto, Action.amount).
+    plain = next(kind for kind in legal if kind not in (pb.ACTION_KIND_ENVIDO, pb.ACTION_KIND_MAS))
+    out.append(pb.Action(kind=plain, amount=5))
     for kind in (pb.ACTION_KIND_ENVIDO, pb.ACTION_KIND_MAS):
         if kind in legal and legal[kind].max_amount:
             out.append(pb.Action(kind=kind, amount=legal[kind].max_amount + 1))  # past the stake cap
