@@ -576,3 +576,56 @@ def test_the_sender_and_his_partner_are_not_told_whether_a_seña_leaked() -> Non
     for seat in (1, 3):
         assert any(seen.kind is EventKind.SENA_DELIVERED for seen in seat_view(leaked, seat).events)
         assert view_of(leaked, seat) != view_of(private, seat)
+
+
+# ------------------------------------------------------------------------ what an event may carry
+
+# Every payload field of every event kind. A field that is not here (a stock size, a seed, a hidden card) fails
+# the test below before it can reach a view: mus-rules §4 keeps the stock size out of every view, §4.1 the seed.
+EVENT_FIELDS: dict[EventKind, frozenset[str]] = {
+    kind: frozenset(fields)
+    for kind, fields in {
+        EventKind.MATCH_STARTED: ("first_dealer", "rules"),
+        EventKind.GAME_STARTED: ("game", "score", "vaca"),
+        EventKind.HAND_STARTED: ("dealer", "hand", "mano"),
+        EventKind.CARDS_DEALT: ("cards", "seat"),
+        EventKind.MUS_CALLED: ("mus", "seat"),
+        EventKind.CARDS_DISCARDED: ("cards", "seat"),
+        EventKind.DISCARD_COUNTED: ("count", "seat"),
+        EventKind.CARDS_REPLACED: ("cards", "seat"),
+        EventKind.STOCK_RESHUFFLED: (),
+        EventKind.MUS_CUT: ("reason", "seat"),
+        EventKind.LANCE_STARTED: ("lance",),
+        EventKind.DECLARED: ("has", "lance", "seat"),
+        EventKind.SENA_DELIVERED: ("mus_round", "phase", "seat", "sena"),
+        EventKind.SENA_REJECTED: ("code", "reason", "seat", "sena"),
+        EventKind.BET: ("accepted", "action", "amount", "lance", "ordago", "pending", "seat"),
+        EventKind.LANCE_CLOSED: ("lance", "outcome", "stake", "winner_team"),
+        EventKind.POINTS_SCORED: ("lance", "points", "reason", "score", "team"),
+        EventKind.HANDS_SHOWN: ("hands",),
+        EventKind.LANCE_DECIDED: ("lance", "seat", "team"),
+        EventKind.HAND_ENDED: ("hand",),
+        EventKind.GAME_ENDED: ("game", "hand", "score", "termination", "vaca", "winner"),
+        EventKind.VACA_ENDED: ("games", "vaca", "winner"),
+        EventKind.MATCH_ENDED: ("termination", "vacas", "winner"),
+        EventKind.FAULT: ("cause", "faults", "seat", "team"),
+        EventKind.FORFEIT: ("team",),
+    }.items()
+}
+
+
+def test_the_event_schema_names_every_kind() -> None:
+    assert set(EVENT_FIELDS) == set(EventKind)
+
+
+@VIEWS
+@given(
+    scenario=scenarios(
+        rules_of({"max_mus_rounds": None, "discard_submission": "sequential"}, {"max_faults_before_forfeit": 1})
+    )
+    | scenarios(VIEW_RULES)
+)
+def test_events_carry_exactly_their_schema_so_no_stock_size_or_seed_reaches_a_view(scenario: Scenario) -> None:
+    match = patient(scenario).play(max_steps=800)
+    for seen in match.events:
+        assert set(seen.data) == EVENT_FIELDS[seen.kind], seen
