@@ -208,6 +208,8 @@ class ActionEncoding:
     The layout depends only on the rules (through the largest bet amount): simple kinds first, then envido
     1..A, mas 1..A, the 15 discard masks over the seat's hand in canonical order (`sort_hand`), then the
     seña-round answers: the empty list and one seña each. Mus calls are encoded without señas.
+    Uncapped (`max_total_stake = null`), amounts are encoded up to `target_score`, as `legal_actions` lists them:
+    a larger bet is legal but has no code, and decides the game exactly as a bet of the target does (§8.1).
     """
 
     SIMPLE = (
