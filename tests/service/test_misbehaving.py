@@ -34,7 +34,7 @@ from tests.support.referee_checks import (
     match_of,
     until,
 )
-from tests.support.seats import WireSeat
+from tests.support.seats import Policy, WireSeat
 from tests.support.stream import PlayStream, StreamResult
 from tests.support.wire import random_wire_action
 
@@ -475,6 +475,21 @@ def test_a_forfeit_ends_the_match_with_fault_forfeit_game_vaca_and_match_ended()
         assert [result.winner_team for result in outcome.vacas] == [pb.TEAM_UNSPECIFIED]
 
 
+def play_seat_0_against_random(policy: Policy) -> tuple[Table, list[WireSeat]]:
+    """A whole match of table seed 32 over the wire: seat 0 plays `policy`, the others the random wire policy."""
+
+    async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
+        table = running.referee.create_table(ROOMY_LONG, 32, NAMES)
+        seats = [
+            WireSeat(running.address, state.token, seed=seat, policy=policy if seat == 0 else random_wire_action)
+            for seat, state in enumerate(table.seats)
+        ]
+        await asyncio.gather(*(seat.run() for seat in seats))
+        return table, seats
+
+    return with_referee(scenario, timeout=30)
+
+
 def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() -> None:
     """mus-rules §12.3: a seña outside the vocabulary is rejected, the sender alone is told, and it is no fault;
     types.proto names the reason SENA_REJECTION_REASON_UNKNOWN_SENA (SENA_UNSPECIFIED or an unknown value)."""
@@ -487,18 +502,7 @@ def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() ->
             action.senas.extend(unknown)  # type: ignore[arg-type]
         return action
 
-    async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
-        table = running.referee.create_table(ROOMY_LONG, 32, NAMES)
-        seats = [
-            WireSeat(
-                running.address, state.token, seed=seat, policy=with_unknown_senas if seat == 0 else random_wire_action
-            )
-            for seat, state in enumerate(table.seats)
-        ]
-        await asyncio.gather(*(seat.run() for seat in seats))
-        return table, seats
-
-    table, seats = with_referee(scenario, timeout=30)
+    table, seats = play_seat_0_against_random(with_unknown_senas)
     sender = seats[0]
     windows = [
         message
@@ -527,17 +531,7 @@ def test_senas_on_a_bet_or_a_discard_are_rejected_to_their_sender_and_the_action
             action.senas.extend([pb.SENA_DOS_REYES, 99])  # type: ignore[list-item]
         return action
 
-    async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
-        table = running.referee.create_table(ROOMY_LONG, 32, NAMES)
-        policies = [with_stray_senas, random_wire_action, random_wire_action, random_wire_action]
-        seats = [
-            WireSeat(running.address, state.token, seed=seat, policy=policies[seat])
-            for seat, state in enumerate(table.seats)
-        ]
-        await asyncio.gather(*(seat.run() for seat in seats))
-        return table, seats
-
-    table, seats = with_referee(scenario, timeout=30)
+    table, seats = play_seat_0_against_random(with_stray_senas)
     sender = seats[0]
     strays = [
         message
