@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -34,7 +35,7 @@ def test_match_play_prints_the_transcript_and_the_result_line() -> None:
     assert "--- Hand 0:" in result.stdout and "Result: random wins" in result.stdout
 
 
-def test_a_crashing_program_is_charged_a_crash_and_its_team_forfeits(tmp_path) -> None:
+def test_a_crashing_program_is_charged_a_crash_and_its_team_forfeits(tmp_path: Path) -> None:
     crasher = tmp_path / "crash.py"
     crasher.write_text("import sys\nsys.exit(3)\n")
     result = runner.invoke(app, ["match", "play", "rules", str(crasher), "--json"])

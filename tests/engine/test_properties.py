@@ -1050,7 +1050,7 @@ def check_tanteo(match: Match) -> None:
 @pytest.mark.parametrize("options", MATRIX)
 @MATRIX_CASE
 @given(data=st.data())
-def test_every_step_keeps_all_40_cards_and_four_per_hand(options, data):
+def test_every_step_keeps_all_40_cards_and_four_per_hand(options: Mapping[str, Any], data: st.DataObject) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
     scenario.play([check_cards])
 
@@ -1065,7 +1065,9 @@ def test_every_step_keeps_all_40_cards_and_four_per_hand(options, data):
 )
 @MATRIX_CASE
 @given(data=st.data())
-def test_discards_and_replacements_follow_the_stock_and_reshuffle_rules(options, data):
+def test_discards_and_replacements_follow_the_stock_and_reshuffle_rules(
+    options: Mapping[str, Any], data: st.DataObject
+) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
     check_discards_and_stock(dataclasses.replace(scenario, policy="patient").play())
 
@@ -1079,8 +1081,8 @@ def test_discards_and_replacements_follow_the_stock_and_reshuffle_rules(options,
     policy_seed=st.integers(0, 2**32 - 1),
 )
 def test_a_deck_deals_card_i_to_seat_mano_plus_i_and_replacements_from_card_16_on(
-    rules, seed, deck, first_dealer, policy_seed
-):
+    rules: Rules, seed: int, deck: list[Card], first_dealer: int, policy_seed: int
+) -> None:
     """mus-rules §4: card i < 16 goes to seat (mano + i) % 4; the stock is dealt in deck order, card 16 first."""
     setup = Setup(decks={0: deck}, first_dealer=first_dealer)
     match = Scenario(rules, seed, "patient", policy_seed, 0.0, setup).play(max_steps=300)
@@ -1100,7 +1102,9 @@ def test_a_deck_deals_card_i_to_seat_mano_plus_i_and_replacements_from_card_16_o
 
 @SAMPLED
 @given(scenario=scenarios(ALL_RULES), other_policy_seed=st.integers(0, 2**32 - 1))
-def test_the_deal_of_every_hand_depends_only_on_the_seed_and_the_hand_number(scenario, other_policy_seed):
+def test_the_deal_of_every_hand_depends_only_on_the_seed_and_the_hand_number(
+    scenario: Scenario, other_policy_seed: int
+) -> None:
     """mus-rules §4.1: no action, seña, leak or timeout changes a hand's deck (nor the first dealer)."""
 
     def deals(match: Match) -> dict[int, list[Any]]:
@@ -1122,7 +1126,7 @@ def test_the_deal_of_every_hand_depends_only_on_the_seed_and_the_hand_number(sce
 
 @SAMPLED
 @given(scenario=scenarios(ALL_RULES))
-def test_legal_actions_agree_with_check_over_the_whole_action_encoding(scenario):
+def test_legal_actions_agree_with_check_over_the_whole_action_encoding(scenario: Scenario) -> None:
     # The whole encoding is ~120 codes per seat and step: a prefix of each match keeps this affordable.
     scenario.play([check_legal_sets], max_steps=100)
 
@@ -1130,7 +1134,9 @@ def test_legal_actions_agree_with_check_over_the_whole_action_encoding(scenario)
 @pytest.mark.parametrize("options", MATRIX)
 @MATRIX_CASE
 @given(data=st.data())
-def test_hands_follow_the_turns_declarations_and_betting_state_machine_of_the_rules(options, data):
+def test_hands_follow_the_turns_declarations_and_betting_state_machine_of_the_rules(
+    options: Mapping[str, Any], data: st.DataObject
+) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
     check_hand_protocol(scenario.play())
 
@@ -1138,14 +1144,16 @@ def test_hands_follow_the_turns_declarations_and_betting_state_machine_of_the_ru
 @pytest.mark.parametrize("options", MATRIX)
 @MATRIX_CASE
 @given(data=st.data())
-def test_scores_never_drop_and_games_end_only_at_the_target_by_ordago_or_by_forfeit(options, data):
+def test_scores_never_drop_and_games_end_only_at_the_target_by_ordago_or_by_forfeit(
+    options: Mapping[str, Any], data: st.DataObject
+) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
     scenario.play([check_scores_and_game_ends])
 
 
 @SAMPLED
 @given(scenario=scenarios(ALL_RULES, faults=False))
-def test_the_tanteo_is_counted_after_the_hands_are_shown(scenario):
+def test_the_tanteo_is_counted_after_the_hands_are_shown(scenario: Scenario) -> None:
     """mus-rules §9.1 item 2: tanteo points are counted "after all four hands are shown" (FEM C.VII-9); §8.4: at an
     accepted órdago "all four hands are shown and the current lance is decided on cards" (then count_prior counts)."""
     match = scenario.play()
@@ -1185,7 +1193,9 @@ def test_the_tanteo_is_counted_after_the_hands_are_shown(scenario):
 )
 @MATRIX_CASE
 @given(data=st.data())
-def test_the_tanteo_pays_each_lance_what_the_scoring_table_says(options, data):
+def test_the_tanteo_pays_each_lance_what_the_scoring_table_says(
+    options: Mapping[str, Any], data: st.DataObject
+) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options)), faults=False))
     check_tanteo(dataclasses.replace(scenario, policy=data.draw(st.sampled_from(("patient", "uniform")))).play())
 
@@ -1193,7 +1203,9 @@ def test_the_tanteo_pays_each_lance_what_the_scoring_table_says(options, data):
 @pytest.mark.parametrize("options", MATRIX)
 @MATRIX_CASE
 @given(data=st.data())
-def test_faults_are_counted_per_team_and_the_limit_forfeits_the_match_at_once(options, data):
+def test_faults_are_counted_per_team_and_the_limit_forfeits_the_match_at_once(
+    options: Mapping[str, Any], data: st.DataObject
+) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
     scenario = dataclasses.replace(scenario, fault_rate=data.draw(st.sampled_from((0.01, 0.05))))
     scenario.play([check_faults, check_illegal_actions_and_timeouts])
@@ -1202,7 +1214,9 @@ def test_faults_are_counted_per_team_and_the_limit_forfeits_the_match_at_once(op
 @pytest.mark.parametrize("options", MATRIX)
 @MATRIX_CASE
 @given(data=st.data())
-def test_every_match_ends_with_an_outcome_that_agrees_with_its_games_vacas_and_faults(options, data):
+def test_every_match_ends_with_an_outcome_that_agrees_with_its_games_vacas_and_faults(
+    options: Mapping[str, Any], data: st.DataObject
+) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
     check_outcome(scenario.play())
 
@@ -1210,6 +1224,8 @@ def test_every_match_ends_with_an_outcome_that_agrees_with_its_games_vacas_and_f
 @pytest.mark.parametrize("options", MATRIX)
 @MATRIX_CASE
 @given(data=st.data())
-def test_replaying_the_log_or_the_replay_file_gives_the_same_events(options, data):
+def test_replaying_the_log_or_the_replay_file_gives_the_same_events(
+    options: Mapping[str, Any], data: st.DataObject
+) -> None:
     scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
     check_replays(scenario.play())

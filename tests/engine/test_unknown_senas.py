@@ -45,7 +45,7 @@ def test_only_an_awaited_seat_can_have_unknown_senas_rejected() -> None:
     [Action.envido(2), Action.paso(), Action.ordago()],
     ids=str,
 )
-def test_senas_on_a_bet_are_outside_every_window_rejected_to_the_sender_and_the_bet_applies(action) -> None:
+def test_senas_on_a_bet_are_outside_every_window_rejected_to_the_sender_and_the_bet_applies(action: Action) -> None:
     match = scripted_match(S01)
     answer_non_betting(match)
     with_senas = Action(action.kind, amount=action.amount, senas=(Sena.DOS_REYES, Sena.CIEGO))

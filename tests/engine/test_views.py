@@ -113,13 +113,13 @@ def check_public_view(match: Match, played: Played) -> None:
 
 @VIEWS
 @given(scenario=scenarios(VIEW_RULES))
-def test_a_seat_never_sees_another_seats_cards_before_the_hands_are_shown(scenario):
+def test_a_seat_never_sees_another_seats_cards_before_the_hands_are_shown(scenario: Scenario) -> None:
     scenario.play([check_seat_views], max_steps=600)
 
 
 @VIEWS
 @given(scenario=scenarios(VIEW_RULES))
-def test_the_spectator_view_holds_only_public_events_and_no_card_before_the_show(scenario):
+def test_the_spectator_view_holds_only_public_events_and_no_card_before_the_show(scenario: Scenario) -> None:
     match = scenario.play([check_public_view], max_steps=600)
     assert all(seen.public for seen in public_view(match).events)
 
@@ -222,8 +222,8 @@ def spectator_view_of(match: Match) -> dict[str, Any]:
     data=st.data(),
 )
 def test_a_seat_view_does_not_change_when_the_hidden_cards_are_dealt_otherwise(
-    rules, seed, deck, first_dealer, policy_seed, data
-):
+    rules: Rules, seed: int, deck: list[Card], first_dealer: int, policy_seed: int, data: st.DataObject
+) -> None:
     setup = Setup(decks={0: deck}, first_dealer=first_dealer)
     steps = first_hand_steps(rules, seed, setup, policy_seed)
     world = Match(rules, seed, setup)
@@ -279,7 +279,9 @@ def test_a_seat_view_does_not_change_when_the_hidden_cards_are_dealt_otherwise(
     first_dealer=st.integers(0, 3),
     policy_seed=st.integers(0, 2**32 - 1),
 )
-def test_views_do_not_depend_on_the_match_seed_once_the_deal_is_fixed(rules, seeds, deck, first_dealer, policy_seed):
+def test_views_do_not_depend_on_the_match_seed_once_the_deal_is_fixed(
+    rules: Rules, seeds: list[int], deck: list[Card], first_dealer: int, policy_seed: int
+) -> None:
     """mus-rules §4.1, §11: the seed fixes every deal, so no view may reveal it; two seeds that deal the same
     cards (and draw no leak, at probability 0 or 1) look the same to every seat and to a spectator."""
     setup = Setup(decks={0: deck}, first_dealer=first_dealer)
@@ -395,19 +397,21 @@ class AutomaticSenas:
 
 @VIEWS
 @given(scenario=scenarios(SENA_RULES))
-def test_a_sena_is_delivered_when_true_in_its_window_and_otherwise_rejected_to_the_sender_alone(scenario):
+def test_a_sena_is_delivered_when_true_in_its_window_and_otherwise_rejected_to_the_sender_alone(
+    scenario: Scenario,
+) -> None:
     patient(scenario).play([check_sena_verdicts], max_steps=800)
 
 
 @VIEWS
 @given(scenario=scenarios(SENA_RULES))
-def test_a_delivered_sena_reaches_the_senders_team_and_both_rivals_or_neither(scenario):
+def test_a_delivered_sena_reaches_the_senders_team_and_both_rivals_or_neither(scenario: Scenario) -> None:
     patient(scenario).play([check_delivery_audience], max_steps=800)
 
 
 @VIEWS
 @given(scenario=scenarios(rules_of({"senas_mode": "off"}, {"senas_mode": "off", "max_senas_per_window": 0})))
-def test_with_senas_off_nothing_is_ever_delivered(scenario):
+def test_with_senas_off_nothing_is_ever_delivered(scenario: Scenario) -> None:
     match = patient(scenario).play([check_sena_verdicts, check_delivery_audience], max_steps=800)
     assert not any(seen.kind is EventKind.SENA_DELIVERED for seen in match.events)
     sent = sum(len(step.action.senas) for step in match.log if step.action is not None)
@@ -431,7 +435,9 @@ def test_with_senas_off_nothing_is_ever_delivered(scenario):
         )
     )
 )
-def test_automatic_senas_are_true_sent_once_per_seat_and_hand_and_mus_call_senas_are_rejected(scenario):
+def test_automatic_senas_are_true_sent_once_per_seat_and_hand_and_mus_call_senas_are_rejected(
+    scenario: Scenario,
+) -> None:
     patient(scenario).play([AutomaticSenas(), check_sena_verdicts, check_delivery_audience], max_steps=800)
 
 
@@ -469,7 +475,7 @@ def check_acceptable_senas(match: Match, played: Played) -> None:
         )
     )
 )
-def test_acceptable_senas_are_exactly_those_a_mus_call_or_sena_round_would_deliver(scenario):
+def test_acceptable_senas_are_exactly_those_a_mus_call_or_sena_round_would_deliver(scenario: Scenario) -> None:
     patient(scenario).play([check_acceptable_senas], max_steps=300)
 
 
@@ -501,7 +507,9 @@ def without_leaks(match: Match) -> list[dict[str, Any]]:
 
 @VIEWS
 @given(scenario=scenarios(SENA_RULES, faults=False), probability=st.sampled_from((0.0, 0.2, 0.5, 1.0)))
-def test_the_leak_draws_are_reproducible_and_change_nothing_but_who_sees_a_sena(scenario, probability):
+def test_the_leak_draws_are_reproducible_and_change_nothing_but_who_sees_a_sena(
+    scenario: Scenario, probability: float
+) -> None:
     """mus-rules §4.1, §12.3 item 5: the same seed gives the same leaks; the leak probability never changes a
     deal, a replacement card or anything else but the audience of a seña."""
     scenario = patient(scenario)
@@ -518,7 +526,7 @@ def test_the_leak_draws_are_reproducible_and_change_nothing_but_who_sees_a_sena(
     decks=st.lists(st.permutations(FULL_DECK), min_size=2, max_size=2),
     policy_seeds=st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=2),
 )
-def test_the_leak_draws_do_not_depend_on_the_deal(seed, decks, policy_seeds):
+def test_the_leak_draws_do_not_depend_on_the_deal(seed: int, decks: list[list[Card]], policy_seeds: list[int]) -> None:
     """mus-rules §4.1: the leak of the i-th seña delivered in a hand depends on the seed, the hand and i only."""
     rules = Rules.from_options({"sena_leak_probability": 0.5})
     matches = []

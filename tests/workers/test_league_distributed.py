@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -47,7 +48,7 @@ def postgres_url() -> Iterator[str]:
     ids=["redis", "rabbitmq"],
 )
 def test_mus_workers_play_a_league_queued_on_a_real_broker_into_postgresql(
-    tmp_path, monkeypatch: pytest.MonkeyPatch, postgres_url: str, broker: str, host: str, port: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str, broker: str, host: str, port: int
 ) -> None:
     if not reachable(host, port):
         pytest.skip(f"no broker listening on {host}:{port}")

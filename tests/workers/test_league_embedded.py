@@ -7,6 +7,8 @@ import signal
 import threading
 import time
 
+import pytest
+
 from tests.workers.conftest import Deployment
 from workers.db import repo
 from workers.db.models import MatchStatus
@@ -40,7 +42,7 @@ def test_a_league_runs_to_the_end_on_real_worker_processes_with_one_result_per_m
 
 
 def test_killing_a_worker_mid_league_loses_nothing_and_double_counts_nothing(
-    deployment: Deployment, monkeypatch
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MUS_LEASE_S", "3")
     league_id = deployment.league("killed", ["random", "rules"], matches_per_pairing=6)
