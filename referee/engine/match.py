@@ -931,7 +931,9 @@ class Match:
         self._sena_queue = []
         self.decision = DecisionKind.BET
 
-    def _close_lance(self, result: _LanceResult) -> None:
+    def _close_lance(self, result: _LanceResult, deje: int = 0) -> None:
+        """Close the lance, then score a refused bet's deje at once (mus-rules §8.3): so the lance is closed even
+        when the deje ends the game, as types.proto orders a hand (LanceClosed, then PointsScored)."""
         self._results[result.lance] = result
         self._betting = None
         self._emit(
@@ -941,6 +943,9 @@ class Match:
             stake=result.stake,
             winner_team=result.refusal_winner,
         )
+        if deje:
+            assert result.refusal_winner is not None
+            self._add_points(result.refusal_winner, deje, result.lance, "deje")
         self._next_lance()
 
     # ------------------------------------------------------------------ señas
@@ -1110,9 +1115,7 @@ class Match:
         winner = team_of(betting.proposer)
         points = self._deje(betting.lance, betting.accepted)
         result = _LanceResult(betting.lance, LanceOutcome.REJECTED, betting.participants, refusal_winner=winner)
-        self._results[betting.lance] = result
-        self._add_points(winner, points, betting.lance, "deje")
-        self._close_lance(result)
+        self._close_lance(result, deje=points)
 
     def _deje(self, lance: Lance, accepted: int) -> int:
         mode = self.rules.deje_mode

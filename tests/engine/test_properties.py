@@ -844,7 +844,7 @@ def check_hand_protocol(match: Match) -> None:
     both = rules.response_mode.value == "both_answer_most_aggressive"
     next_mano = (match.first_dealer + 1) % 4
     hand: HandState | None = None
-    for event in match.events:
+    for index, event in enumerate(match.events):
         data = event.data
         kind = event.kind
         if kind is EventKind.HAND_STARTED:
@@ -917,7 +917,10 @@ def check_hand_protocol(match: Match) -> None:
                 assert closing is not None, f"{lance} closed while §8.2 still waits for seat {hand.betting.turn}"
                 outcome, stake, winner, _ = closing
                 assert (data["outcome"], data["stake"], data["winner_team"]) == (outcome, stake, winner), event
-                assert hand.deje_paid == (outcome == "rejected"), event
+                assert not hand.deje_paid, event
+                if outcome == "rejected":  # §8.3: the deje is scored at once, as soon as the lance closes
+                    following = match.events[index + 1]
+                    assert following.kind is EventKind.POINTS_SCORED and following.data["reason"] == "deje", event
         elif kind is EventKind.HANDS_SHOWN:
             shown = [parse_hand(text) for text in data["hands"]]
             for lance, declarations in hand.declared.items():
