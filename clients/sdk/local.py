@@ -145,7 +145,7 @@ class LocalTable:
 
     def _vet(self, seat: int, chosen: object) -> tuple[Action | None, str | None]:
         """The action to apply, or why the bot's answer is a fault, as the referee would judge it on the wire.
-        False señas are not: each is rejected on its own and is no fault (mus-rules §12.3 item 4)."""
+        A false seña is no fault: the engine rejects it on its own when the action is applied (§12.3 item 4)."""
         if not isinstance(chosen, Action):
             return None, f"decide returned {type(chosen).__name__}, not an Action"
         problem = chosen.malformed()
