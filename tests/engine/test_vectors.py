@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from referee.engine.vectors import evaluate_file
 from workers.cli.main import app
 
 runner = CliRunner()
@@ -176,3 +179,30 @@ def test_an_unknown_card_is_reported_for_its_case(tmp_path: Path) -> None:
 def test_a_missing_file_is_a_one_line_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["rules", "eval", str(tmp_path / "nope.json")])
     assert result.exit_code == 1 and "cannot read" in result.stderr
+
+
+# ---------------------------------------------------------------- any JSON at all
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12,
+)
+CASE_KEYS = ("id", "lance", "hands", "variant", "config", "options", "start_score", "actions")
+
+
+@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), kind=st.sampled_from(["hand_vectors", "scoring_scenarios"]))
+def test_a_case_with_any_json_in_any_field_gets_an_answer_or_an_error_line(
+    vectors_dir: Path, data: st.DataObject, kind: str
+) -> None:
+    """Whatever a case holds, `mus rules eval` answers it or prints its error and goes on: never a traceback."""
+    file = "hands.json" if kind == "hand_vectors" else "scenarios.json"
+    cases = json.loads((vectors_dir / file).read_text())[kind]
+    case = dict(data.draw(st.sampled_from(cases), label="case"))
+    for key in data.draw(st.lists(st.sampled_from(CASE_KEYS), min_size=1, max_size=3, unique=True), label="keys"):
+        case[key] = data.draw(JSON, label=key)
+    [answer] = evaluate_file({kind: [case]}, {})
+    answered = {"winner_seat"} if kind == "hand_vectors" else {"points_this_hand", "final_score", "game_winner"}
+    assert set(answer) in ({"id", "error"}, {"id", *answered}), answer
