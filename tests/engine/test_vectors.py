@@ -184,12 +184,28 @@ def test_a_missing_file_is_a_one_line_error(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- any JSON at all
 
 
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6)
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    SCALARS,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
     max_leaves=12,
 )
-CASE_KEYS = ("id", "lance", "hands", "variant", "config", "options", "start_score", "actions")
+CARD = st.sampled_from([f"{rank}{suit}" for rank in (1, 2, 3, 4, 5, 6, 7, 10, 11, 12) for suit in "oceb"])
+LANCE = st.sampled_from(["grande", "chica", "pares", "juego", "punto"])
+ACTION = st.builds(
+    "S{} {}".format, st.integers(-1, 4), st.sampled_from(["paso", "envido 2", "mas 2", "quiero", "no_quiero", "ordago"])
+)
+# Each field: nearly right (what a typo makes) or any JSON at all.
+FIELDS = {
+    "id": JSON,
+    "lance": LANCE | JSON,
+    "hands": st.lists(st.lists(CARD | SCALARS, max_size=5), min_size=3, max_size=5) | JSON,
+    "variant": st.sampled_from(["8_reyes", "4_reyes"]) | JSON,
+    "config": st.dictionaries(st.sampled_from(["target_score", "deje_mode", "punto_bonus", "nope"]), SCALARS) | JSON,
+    "options": JSON,
+    "start_score": st.fixed_dictionaries({"A": SCALARS, "B": SCALARS}) | JSON,
+    "actions": st.dictionaries(LANCE | st.text(max_size=6), st.lists(ACTION | SCALARS, max_size=4)) | JSON,
+}
 
 
 @settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -201,8 +217,8 @@ def test_a_case_with_any_json_in_any_field_gets_an_answer_or_an_error_line(
     file = "hands.json" if kind == "hand_vectors" else "scenarios.json"
     cases = json.loads((vectors_dir / file).read_text())[kind]
     case = dict(data.draw(st.sampled_from(cases), label="case"))
-    for key in data.draw(st.lists(st.sampled_from(CASE_KEYS), min_size=1, max_size=3, unique=True), label="keys"):
-        case[key] = data.draw(JSON, label=key)
+    for key in data.draw(st.lists(st.sampled_from(sorted(FIELDS)), min_size=1, max_size=3, unique=True), label="keys"):
+        case[key] = data.draw(FIELDS[key], label=key)
     [answer] = evaluate_file({kind: [case]}, {})
     answered = {"winner_seat"} if kind == "hand_vectors" else {"points_this_hand", "final_score", "game_winner"}
     assert set(answer) in ({"id", "error"}, {"id", *answered}), answer
