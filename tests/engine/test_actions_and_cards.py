@@ -6,16 +6,21 @@ legal actions when it was asked), §14 (rules options are validated).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import random
 import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from referee.engine.actions import Action, ActionEncoding, ActionKind
 from referee.engine.cards import FULL_DECK, RANKS, SUITS, Card, Suit, format_cards, parse_cards, sort_hand
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError, MusError, RulesError
 from referee.engine.match import DecisionKind, Match, Setup, deck_from_hands
+from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules, parse_option_assignment, rules_from_assignments
 from referee.engine.selfplay import play_random_match, random_action
 from referee.engine.senas import Sena
@@ -424,3 +429,65 @@ def test_with_options_validates_the_changed_rules_14() -> None:
     assert rules.stake_cap == 30 and rules.changed_options() == {"target_score": 30}
     with pytest.raises(RulesError, match="discard_min \\(4\\) must not exceed discard_max \\(3\\)"):
         Rules().with_options({"discard_min": 4, "discard_max": 3})
+
+
+# ---------------------------------------------------------------- any action value at any moment
+
+ANY_ACTION = st.builds(
+    Action,
+    kind=st.sampled_from(ActionKind),
+    amount=st.integers(-2, 45),
+    cards=st.lists(st.sampled_from(FULL_DECK), max_size=5).map(tuple),
+    has_jugada=st.booleans(),
+    senas=st.lists(st.sampled_from(Sena), max_size=3).map(tuple),
+)
+
+
+# Changes to a legal action: stray señas, an amount, cards or a declaration where they may not belong.
+CHANGES: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
+    {},
+    optional={
+        "senas": st.lists(st.sampled_from(Sena), min_size=1, max_size=3).map(tuple),
+        "amount": st.integers(-1, 3),
+        "cards": st.lists(st.sampled_from(FULL_DECK), max_size=2).map(tuple),
+        "has_jugada": st.booleans(),
+    },
+)
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    options=st.sampled_from([{}, {"declarations": "bot_declares"}, {"discard_submission": "sequential"}]),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_any_action_value_is_applied_only_when_check_passes_and_a_refused_one_changes_nothing(
+    options: dict[str, Any], seed: int, data: st.DataObject
+) -> None:
+    """Between random legal steps, any seat sends any `Action` value: `check` and `apply` agree, a refusal is one
+    of the two engine errors and leaves the match as it was, and the log still replays the same match."""
+    match = Match(Rules.from_options(options), seed)
+    rng = random.Random(seed)
+    for _ in range(80):
+        if match.is_over:
+            break
+        if data.draw(st.booleans(), label="near a legal action"):
+            seat = match.awaited()[0]
+            legal = data.draw(st.sampled_from(match.legal_actions(seat)), label="legal")
+            action = dataclasses.replace(legal, **data.draw(CHANGES, label="changes"))
+        else:
+            seat = data.draw(st.integers(-1, 4), label="seat")
+            action = data.draw(ANY_ACTION, label="action")
+        before = (len(match.events), len(match.log), match.awaited(), list(match.score), list(match.faults))
+        try:
+            match.check(seat, action)
+        except (MalformedError, IllegalActionError) as error:
+            with pytest.raises(type(error)):
+                match.apply(seat, action)
+            assert (len(match.events), len(match.log), match.awaited(), list(match.score), list(match.faults)) == before
+        else:
+            match.apply(seat, action)
+        if not match.is_over:
+            awaited = match.awaited()[0]
+            match.apply(awaited, random_action(rng, match.legal_actions(awaited)))
+    assert replay_record(json.loads(json.dumps(match_record(match)))).events == match.events
