@@ -50,10 +50,19 @@ def setup_from_json(data: Mapping[str, Any]) -> Setup:
     )
 
 
+EVENTS_VERSION = 2
+"""Which engine wrote a replay's event log: bumped whenever the same steps give other events, so that a check
+compares a stored log only with one the same engine writes. A record without it was written at version 1.
+
+2: a refused lance closes before its deje is scored, and a deje that ends the game closes its lance.
+"""
+
+
 def match_record(match: Match) -> dict[str, Any]:
     """The replay file of a match: rules, seed, setup, steps, and the full event log for inspection."""
     return {
         "format": "mus-arena/replay/v1",
+        "events_version": EVENTS_VERSION,
         "rules": match.rules.changed_options(),
         "seed": match.seed,
         "setup": setup_to_json(match.setup),

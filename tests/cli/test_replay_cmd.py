@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlmodel import Session
 from typer.testing import CliRunner, Result
 
-from referee.engine.replay import match_record, replay_record
+from referee.engine.replay import EVENTS_VERSION, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
 from tests.cli.helpers import error_of
@@ -235,3 +235,27 @@ def test_verify_reports_a_replay_whose_steps_were_tampered_with(database: str) -
     execute(database, "UPDATE replay SET data = :data WHERE match_id = :id", data=zlib.compress(data), id=finished[0])
     result = runner.invoke(replay_cmd.app, ["verify", str(finished[0])])
     assert result.exit_code == 1 and "the replay's seed 12345 is not the match's seed" in result.stdout
+
+
+def test_verify_compares_the_event_log_only_with_one_the_same_engine_writes(database: str) -> None:
+    """A replay from before `EVENTS_VERSION` still verifies its result and steps, and says its events were not
+    compared; a current one whose events differ from the re-simulation is a mismatch."""
+    finished, _ = match_ids(database)
+    record = stored_record(database, finished[0])
+    events = record["events"]
+    assert isinstance(events, list) and record["events_version"] == EVENTS_VERSION
+    events[1], events[2] = events[2], events[1]
+
+    def store() -> None:
+        data = zlib.compress(json.dumps(record).encode())
+        execute(database, "UPDATE replay SET data = :data WHERE match_id = :id", data=data, id=finished[0])
+
+    store()
+    result = runner.invoke(replay_cmd.app, ["verify", str(finished[0])])
+    assert result.exit_code == 1 and "the stored event log differs from the re-simulation from event 1" in result.stdout
+    del record["events_version"]
+    store()
+    text = ok("verify", str(finished[0])).stdout.strip()
+    assert text.startswith(f"match {finished[0]} (#0): OK (its event log was written by an older engine")
+    entry = json.loads(ok("verify", str(finished[0]), "--json").stdout)["matches"][0]
+    assert entry["ok"] is True and "events_version 1" in entry["note"]

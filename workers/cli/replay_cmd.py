@@ -19,7 +19,7 @@ from sqlmodel import Session
 from referee.engine.errors import MusError
 from referee.engine.events import Event, EventKind
 from referee.engine.match import Match, MatchOutcome, Setup
-from referee.engine.replay import replay_record, setup_to_json
+from referee.engine.replay import EVENTS_VERSION, replay_record, setup_to_json
 from referee.engine.rules import Rules
 from referee.engine.transcript import TEAM_LABEL, render_transcript
 from workers.cli.db import echo_json, one_line, open_session
@@ -242,7 +242,16 @@ def verify_command(
             record = repo.get_replay(session, one)
             rules = repo.get_league(session, details.match.league_id).rules
             problems = verify_replay(details, record, rules)
-            checked.append({"match_id": one, "index": details.match.index, "ok": not problems, "problems": problems})
+            entry: dict[str, Any] = {
+                "match_id": one,
+                "index": details.match.index,
+                "ok": not problems,
+                "problems": problems,
+            }
+            note = older_events_note(record)
+            if note is not None:
+                entry["note"] = note
+            checked.append(entry)
     mismatches = sum(1 for entry in checked if not entry["ok"])
     if json_output:
         echo_json(
@@ -254,7 +263,7 @@ def verify_command(
         for entry in checked:
             where = f"match {entry['match_id']} (#{entry['index']})"
             if entry["ok"]:
-                typer.echo(f"{where}: OK")
+                typer.echo(f"{where}: OK" + (f" ({entry['note']})" if "note" in entry else ""))
             else:
                 typer.echo(f"{where}: MISMATCH: {'; '.join(entry['problems'])}")
     if mismatches:
@@ -286,7 +295,7 @@ def verify_replay(details: MatchDetails, record: Mapping[str, Any], league_rules
     if match.outcome is None:
         return [*problems, "the replay ends before the match does"]
     problems.extend(compare_outcome(details, match.outcome))
-    if "events" in record:
+    if "events" in record and stored_events_version(record) == EVENTS_VERSION:
         replayed = [event.to_json() for event in match.events]
         stored_events = list(record["events"])
         if replayed != stored_events:
@@ -299,6 +308,22 @@ def verify_replay(details: MatchDetails, record: Mapping[str, Any], league_rules
                 f"({len(stored_events)} stored, {len(replayed)} replayed)"
             )
     return problems
+
+
+def stored_events_version(record: Mapping[str, Any]) -> object:
+    """The engine version that wrote a replay's event log (`EVENTS_VERSION`); 1 for records older than it."""
+    return record.get("events_version", 1)
+
+
+def older_events_note(record: Mapping[str, Any]) -> str | None:
+    """Why a replay's stored event log was not compared with the re-simulation, or None when it was."""
+    version = stored_events_version(record)
+    if "events" not in record or version == EVENTS_VERSION:
+        return None
+    return (
+        f"its event log was written by an older engine (events_version {version}, now {EVENTS_VERSION}): "
+        "the result and the steps verify; the stored events are not compared"
+    )
 
 
 def compare_outcome(details: MatchDetails, outcome: MatchOutcome) -> list[str]:
