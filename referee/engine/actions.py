@@ -88,7 +88,8 @@ class Action:
         elif amount:
             return f"{kind.value} takes no amount; got {amount}"
         if kind is _DISCARD:
-            if not 1 <= len(cards) <= 4 or len(set(cards)) != len(cards):
+            # Distinct by (rank, suit): hashing a frozen dataclass costs more than hashing its two fields.
+            if not 1 <= len(cards) <= 4 or len({(card.rank, card.suit) for card in cards}) != len(cards):
                 return f"a discard is 1 to 4 different cards; got {format_cards(cards) or 'none'}"
         elif cards:
             return f"{kind.value} takes no cards; got {format_cards(cards)}"
