@@ -118,6 +118,13 @@ class Referee:
             self.lobby.offer(table, seat)
         return table
 
+    async def table_or_abort(self, table_id: str, context: Context) -> Table:
+        """The table with this id; a call naming no table ends with NOT_FOUND."""
+        table = self.tables.get(table_id)
+        if table is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {table_id!r}")
+        return table
+
     def seat_for_token(self, token: str) -> tuple[Table, int] | None:
         return self._tokens.get(token)
 
@@ -238,9 +245,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         self.referee = referee
 
     async def Watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
-        table = self.referee.tables.get(request.table_id)
-        if table is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        table = await self.referee.table_or_abort(request.table_id, context)
         if request.omniscient:
             if table.status not in (TableStatus.FINISHED, TableStatus.CANCELLED):
                 await context.abort(
@@ -342,9 +347,7 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         self, request: admin_pb2.CancelTableRequest, context: Context
     ) -> admin_pb2.CancelTableResponse:
         await self._authorize(context)
-        table = self.referee.tables.get(request.table_id)
-        if table is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        table = await self.referee.table_or_abort(request.table_id, context)
         if table.status is TableStatus.FINISHED:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"table {table.table_id} has already finished")
         table.cancel(request.reason or "cancelled by the admin")
@@ -354,18 +357,14 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         self, request: admin_pb2.GetTableStatusRequest, context: Context
     ) -> admin_pb2.GetTableStatusResponse:
         await self._authorize(context)
-        table = self.referee.tables.get(request.table_id)
-        if table is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        table = await self.referee.table_or_abort(request.table_id, context)
         return table_status_message(table)
 
     async def ReportCrash(
         self, request: admin_pb2.ReportCrashRequest, context: Context
     ) -> admin_pb2.ReportCrashResponse:
         await self._authorize(context)
-        table = self.referee.tables.get(request.table_id)
-        if table is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        table = await self.referee.table_or_abort(request.table_id, context)
         if request.seat > 3:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"there is no seat {request.seat}: seats are 0..3")
         table.report_crash(request.seat, request.detail or "the bot process exited")
@@ -387,9 +386,7 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         self, request: admin_pb2.GetTableReplayRequest, context: Context
     ) -> admin_pb2.GetTableReplayResponse:
         await self._authorize(context)
-        table = self.referee.tables.get(request.table_id)
-        if table is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {request.table_id!r}")
+        table = await self.referee.table_or_abort(request.table_id, context)
         if table.status is not TableStatus.FINISHED or table.match is None:
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,
