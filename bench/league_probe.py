@@ -21,7 +21,6 @@ between two matches in the league runs (`gap_ms` of each configuration).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import resource
 import statistics
 import time
@@ -33,15 +32,12 @@ from sqlalchemy.engine import Engine
 
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
-from referee.service.server import start_server
-from referee.service.servicer import Referee
 from referee.service.table import TableStatus
 from workers.db import repo
 from workers.db.session import session_scope
-from workers.launcher import BotProgram, launch_bot
-from workers.matches import PlayedMatch, fault_records
+from workers.launcher import BotProgram
+from workers.matches import PlayedMatch, fault_records, play_programs
 
-EXIT_WAIT_S = 10.0
 PROBE_WORKER = "bench-probe:0"
 
 
@@ -63,30 +59,13 @@ def _cpu_seconds(who: int) -> float:
 
 
 async def _play(program: BotProgram, rules: Rules, seed: int, log_dir: Path) -> tuple[PlayedMatch, float, float, float]:
-    """One match as `workers.matches.play_programs` plays it; returns it with its start-up, play and exit times."""
-    referee = Referee()
-    server, port = await start_server(referee, "127.0.0.1:0")
-    table = referee.create_table(rules, seed, [program.name] * 4, join_timeout_s=30.0)
-    processes: list[asyncio.subprocess.Process] = []
-    try:
-        launched = time.monotonic()
-        for seat in range(4):
-            log_path = log_dir / f"seat{seat}.log"
-            processes.append(await launch_bot(program, f"127.0.0.1:{port}", table.seats[seat].token, log_path=log_path))
-        await asyncio.wait_for(table.finished.wait(), 120)
-        ended = time.monotonic()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), EXIT_WAIT_S)
-        exited = time.monotonic()
-    finally:
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-        await server.stop(grace=1.0)
+    """One match played by `workers.matches.play_programs`; returns it with its start-up, play and exit times."""
+    played = await play_programs((program, program), rules, seed, log_dir=log_dir)
+    table = played.table
     if table.status is not TableStatus.FINISHED or table.started_at is None:
         raise RuntimeError(f"a probed match ended {table.status.value}")
-    return PlayedMatch(table, ()), table.started_at - launched, ended - table.started_at, exited - ended
+    startup = table.started_at - played.launched_at
+    return played, startup, played.ended_at - table.started_at, played.exited_at - played.ended_at
 
 
 def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Path) -> Phases:

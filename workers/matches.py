@@ -39,10 +39,17 @@ EXIT_WAIT_S = 5.0
 
 @dataclass(frozen=True)
 class PlayedMatch:
-    """A finished table and where each seat's bot output was written."""
+    """A finished table and where each seat's bot output was written.
+
+    `launched_at`, `ended_at` and `exited_at` (`time.monotonic`, the table's clock) say when the first bot was
+    launched, when the match ended and when the last bot had exited, for `bench.league_probe`.
+    """
 
     table: Table
     logs: tuple[Path, ...]
+    launched_at: float = 0.0
+    ended_at: float = 0.0
+    exited_at: float = 0.0
 
     @property
     def match(self) -> Match:
@@ -69,18 +76,21 @@ async def play_programs(
     logs = tuple(log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
     watchers: list[asyncio.Task[None]] = []
     try:
+        launched_at = time.monotonic()
         for seat in range(4):
             process = await launch_bot(programs[seat % 2], address, table.seats[seat].token, log_path=logs[seat])
             processes.append(process)
             watchers.append(asyncio.create_task(_watch_process(table, seat, process)))
         await table.finished.wait()
+        ended_at = time.monotonic()
         await _reap(processes)
+        exited_at = time.monotonic()
     finally:
         await _stop(watchers, processes)
         if table.status is not TableStatus.FINISHED:
             table.cancel("the match runner stopped")
         await server.stop(grace=1.0)
-    return PlayedMatch(table, logs)
+    return PlayedMatch(table, logs, launched_at, ended_at, exited_at)
 
 
 async def _watch_process(table: Table, seat: int, process: asyncio.subprocess.Process) -> None:
