@@ -1234,7 +1234,7 @@ class Match:
         """The señas an awaited seat could send now and have accepted (mus call or seña round), else ()."""
         if seat not in self.awaited() or self.decision not in (DecisionKind.MUS, DecisionKind.SENAS):
             return ()
-        if self.rules.senas_mode is not SenasMode.VOLUNTARY or self.rules.max_senas_per_window == 0:
+        if not self.rules.senas_per_window:
             return ()
         return self._acceptable_senas(seat, self.lance if self.decision is DecisionKind.SENAS else None)
 

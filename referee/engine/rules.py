@@ -167,6 +167,11 @@ class Rules:
     fem_minimum_hand_ordago_penalty: bool = False
 
     @property
+    def senas_per_window(self) -> int:
+        """How many señas a seat may send in one window: none unless they are voluntary (mus-rules §12.3 3, 6)."""
+        return self.max_senas_per_window if self.senas_mode is SenasMode.VOLUNTARY else 0
+
+    @property
     def stake_cap(self) -> int | None:
         """The largest pending total a bet may reach; None when unbounded (mus-rules §8.1)."""
         if self.max_total_stake == TARGET_SCORE_CAP:

@@ -19,7 +19,7 @@ from referee.engine.cards import Card, Suit, parse_cards, sort_hand
 from referee.engine.errors import MalformedError
 from referee.engine.events import Event, EventKind
 from referee.engine.match import DecisionKind, GameResult, Match, MatchOutcome, VacaResult, team_of
-from referee.engine.rules import Rules, SenasMode, rules_from_assignments
+from referee.engine.rules import Rules, rules_from_assignments
 from referee.engine.senas import Sena, SenaRejectionCode
 
 _SUIT_TO_PB = {
@@ -137,7 +137,7 @@ def legal_actions_to_proto(
     kinds_seen: list[ActionKind] = []
     envido: list[int] = []  # [lowest, highest] once one is seen
     mas: list[int] = []
-    senas_allowed = rules.max_senas_per_window if rules.senas_mode is SenasMode.VOLUNTARY else 0
+    senas_allowed = rules.senas_per_window
     for action in legal:
         kind = action.kind
         if kind is ActionKind.ENVIDO or kind is ActionKind.MAS:
