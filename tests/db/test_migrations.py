@@ -94,8 +94,8 @@ BROKEN_REVISION = '''"""A migration that fails halfway: it creates a table, then
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0099"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
@@ -117,10 +117,10 @@ def test_a_failing_migration_leaves_the_database_at_its_previous_revision(
     ensure_schema(engine)
     migrations = tmp_path / "migrations"
     shutil.copytree(session.MIGRATIONS_DIR, migrations, ignore=shutil.ignore_patterns("__pycache__"))
-    (migrations / "versions" / "0002_broken.py").write_text(BROKEN_REVISION)
+    (migrations / "versions" / "0099_broken.py").write_text(BROKEN_REVISION)
     monkeypatch.setattr(session, "MIGRATIONS_DIR", migrations)
 
     with pytest.raises(sa.exc.IntegrityError):
         ensure_schema(engine)
-    assert schema_revision(engine) == "0001"
+    assert schema_revision(engine) == "0002"
     assert _tables(engine) == TABLES

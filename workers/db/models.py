@@ -124,6 +124,14 @@ class BotVersion(_Table, table=True):
     re-adding an older program (a revert) makes that version current again."""
 
 
+class DealMode(enum.StrEnum):
+    """Which deals a league plays: duplicate pairs (each seed twice, partnerships swapped), or a fresh deal
+    for every match (for bots that may remember the twin: remote bots)."""
+
+    DUPLICATE = "duplicate"
+    INDEPENDENT = "independent"
+
+
 class League(_Table, table=True):
     """A round robin between entrants under one set of rules, expanded into match rows when created."""
 
@@ -132,6 +140,7 @@ class League(_Table, table=True):
         sa.UniqueConstraint("name"),
         sa.CheckConstraint(_check_in("status", [status.value for status in LeagueStatus]), name="status"),
         sa.CheckConstraint("matches_per_pairing >= 1", name="matches_per_pairing"),
+        sa.CheckConstraint(_check_in("deal_mode", [mode.value for mode in DealMode]), name="deal_mode"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -143,6 +152,18 @@ class League(_Table, table=True):
     status: LeagueStatus = Field(default=LeagueStatus.CREATED, sa_type=_text_enum(LeagueStatus, "league_status"))
     absent_limit_s: float
     """How long a match with a remote bot may wait for it to show up."""
+    secret: str | None = Field(default=None, sa_type=sa.String(64))
+    """256 random bits (hex) from which every match seed is derived; never printed or exported before the end.
+    None for a league created before secrets existed."""
+    commitment: str | None = Field(default=None, sa_type=sa.String(64))
+    """SHA-256 (hex) of the secret, printed when the league is created: the deals are fixed in advance."""
+    sandbox: bool = Field(default=True, sa_column_kwargs={"server_default": sa.true()})
+    """False only for a league created with `--no-sandbox`: its hosted bots run unconfined."""
+    deal_mode: DealMode = Field(
+        default=DealMode.DUPLICATE,
+        sa_type=_text_enum(DealMode, "deal_mode"),
+        sa_column_kwargs={"server_default": DealMode.DUPLICATE.value},
+    )
     created_at: datetime = Field(default_factory=utc_now)
     finished_at: datetime | None = None
 
@@ -173,6 +194,7 @@ class Match(_Table, table=True):
         sa.Index(None, "team1_version_id"),
         sa.CheckConstraint(_check_in("status", [status.value for status in MatchStatus]), name="status"),
         sa.CheckConstraint("attempt >= 0", name="attempt"),
+        sa.CheckConstraint("deal >= 0", name="deal"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -187,6 +209,8 @@ class Match(_Table, table=True):
     status: MatchStatus = Field(default=MatchStatus.QUEUED, sa_type=_text_enum(MatchStatus, "match_status"))
     attempt: int = 0
     """How many times a worker has claimed the match."""
+    deal: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Which of the match's deals it plays: a voided match (and its unfinished twin) moves on to a fresh one."""
     lease_expires_at: datetime | None = None
     heartbeat_at: datetime | None = None
     worker: str | None = Field(default=None, sa_type=sa.String(200))
