@@ -1,8 +1,7 @@
-"""Shared test fixtures: where the team's shared rule vectors live."""
+"""Test fixtures for the whole suite: golden regeneration and the rule vectors."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -25,14 +24,7 @@ def regen_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--regen-goldens"))
 
 
-def shared_dir() -> Path:
-    """`../shared` beside the checkout (MUS_SHARED_DIR overrides it)."""
-    return Path(os.environ.get("MUS_SHARED_DIR", REPO.parent / "shared"))
-
-
 @pytest.fixture(scope="session")
 def vectors_dir() -> Path:
-    path = shared_dir() / "vectors"
-    if not path.is_dir():
-        pytest.fail(f"the rule vectors are missing: expected them in {path} (set MUS_SHARED_DIR)")
-    return path
+    """The rule vectors the engine must agree with (tests/vectors/README.md)."""
+    return REPO / "tests" / "vectors"

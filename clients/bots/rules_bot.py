@@ -31,7 +31,7 @@ from referee.engine.match import DecisionKind
 from referee.engine.rules import DejeMode
 from referee.engine.senas import Sena
 
-# The señas that inform each lance (mus-rules §12.1), in the order the lances are played.
+# The señas that inform each lance (rules §12.1), in the order the lances are played.
 _SENAS_FOR: dict[Lance, frozenset[Sena]] = {
     Lance.GRANDE: frozenset({Sena.DOS_REYES, Sena.MEDIAS_REYES, Sena.CUATRO_REYES, Sena.LA_BONITA}),
     Lance.CHICA: frozenset({Sena.DOS_ASES, Sena.MEDIAS_ASES, Sena.CUATRO_ASES}),
@@ -43,7 +43,7 @@ _SENAS_FOR: dict[Lance, frozenset[Sena]] = {
 }
 _ORDER = (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO, Lance.PUNTO)
 
-# Rough values a holder brings to Pares and Juego at the tanteo (mus-rules §9.2), for an unseen hand.
+# Rough values a holder brings to Pares and Juego at the tanteo (rules §9.2), for an unseen hand.
 _TYPICAL_VALUE = {Lance.PARES: 1.5, Lance.JUEGO: 2.2}
 
 
@@ -94,7 +94,7 @@ class RulesBot(Bot):
         if decision is DecisionKind.DISCARD:
             return self.discard(view)
         if decision is DecisionKind.DECLARE:
-            return view.legal_actions[0]  # only the true answer is legal (mus-rules §7)
+            return view.legal_actions[0]  # only the true answer is legal (rules §7)
         if decision is DecisionKind.SENAS:
             return self.senas(view)
         if decision is DecisionKind.BET:
@@ -190,7 +190,7 @@ class RulesBot(Bot):
 
     def _answer_ordago(self, view: BotView, chance: float) -> Action:
         """Accept an órdago when the lance is won more often than the game would be won by playing on (the
-        score race plus a margin), and always when refusing hands the rivals the game (mus-rules §8.4)."""
+        score race plus a margin), and always when refusing hands the rivals the game (rules §8.4)."""
         their_need = view.rules.target_score - view.their_score
         if self._refusal_cost(view) >= their_need:
             return Action.quiero()
@@ -205,7 +205,7 @@ class RulesBot(Bot):
         return chance >= style.ordago or chance >= max(style.ordago_min, _race(view) + style.ordago_edge)
 
     def _answer_bet(self, view: BotView, chance: float) -> Action:
-        """Compare the expected points of accepting with the sure loss of refusing (mus-rules §8.3, §9.2)."""
+        """Compare the expected points of accepting with the sure loss of refusing (rules §8.3, §9.2)."""
         style = self.style
         target = view.rules.target_score
         our_need, their_need = target - view.our_score, target - view.their_score
@@ -230,7 +230,7 @@ class RulesBot(Bot):
         return Action.no_quiero()
 
     def _refusal_cost(self, view: BotView) -> int:
-        """Points a refusal gives the rivals at once and at the tanteo (mus-rules §8.3, §9.2)."""
+        """Points a refusal gives the rivals at once and at the tanteo (rules §8.3, §9.2)."""
         lance = view.lance
         accepted = view.accepted_total
         mode = view.rules.deje_mode
@@ -243,7 +243,7 @@ class RulesBot(Bot):
         return deje + round(self._values(view)[1])
 
     def _values(self, view: BotView) -> tuple[float, float]:
-        """What Pares, Juego or Punto pay beside the stake, to us and to the rivals (mus-rules §9.2)."""
+        """What Pares, Juego or Punto pay beside the stake, to us and to the rivals (rules §9.2)."""
         lance = view.lance
         if lance is Lance.PUNTO:
             bonus = 1.0 if view.rules.punto_bonus else 0.0
@@ -260,7 +260,7 @@ class RulesBot(Bot):
 
     @staticmethod
     def _senas_of(view: BotView, seat: int) -> set[Sena]:
-        """The señas `seat` sent since the last discard: what is still true of its hand (mus-rules §12.3)."""
+        """The señas `seat` sent since the last discard: what is still true of its hand (rules §12.3)."""
         if seat == view.seat:
             return {
                 Sena(event.data["sena"])

@@ -1,15 +1,15 @@
 """Hand strength for rule-based bots: how likely a hand, or a partnership, is to win a lance.
 
-Suits never matter (mus-rules §1), so a hand is a multiset of four effective ranks: 330 of them in 8 reyes.
+Suits never matter (rules §1), so a hand is a multiset of four effective ranks: 330 of them in 8 reyes.
 A `StrengthModel` weighs each multiset by how many 4-card hands of the deck have it, evaluates it once with
 the engine's `evaluate`, and answers from those tables:
 
 - `team_win_probability`: the chance that this seat or its partner wins a lance against the rivals taking
-  part, with ties to the seat nearest the mano (mus-rules §3), where every other hand is drawn from the deck
-  and narrowed by what is public: declarations (mus-rules §7) and the señas received (mus-rules §12.3, whose
+  part, with ties to the seat nearest the mano (rules §3), where every other hand is drawn from the deck
+  and narrowed by what is public: declarations (rules §7) and the señas received (rules §12.3, whose
   truth the referee enforces, so they are facts);
 - `hand_value` and `expected_value_after_discard`: a single number for a whole hand, used to decide mus and
-  discards (mus-rules §5).
+  discards (rules §5).
 
 Card removal (the seat's own cards are not in the other hands) is ignored: it moves these estimates by a few
 percent and keeps every table small enough to cache.
@@ -139,7 +139,7 @@ class StrengthModel:
     def distribution(self, lance: Lance, seat: Seat = Seat(0), *, punto: bool = False) -> Distribution:
         """The keys another seat may hold in `lance`, given its señas and declaration.
 
-        `punto`: Punto is being played, so nobody holds juego (mus-rules §7).
+        `punto`: Punto is being played, so nobody holds juego (rules §7).
         """
         cache_key = (lance, seat.senas, seat.holds, punto)
         found = self._distributions.get(cache_key)
@@ -169,7 +169,7 @@ class StrengthModel:
         rules = self._rules
 
         def allowed(facts: HandFacts) -> bool:
-            # Chica is a window where every seña is allowed, so only truth is checked (mus-rules §12.3).
+            # Chica is a window where every seña is allowed, so only truth is checked (rules §12.3).
             return all(sena_rejection(sena, facts, rules, Lance.CHICA) is None for sena in senas)
 
         return allowed
@@ -229,7 +229,7 @@ class StrengthModel:
         """One number for a whole hand: how well it plays every lance, the jugada values included.
 
         Squares reward dominance: a lance is won against three hands, not one. The weights follow what each
-        lance pays (mus-rules §9.2): Pares and Juego add their values, Juego most.
+        lance pays (rules §9.2): Pares and Juego add their values, Juego most.
         """
         found = self._values.get(ranks)
         if found is not None:

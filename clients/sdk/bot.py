@@ -20,7 +20,7 @@ class Bot:
     - `on_outcome(outcome)`: once, when the match ends.
 
     An exception raised by `decide`, or a return value that is not a legal action, is a fault for the seat's
-    team (mus-rules §13); the SDK never lets it stop the match.
+    team (rules §13); the SDK never lets it stop the match.
     """
 
     name: str = "bot"

@@ -1,13 +1,13 @@
 """The SDK side of the wire: `mus.v1` messages to engine values, and engine actions to `mus.v1`.
 
-This is the only SDK module that knows the protobuf shapes (STYLE.md: one converter per side). Everything a
+This is the only SDK module that knows the protobuf shapes (one converter per side). Everything a
 bot sees comes out of here in the engine's vocabulary, so a bot behaves the same over gRPC and on the local
 table. Wire conventions (types.proto): TEAM_0/TEAM_1 are engine teams 0/1; vaca and game numbers are 0-based
 on the wire and 1-based in the engine's events and results; cards carry their physical rank.
 
 Events are decoded by an `EventDecoder`, because a few engine payload fields are not on the wire and follow
 from the events before them: the vaca and game numbers of `game_ended`/`vaca_ended`, the mus round of a seña
-sent in a lance, and whether a bet is an órdago (mus-rules §8.2: at most one per lance, answered by quiero
+sent in a lance, and whether a bet is an órdago (rules §8.2: at most one per lance, answered by quiero
 or no_quiero only).
 """
 
@@ -226,7 +226,7 @@ def legal_actions_from_proto(
     """Expand the referee's compact legal list into concrete engine actions, in the engine's order.
 
     ENVIDO/MAS: every amount of `min_amount..max_amount`, where a `max_amount` of 0 (no cap) lists up to the
-    target score, as the engine does (mus-rules §8.1). DISCARD: every subset of the seat's cards with
+    target score, as the engine does (rules §8.1). DISCARD: every subset of the seat's cards with
     `min_cards..max_cards` cards. DECLARE: the one true answer. SENAS: the empty list, then each acceptable
     seña alone (any list of acceptable señas is legal too). MUS/NO_MUS: the plain calls. The list comes in the
     engine's order (paso, quiero, no_quiero, envido, mas, órdago), so a bot sees the same list as on the local
@@ -257,7 +257,7 @@ def legal_actions_from_proto(
 
 
 def mus_senas_from_proto(entries: Iterable[types_pb2.LegalAction]) -> tuple[Sena, ...]:
-    """The señas that may ride on a mus call, from the MUS or NO_MUS entry (mus-rules §12.3 window (a))."""
+    """The señas that may ride on a mus call, from the MUS or NO_MUS entry (rules §12.3 window (a))."""
     for entry in entries:
         if entry.kind in (types_pb2.ACTION_KIND_MUS, types_pb2.ACTION_KIND_NO_MUS) and entry.max_senas > 0:
             return tuple(sena_from_proto(sena) for sena in entry.senas)
@@ -273,7 +273,7 @@ class EventDecoder:
     Keep one decoder per stream (or per list of a hand's events): it remembers the current vaca and game, the
     discards of the hand and the lances with an órdago, which the engine's payloads carry and the wire leaves
     to be worked out. `seq` stays the recipient's own numbering; `to` is what the recipient can tell: a private
-    event goes to its seat, a seña that did not reach the rivals to the sender and partner (mus-rules §12.3:
+    event goes to its seat, a seña that did not reach the rivals to the sender and partner (rules §12.3:
     the sender and partner are never told whether it leaked).
     """
 

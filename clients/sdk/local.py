@@ -1,7 +1,7 @@
 """The local table: four bots play a match in-process on the engine, with no network and no clock.
 
 It gives bots the same `BotView` and the same hooks as the gRPC runner, and applies the referee's fault rules
-(mus-rules §13) to what a bot returns, so a bot tried here behaves the same at a real table. It is also how
+(rules §13) to what a bot returns, so a bot tried here behaves the same at a real table. It is also how
 bots are measured against each other: `play_duplicate` plays one seed twice with the partnerships swapped.
 """
 
@@ -67,7 +67,7 @@ class LocalTable:
         return outcome
 
     def step(self) -> None:
-        """Ask the first awaited seat for one decision and apply it, or charge it a fault (mus-rules §13)."""
+        """Ask the first awaited seat for one decision and apply it, or charge it a fault (rules §13)."""
         match = self.match
         if match.is_over:
             raise MatchOverError("the match is over")
@@ -213,7 +213,7 @@ class DuplicateOutcome:
 def play_duplicate(
     bot_a_factory: BotFactory, bot_b_factory: BotFactory, seed: int = 0, rules: Rules | None = None
 ) -> DuplicateOutcome:
-    """Play `seed` twice, A as team 0 then as team 1, so both sides get the same deals (mus-rules §4.1).
+    """Play `seed` twice, A as team 0 then as team 1, so both sides get the same deals (rules §4.1).
 
     Every hand's deck depends on the seed and the hand number only, so the luck of the cards cancels out over
     the pair: what is left is the play. Each seat gets a fresh bot from its factory.

@@ -174,7 +174,7 @@ class _Seat:
         self, request: play_pb2.DecisionRequest, rejected: play_pb2.ActionRejected | None = None
     ) -> types_pb2.Action:
         """The bot's answer on the wire. A `decide` that raises answers with an unset action, which the referee
-        charges as an illegal action, as the local table does (mus-rules §13)."""
+        charges as an illegal action, as the local table does (rules §13)."""
         if self.rules is None:
             raise SdkError("the referee asked for a decision before Joined")
         if self.decoder is not None:

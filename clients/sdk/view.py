@@ -1,6 +1,6 @@
 """`BotView`: what a bot's `decide` receives, the same value on the local table and over gRPC.
 
-A view holds only what the seat may know (mus-rules §11): its own cards, the public record of the hand and the
+A view holds only what the seat may know (rules §11): its own cards, the public record of the hand and the
 private events sent to it. Events keep the engine's shape (`Event` with its JSON payload) so one bot reads one
 vocabulary everywhere; their `seq` numbers the events this seat was given, from 0, as on the wire.
 """
@@ -22,11 +22,11 @@ from referee.engine.senas import Sena
 
 @dataclass(frozen=True, slots=True)
 class ReceivedSena:
-    """A seña another seat sent that reached this seat (mus-rules §12.3 item 5).
+    """A seña another seat sent that reached this seat (rules §12.3 item 5).
 
     `lance` is the lance of the seña round that carried it, or None when it rode on a mus call; `mus_round`
     is the number of discards the hand had made when it was sent, so a bot can tell a stale seña from before
-    a discard (mus-rules §12.3 item 7).
+    a discard (rules §12.3 item 7).
     """
 
     seat: int
@@ -43,7 +43,7 @@ class BotView:
     indexed by team (team 0 = seats 0 and 2). `accepted_total`, `pending_total` and `ordago_pending` describe
     the betting of the current lance (all zero outside a bet; `pending_total` is 0 while an órdago is
     pending). `rejection` is set when the bot's previous answer to this same decision was refused and it is
-    asked again (`illegal_action_policy = retry`, mus-rules §13).
+    asked again (`illegal_action_policy = retry`, rules §13).
 
     The class is frozen but not slotted, so that `facts` can be cached on the instance.
     """
@@ -93,7 +93,7 @@ class BotView:
 
     @property
     def is_mano(self) -> bool:
-        """Whether this seat speaks first and wins every tie of the hand (mus-rules §3)."""
+        """Whether this seat speaks first and wins every tie of the hand (rules §3)."""
         return self.seat == self.mano
 
     @property
@@ -130,7 +130,7 @@ class BotView:
         return tuple(action for action in self.legal_actions if action.kind is kind)
 
     def declared(self, lance: Lance) -> dict[int, bool]:
-        """What each seat declared for Pares or Juego this hand (mus-rules §7); empty before the declarations."""
+        """What each seat declared for Pares or Juego this hand (rules §7); empty before the declarations."""
         return {
             int(event.data["seat"]): bool(event.data["has"])
             for event in self.hand_events

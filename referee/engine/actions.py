@@ -14,7 +14,7 @@ from referee.engine.senas import Sena
 
 
 class ActionKind(Enum):
-    """Every kind of decision a seat can make (mus-rules §5, §7, §8.1, §12.3)."""
+    """Every kind of decision a seat can make (rules §5, §7, §8.1, §12.3)."""
 
     MUS = "mus"
     NO_MUS = "no_mus"
@@ -45,7 +45,7 @@ BETTING_KINDS = frozenset(
 _ENVIDO, _MAS, _DISCARD, _DECLARE = ActionKind.ENVIDO, ActionKind.MAS, ActionKind.DISCARD, ActionKind.DECLARE
 
 SENA_CARRIERS = frozenset({ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS})
-"""The actions señas may ride on: a mus call (window (a)) and a seña-round answer (window (b)), mus-rules §12.3."""
+"""The actions señas may ride on: a mus call (window (a)) and a seña-round answer (window (b)), rules §12.3."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ class Action:
     `has_jugada` for a declaration, `senas` for a seña-round answer or señas attached to a mus call.
 
     Señas on any other action are sent outside a window: the engine rejects them to the sender and applies the
-    action without them (`stray_senas`, mus-rules §12.3 item 4).
+    action without them (`stray_senas`, rules §12.3 item 4).
     """
 
     kind: ActionKind
@@ -190,7 +190,7 @@ class Action:
 
 
 def parse_sena(text: str) -> Sena:
-    """A seña id from its name; an unknown name is malformed (mus-rules §12.3 item 1)."""
+    """A seña id from its name; an unknown name is malformed (rules §12.3 item 1)."""
     try:
         return Sena(text)
     except ValueError:

@@ -1,4 +1,4 @@
-"""Cards, the 40-card Spanish deck, notation and the seeded shuffle (mus-rules §1, §2, §4)."""
+"""Cards, the 40-card Spanish deck, notation and the seeded shuffle (rules §1, §2, §4)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ RANKS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 10, 11, 12)
 
 
 class Suit(Enum):
-    """The four suits. Suits never matter for ranking (mus-rules §1)."""
+    """The four suits. Suits never matter for ranking (rules §1)."""
 
     OROS = "o"
     COPAS = "c"
@@ -27,7 +27,7 @@ _SUIT_BY_LETTER = {suit.value: suit for suit in SUITS}
 
 
 class DeckMode(Enum):
-    """Whether 3s and 2s play as reyes and ases (mus-rules §2.1, §2.2)."""
+    """Whether 3s and 2s play as reyes and ases (rules §2.1, §2.2)."""
 
     OCHO_REYES = "8_reyes"
     CUATRO_REYES = "4_reyes"
@@ -85,25 +85,25 @@ def format_cards(cards: Iterable[Card]) -> str:
 
 
 # Effective ranks are small ints ordered low -> high: A=1, 2..7, S=10, C=11, R=12. In 8 reyes a 3 is a
-# rey (12) and a 2 is an as (1) for every purpose (mus-rules §2.1).
+# rey (12) and a 2 is an as (1) for every purpose (rules §2.1).
 _EFFECTIVE_8 = {1: 1, 2: 1, 3: 12, 4: 4, 5: 5, 6: 6, 7: 7, 10: 10, 11: 11, 12: 12}
 _EFFECTIVE_4 = {rank: rank for rank in RANKS}
 
 
 def effective_rank(card: Card, deck_mode: DeckMode) -> int:
-    """The rank a card plays as: 12 = R, 11 = C, 10 = S, 7..2, 1 = A (mus-rules §2)."""
+    """The rank a card plays as: 12 = R, 11 = C, 10 = S, 7..2, 1 = A (rules §2)."""
     table = _EFFECTIVE_8 if deck_mode is DeckMode.OCHO_REYES else _EFFECTIVE_4
     return table[card.rank]
 
 
 def point_value(card: Card, deck_mode: DeckMode) -> int:
-    """Points for juego and punto: figures 10, others face value, as 1 (mus-rules §2)."""
+    """Points for juego and punto: figures 10, others face value, as 1 (rules §2)."""
     rank = effective_rank(card, deck_mode)
     return 10 if rank >= 10 else rank
 
 
 def shuffled_deck(rng: random.Random) -> list[Card]:
-    """A new deck shuffled with the injected generator (mus-rules §4.1)."""
+    """A new deck shuffled with the injected generator (rules §4.1)."""
     deck = list(FULL_DECK)
     rng.shuffle(deck)
     return deck

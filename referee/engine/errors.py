@@ -12,7 +12,7 @@ class MalformedError(MusError):
 
 
 class RulesError(MusError):
-    """A rules option is unknown, out of range, or unsupported in v1 (mus-rules §14)."""
+    """A rules option is unknown, out of range, or unsupported in v1 (rules §14)."""
 
 
 class IllegalActionError(MusError):

@@ -1,4 +1,4 @@
-"""Events: the complete, ordered record of a match, each with who may see it (mus-rules §11).
+"""Events: the complete, ordered record of a match, each with who may see it (rules §11).
 
 Payloads are plain JSON values (cards in notation, enums by their rule names), so the event log is the replay
 file as it stands and every edge (gRPC, database, HTML) converts from one shape.
@@ -64,12 +64,12 @@ class Event:
 
         Numbering per recipient keeps the events a seat may not see from leaving gaps (a rejected seña, a seña
         that did not leak). A delivered seña reads as sent to the sender and his partner for both of them: they
-        are never told whether it leaked to the rivals (mus-rules §12.3 item 5).
+        are never told whether it leaked to the rivals (rules §12.3 item 5).
         """
         to = self.to
         if self.kind is EventKind.SENA_DELIVERED and seat is not None:
             sender = int(self.data["seat"])
-            pair = frozenset({sender, (sender + 2) % 4})  # partners sit opposite (mus-rules §3)
+            pair = frozenset({sender, (sender + 2) % 4})  # partners sit opposite (rules §3)
             to = pair if seat in pair else None
         return Event(seq, self.kind, self.data, to)
 

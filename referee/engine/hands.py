@@ -1,4 +1,4 @@
-"""Hand evaluation: the comparison keys of every lance and the scoring values (mus-rules §6, §9.2).
+"""Hand evaluation: the comparison keys of every lance and the scoring values (rules §6, §9.2).
 
 Every key is a tuple where a larger value is a better hand, so one comparison routine (`best_seat`) decides
 every lance, with ties going to the seat nearest the mano.
@@ -17,7 +17,7 @@ from referee.engine.rules import Real31
 
 
 class Lance(Enum):
-    """The lances of a hand, in play order; Punto replaces Juego when nobody has juego (mus-rules §7)."""
+    """The lances of a hand, in play order; Punto replaces Juego when nobody has juego (rules §7)."""
 
     GRANDE = "grande"
     CHICA = "chica"
@@ -27,7 +27,7 @@ class Lance(Enum):
 
 
 class ParesClass(Enum):
-    """Pares classes; duples include four of a kind (mus-rules §6.3)."""
+    """Pares classes; duples include four of a kind (rules §6.3)."""
 
     PAR = 1
     MEDIAS = 2
@@ -36,7 +36,7 @@ class ParesClass(Enum):
 
 PARES_VALUE = {ParesClass.PAR: 1, ParesClass.MEDIAS: 2, ParesClass.DUPLES: 3}
 
-# mus-rules §6.4: 31 > 32 > 40 > 37 > 36 > 35 > 34 > 33 (38 and 39 cannot occur).
+# rules §6.4: 31 > 32 > 40 > 37 > 36 > 35 > 34 > 33 (38 and 39 cannot occur).
 _JUEGO_ORDER = {31: 8, 32: 7, 40: 6, 37: 5, 36: 4, 35: 3, 34: 2, 33: 1}
 
 
@@ -64,12 +64,12 @@ class HandFacts:
 
     @property
     def pares_value(self) -> int:
-        """1 for par, 2 for medias, 3 for duples, 0 without pares (mus-rules §6.3)."""
+        """1 for par, 2 for medias, 3 for duples, 0 without pares (rules §6.3)."""
         return PARES_VALUE[self.pares_class] if self.pares_class is not None else 0
 
     @property
     def juego_value(self) -> int:
-        """3 for 31, 2 for any other juego, 0 without juego (mus-rules §6.4)."""
+        """3 for 31, 2 for any other juego, 0 without juego (rules §6.4)."""
         if self.juego_key is None:
             return 0
         return 3 if self.total == 31 else 2
@@ -123,7 +123,7 @@ def _evaluate(cards: Sequence[Card], deck_mode: DeckMode, real_31: Real31) -> Ha
 
 
 def _pares(ranks: tuple[int, ...]) -> tuple[ParesClass | None, tuple[int, ...] | None]:
-    """Classify by rank counts; unpaired cards never count (mus-rules §6.3)."""
+    """Classify by rank counts; unpaired cards never count (rules §6.3)."""
     counts = Counter(ranks)
     groups = sorted(((count, rank) for rank, count in counts.items() if count >= 2), reverse=True)
     if not groups:
@@ -141,7 +141,7 @@ def _pares(ranks: tuple[int, ...]) -> tuple[ParesClass | None, tuple[int, ...] |
 
 
 def _is_real_31(ranks: tuple[int, ...], cards: Sequence[Card], real_31: Real31) -> bool:
-    """Three 7s and a sota (or any figure) under the `real_31` option (mus-rules §6.6)."""
+    """Three 7s and a sota (or any figure) under the `real_31` option (rules §6.6)."""
     if real_31 is Real31.OFF or ranks.count(7) != 3:
         return False
     fourth = next(card for card in cards if card.rank != 7)
@@ -153,7 +153,7 @@ def _is_real_31(ranks: tuple[int, ...], cards: Sequence[Card], real_31: Real31) 
 def best_seat(
     facts: Sequence[HandFacts], lance: Lance, mano: int, participants: Iterable[int] | None = None
 ) -> int | None:
-    """The seat that wins a lance on cards; ties go to the seat nearest the mano (mus-rules §3, §6).
+    """The seat that wins a lance on cards; ties go to the seat nearest the mano (rules §3, §6).
 
     `facts` is indexed by absolute seat. Only `participants` (default: all four) are compared; a seat without
     the jugada never wins. Returns None when nobody holds it.

@@ -1,9 +1,9 @@
-"""The match state machine: deal, mus, lances, betting, tanteo, games, vacas, faults (mus-rules §3-§13).
+"""The match state machine: deal, mus, lances, betting, tanteo, games, vacas, faults (rules §3-§13).
 
 A `Match` is a pure function of its rules, its seed, an optional scripted setup and the steps applied to it.
 Seats are absolute (0..3); team 0 is seats 0 and 2, team 1 is seats 1 and 3. Every decision is asked of the
 seats in `awaited()`; `apply` takes a legal action, `check` says why one is not legal, `apply_timeout` and
-`record_illegal_action` carry out mus-rules §13. Nothing here does I/O or reads a clock.
+`record_illegal_action` carry out rules §13. Nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class DecisionKind(Enum):
 
 
 class LanceOutcome(Enum):
-    """How a lance's betting ended (mus-rules §8.2)."""
+    """How a lance's betting ended (rules §8.2)."""
 
     PASSED = "passed"
     ACCEPTED = "accepted"
@@ -67,7 +67,7 @@ class LanceOutcome(Enum):
 
 
 class GameTermination(Enum):
-    """How a game ended (mus-rules §9.5)."""
+    """How a game ended (rules §9.5)."""
 
     TARGET_AT_TANTEO = "target_at_tanteo"
     TARGET_AT_DEJE = "target_at_deje"
@@ -76,14 +76,14 @@ class GameTermination(Enum):
 
 
 class MatchTermination(Enum):
-    """How a match ended (mus-rules §9.5, §13)."""
+    """How a match ended (rules §9.5, §13)."""
 
     NORMAL = "normal"
     FORFEIT = "forfeit"
 
 
 class FaultCause(Enum):
-    """The faults of mus-rules §13."""
+    """The faults of rules §13."""
 
     ILLEGAL_ACTION = "illegal_action"
     TIMEOUT = "timeout"
@@ -100,7 +100,7 @@ class StepKind(Enum):
 
 
 def team_of(seat: int) -> int:
-    """Team 0 holds seats 0 and 2, team 1 seats 1 and 3 (partners sit opposite, mus-rules §1)."""
+    """Team 0 holds seats 0 and 2, team 1 seats 1 and 3 (partners sit opposite, rules §1)."""
     return seat % 2
 
 
@@ -180,7 +180,7 @@ class Setup:
     """Scripted chance, for tests and vectors: decks by hand number, a start score, the first dealer.
 
     A deck lists 40 cards; card i of the first 16 goes to seat `(mano + i) % 4`, the rest is the stock in
-    dealing order (mus-rules §4). `skip_mus_first_hand` starts the first hand at Grande, as the scenario
+    dealing order (rules §4). `skip_mus_first_hand` starts the first hand at Grande, as the scenario
     vectors do (they give the hands after the mus phase).
     """
 
@@ -205,7 +205,7 @@ def deck_from_hands(hands: Sequence[Sequence[Card]], mano: int) -> list[Card]:
     return deck
 
 
-# Streams derived from the match seed (mus-rules §4.1). Python's `random.Random` seeded with a str hashes it
+# Streams derived from the match seed (rules §4.1). Python's `random.Random` seeded with a str hashes it
 # with SHA-512, so each stream is fixed by (seed, hand number[, seña index]) on every platform.
 def deal_rng(seed: int, hand_number: int) -> random.Random:
     """The deal randomness of one hand: its shuffle and its reshuffles."""
@@ -213,12 +213,12 @@ def deal_rng(seed: int, hand_number: int) -> random.Random:
 
 
 def leak_rng(seed: int, hand_number: int, sena_index: int) -> random.Random:
-    """The leak draw of one delivered seña (mus-rules §12.3 item 5)."""
+    """The leak draw of one delivered seña (rules §12.3 item 5)."""
     return random.Random(f"mus/leak/{seed}/{hand_number}/{sena_index}")
 
 
 def first_dealer_of(seed: int) -> int:
-    """The first dealer, drawn from the match seed alone (mus-rules §3)."""
+    """The first dealer, drawn from the match seed alone (rules §3)."""
     return random.Random(f"mus/first_dealer/{seed}").randrange(4)
 
 
@@ -236,7 +236,7 @@ def _discard_actions(hand: tuple[Card, ...], low: int, high: int) -> tuple[Actio
 def _betting_menu(
     pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
 ) -> tuple[Action, ...]:
-    """The legal betting actions of a lance state (mus-rules §8.2), cached: they depend on little."""
+    """The legal betting actions of a lance state (rules §8.2), cached: they depend on little."""
     high = cap if cap is not None else max(target, min_bet)
     if ordago:
         return (_QUIERO, _NO_QUIERO)
@@ -253,7 +253,7 @@ _NO_SENAS = Action.send_senas(())
 
 @dataclass(slots=True)
 class _Betting:
-    """The betting state of one lance (mus-rules §8.2)."""
+    """The betting state of one lance (rules §8.2)."""
 
     lance: Lance
     participants: tuple[int, ...]
@@ -276,7 +276,7 @@ class _LanceResult:
 
 
 def _rivals_after(seat: int, participants: Sequence[int]) -> list[int]:
-    """The participants of the other team, in speaking order starting just after `seat` (mus-rules §8.2)."""
+    """The participants of the other team, in speaking order starting just after `seat` (rules §8.2)."""
     return [other for k in range(1, 4) if (other := (seat + k) % 4) in participants and team_of(other) != team_of(seat)]
 
 
@@ -329,7 +329,7 @@ class Match:
         self._sena_queue: list[int] = []
         self._betting: _Betting | None = None
         self._results: dict[Lance, _LanceResult] = {}
-        # The seed fixes every deal, so it is never part of an event: seats must not learn it (mus-rules §4.1).
+        # The seed fixes every deal, so it is never part of an event: seats must not learn it (rules §4.1).
         self._emit(EventKind.MATCH_STARTED, first_dealer=self.first_dealer, rules=self.rules.to_options())
         self._start_game()
         try:
@@ -344,7 +344,7 @@ class Match:
         return self.outcome is not None
 
     def speaking_order(self) -> tuple[int, ...]:
-        """The seats from the mano in speaking order (mus-rules §1)."""
+        """The seats from the mano in speaking order (rules §1)."""
         return tuple((self.mano + k) % 4 for k in range(4))
 
     def awaited(self) -> tuple[int, ...]:
@@ -379,7 +379,7 @@ class Match:
         list holds the empty answer and each seña that would be accepted now; any other list is legal too, and
         its false señas are rejected one by one (`acceptable_senas`). With an
         uncapped stake (`max_total_stake = null`) bets are listed up to the target score; larger ones are legal
-        too and decide the game the same way (mus-rules §8.1).
+        too and decide the game the same way (rules §8.1).
         """
         if seat not in self.awaited():
             return ()
@@ -429,7 +429,7 @@ class Match:
         if kind is DecisionKind.MUS and action.kind in (ActionKind.MUS, ActionKind.NO_MUS):
             return
         if kind is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
-            return  # any list is legal: each seña is then accepted or rejected on its own (mus-rules §12.3)
+            return  # any list is legal: each seña is then accepted or rejected on its own (rules §12.3)
         if kind is DecisionKind.BET and action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
             self._check_amount(action)
             return
@@ -474,7 +474,7 @@ class Match:
         return True
 
     def default_action(self, seat: int) -> Action:
-        """The action a timeout applies for an awaited seat (mus-rules §13)."""
+        """The action a timeout applies for an awaited seat (rules §13)."""
         if seat not in self.awaited():
             raise IllegalActionError(f"seat {seat} is not asked to act now")
         kind = self.decision
@@ -495,7 +495,7 @@ class Match:
     def apply(self, seat: int, action: Action) -> StepRecord:
         """Apply a legal action of an awaited seat; an illegal one raises and changes nothing.
 
-        Señas ride on an action without deciding its legality (mus-rules §12.3 item 4): on a mus call or in a
+        Señas ride on an action without deciding its legality (rules §12.3 item 4): on a mus call or in a
         seña round, each seña of the list is checked on its own, the false ones are rejected (the sender alone is
         told, in the record and a private event) and the rest are delivered. Señas on any other action are sent
         outside a window and all rejected. A rejection is not a fault.
@@ -506,7 +506,7 @@ class Match:
         self.log.append(step)
         stray = action.stray_senas
         if stray:
-            text = "señas ride only on a mus call or in a seña round (mus-rules §12.3 item 3)"
+            text = "señas ride only on a mus call or in a seña round (rules §12.3 item 3)"
             self._note_rejections(
                 seat, [(sena, SenaRejection(SenaRejectionCode.OUTSIDE_WINDOW, text)) for sena in stray]
             )
@@ -517,7 +517,7 @@ class Match:
         return StepRecord(step, tuple(self.events[start:]), rejected)
 
     def apply_timeout(self, seat: int) -> StepRecord:
-        """A seat's decision time and bank ran out: count a fault and apply the default action (mus-rules §13).
+        """A seat's decision time and bank ran out: count a fault and apply the default action (rules §13).
 
         A seña round that times out sends an empty list and is not a fault.
         """
@@ -537,7 +537,7 @@ class Match:
         """An illegal action (or one from a seat not asked) arrived: it is never applied; count one fault.
 
         Under `illegal_action_policy = default_action` an awaited seat then gets its default action; under
-        `retry` it is still awaited. A forfeit ends the match at once (mus-rules §13).
+        `retry` it is still awaited. A forfeit ends the match at once (rules §13).
         """
         if self.outcome is not None:
             raise MatchOverError("the match is over")
@@ -571,7 +571,7 @@ class Match:
         start = len(self.events)
         step = Step(seat, StepKind.UNKNOWN_SENAS, reason=" ".join(labels))
         self.log.append(step)
-        text = "not in the vocabulary (mus-rules §12.1)"
+        text = "not in the vocabulary (rules §12.1)"
         self._note_rejections(
             seat,
             [
@@ -617,7 +617,7 @@ class Match:
         return event
 
     def _add_points(self, team: int, points: int, lance: Lance | None, reason: str) -> None:
-        """Score one entry and stop the game the moment a team reaches the target (mus-rules §9.5)."""
+        """Score one entry and stop the game the moment a team reaches the target (rules §9.5)."""
         if points <= 0:
             return
         self.score[team] += points
@@ -753,7 +753,7 @@ class Match:
         self._end_match(1 - team, MatchTermination.FORFEIT)
 
     def _show_hands(self) -> None:
-        """Every seat sees the four current hands when a hand ends (mus-rules §11), once per hand."""
+        """Every seat sees the four current hands when a hand ends (rules §11), once per hand."""
         if self._hands_shown:
             return
         self._hands_shown = True
@@ -766,7 +766,7 @@ class Match:
         self._mus_turn = 0
 
     def _mus_call(self, seat: int, action: Action) -> tuple[tuple[Sena, str], ...]:
-        """Señas ride on the call and are delivered before it (mus-rules §12.3 item 3a)."""
+        """Señas ride on the call and are delivered before it (rules §12.3 item 3a)."""
         rejected: tuple[tuple[Sena, str], ...] = ()
         if self.rules.senas_mode is SenasMode.AUTOMATIC:
             text = "senas_mode is automatic: the referee sends señas"
@@ -811,7 +811,7 @@ class Match:
             return
         if len(self._round_discards) < 4:
             return
-        # mus-rules §5.2: the counts are published together, then the replacements are dealt.
+        # rules §5.2: the counts are published together, then the replacements are dealt.
         for other in self.speaking_order():
             self._emit(EventKind.DISCARD_COUNTED, seat=other, count=len(self._round_discards[other]))
         for other in self._discard_order:
@@ -819,7 +819,7 @@ class Match:
         self._finish_discard_round()
 
     def _replace(self, seat: int) -> None:
-        """Deal a seat its replacements, reshuffling the discards when the stock runs out (mus-rules §5.2)."""
+        """Deal a seat its replacements, reshuffling the discards when the stock runs out (rules §5.2)."""
         thrown = self._round_discards[seat]
         kept = [card for card in self.hands[seat] if card not in thrown]
         received: list[Card] = []
@@ -867,7 +867,7 @@ class Match:
         self._next_lance()
 
     def _next_lance(self) -> None:
-        """Open the next lance, or count the tanteo when all are closed (mus-rules §7)."""
+        """Open the next lance, or count the tanteo when all are closed (rules §7)."""
         order = (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO)
         if self._lance_index >= len(order):
             self._tanteo()
@@ -910,7 +910,7 @@ class Match:
         assert lance is not None
         participants = tuple(seat for seat in self.speaking_order() if self._holds(seat, lance))
         if lance is Lance.JUEGO and not participants:
-            # mus-rules §7: nobody has juego, so Punto is played at once, by all four.
+            # rules §7: nobody has juego, so Punto is played at once, by all four.
             lance = Lance.PUNTO
             self.lance = lance
             self._emit(EventKind.LANCE_STARTED, lance=lance.value)
@@ -932,7 +932,7 @@ class Match:
         self.decision = DecisionKind.BET
 
     def _close_lance(self, result: _LanceResult, deje: int = 0) -> None:
-        """Close the lance, then score a refused bet's deje at once (mus-rules §8.3): so the lance is closed even
+        """Close the lance, then score a refused bet's deje at once (rules §8.3): so the lance is closed even
         when the deje ends the game, as types.proto orders a hand (LanceClosed, then PointsScored)."""
         self._results[result.lance] = result
         self._betting = None
@@ -955,7 +955,7 @@ class Match:
         return accepted_senas(facts, self.rules, lance)
 
     def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
-        """For each seña of a list, why it is rejected, or None when it is delivered (mus-rules §12.3)."""
+        """For each seña of a list, why it is rejected, or None when it is delivered (rules §12.3)."""
         facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
         limit = self.rules.max_senas_per_window
         verdicts: list[SenaRejection | None] = []
@@ -984,7 +984,7 @@ class Match:
         return tuple((sena, str(reason)) for sena, reason in rejected)
 
     def _note_rejections(self, seat: int, rejected: Sequence[tuple[Sena | str, SenaRejection]]) -> None:
-        """Only the sender learns that a seña was rejected, and why (mus-rules §12.3 item 4)."""
+        """Only the sender learns that a seña was rejected, and why (rules §12.3 item 4)."""
         for sena, reason in rejected:
             self._emit(
                 EventKind.SENA_REJECTED,
@@ -1027,7 +1027,7 @@ class Match:
             self._emit_bet(betting, seat, action)
             self._answer(betting, seat, action, final=False)
             return
-        # mus-rules §8.2 both_answer_most_aggressive: the partner answers after seeing the first answer (not
+        # rules §8.2 both_answer_most_aggressive: the partner answers after seeing the first answer (not
         # after an órdago); the most aggressive answer stands, as if its author had acted alone.
         first = betting.first_answer
         if first is None and action.kind is not ActionKind.ORDAGO and len(betting.queue) > 1:
@@ -1044,7 +1044,7 @@ class Match:
         """Publish a betting action with the totals it leaves on the table (accepted, pending, órdago).
 
         `standing`: in both-answer mode, the answer that prevails once the second rival has answered; the
-        second answer's event carries the totals of that answer, which may be the partner's (mus-rules §8.2).
+        second answer's event carries the totals of that answer, which may be the partner's (rules §8.2).
         """
         pending, accepted, ordago = betting.pending, betting.accepted, betting.ordago
         totals = standing or action
@@ -1110,7 +1110,7 @@ class Match:
         betting.queue = _rivals_after(seat, betting.participants)
 
     def _refused(self, betting: _Betting) -> None:
-        """mus-rules §8.3: the refusing team concedes; the proposer's team scores the deje at once."""
+        """rules §8.3: the refusing team concedes; the proposer's team scores the deje at once."""
         assert betting.proposer is not None
         winner = team_of(betting.proposer)
         points = self._deje(betting.lance, betting.accepted)
@@ -1126,7 +1126,7 @@ class Match:
         return accepted
 
     def _ordago_accepted(self, betting: _Betting) -> None:
-        """mus-rules §8.4: hands shown, the lance decided on cards, the game won at once."""
+        """rules §8.4: hands shown, the lance decided on cards, the game won at once."""
         lance = betting.lance
         self._results[lance] = _LanceResult(lance, LanceOutcome.ORDAGO_ACCEPTED, betting.participants)
         self._emit(
@@ -1136,7 +1136,7 @@ class Match:
             stake=0,
             winner_team=None,
         )
-        self._show_hands()  # mus-rules §8.4: play stops and all four hands are shown
+        self._show_hands()  # rules §8.4: play stops and all four hands are shown
         if self.rules.ordago_resolution is OrdagoResolution.COUNT_PRIOR:
             for prior in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO):
                 if prior is lance or (prior is Lance.JUEGO and lance is Lance.PUNTO):
@@ -1150,10 +1150,10 @@ class Match:
     # ------------------------------------------------------------------ tanteo
 
     def _tanteo(self) -> None:
-        """Count every lance in order, stopping the moment a team reaches the target (mus-rules §9)."""
+        """Count every lance in order, stopping the moment a team reaches the target (rules §9)."""
         self.decision = None
         self.lance = None
-        self._show_hands()  # mus-rules §9.1: the tanteo is counted after the four hands are shown
+        self._show_hands()  # rules §9.1: the tanteo is counted after the four hands are shown
         for lance in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO, Lance.PUNTO):
             self._tanteo_entry(lance)
         self._emit(EventKind.HAND_ENDED, hand=self.hand_number)
@@ -1166,7 +1166,7 @@ class Match:
         return sum(self.facts[seat].juego_value for seat in seats)
 
     def _tanteo_entry(self, lance: Lance) -> None:
-        """One lance's entry: everything it pays at the tanteo, to one team (mus-rules §9.2, §9.5)."""
+        """One lance's entry: everything it pays at the tanteo, to one team (rules §9.2, §9.5)."""
         result = self._results.get(lance)
         if result is None or result.outcome is LanceOutcome.SKIPPED:
             return
@@ -1241,7 +1241,7 @@ class Match:
     def card_census(self) -> list[Card]:
         """Every card where it is now: hands, stock, discard pile and this round's discards in transit.
 
-        The 40 cards are always all there exactly once (mus-rules §5.2); tests check it after every step.
+        The 40 cards are always all there exactly once (rules §5.2); tests check it after every step.
         """
         cards = [card for hand in self.hands for card in hand]
         cards += self.stock + self.discard_pile
@@ -1266,7 +1266,7 @@ _AGGRESSION = {ActionKind.NO_QUIERO: 0, ActionKind.QUIERO: 1, ActionKind.MAS: 2,
 
 
 def _aggression(action: Action) -> tuple[int, int]:
-    """Rank of an answer in both-answer mode: órdago > larger raise > quiero > no quiero (mus-rules §8.2)."""
+    """Rank of an answer in both-answer mode: órdago > larger raise > quiero > no quiero (rules §8.2)."""
     return (_AGGRESSION[action.kind], action.amount)
 
 

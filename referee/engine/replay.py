@@ -1,4 +1,4 @@
-"""Replay: a match is a function of its rules, seed, setup and steps (mus-rules §4.1)."""
+"""Replay: a match is a function of its rules, seed, setup and steps (rules §4.1)."""
 
 from __future__ import annotations
 

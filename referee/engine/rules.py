@@ -1,4 +1,4 @@
-"""The rules of a match: every option of mus-rules §14 as one frozen value, validated on the way in."""
+"""The rules of a match: every option of rules §14 as one frozen value, validated on the way in."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from referee.engine.errors import RulesError
 
 
 class Real31(Enum):
-    """Whether three 7s and a figure beat every ordinary 31 (mus-rules §6.6)."""
+    """Whether three 7s and a figure beat every ordinary 31 (rules §6.6)."""
 
     OFF = "off"
     SIETE_SIETE_SIETE_SOTA = "7-7-7-sota"
@@ -23,7 +23,7 @@ class Real31(Enum):
 
 
 class DejeMode(Enum):
-    """What a refused bet pays at once (mus-rules §8.3)."""
+    """What a refused bet pays at once (rules §8.3)."""
 
     PREVIOUS_STAKE = "previous_stake"
     ALWAYS_ONE = "always_one"
@@ -31,7 +31,7 @@ class DejeMode(Enum):
 
 
 class RefusedJugadaBonusTo(Enum):
-    """Who collects pares/juego values and the punto point of a refused lance (mus-rules §9.2, §14)."""
+    """Who collects pares/juego values and the punto point of a refused lance (rules §9.2, §14)."""
 
     BETTOR_TEAM = "bettor_team"
     NONE = "none"
@@ -39,56 +39,56 @@ class RefusedJugadaBonusTo(Enum):
 
 
 class OrdagoResolution(Enum):
-    """Whether earlier lances are counted before an accepted órdago decides (mus-rules §8.4)."""
+    """Whether earlier lances are counted before an accepted órdago decides (rules §8.4)."""
 
     IMMEDIATE = "immediate"
     COUNT_PRIOR = "count_prior"
 
 
 class ResponseMode(Enum):
-    """How partners answer a bet (mus-rules §8.2)."""
+    """How partners answer a bet (rules §8.2)."""
 
     SEQUENTIAL_QUIERO_PREVAILS = "sequential_quiero_prevails"
     BOTH_ANSWER_MOST_AGGRESSIVE = "both_answer_most_aggressive"
 
 
 class MusDecisionMode(Enum):
-    """Who may cut the mus and when (mus-rules §5.1)."""
+    """Who may cut the mus and when (rules §5.1)."""
 
     SEQUENTIAL = "sequential"
     FEM_OUT_OF_TURN = "fem_out_of_turn"
 
 
 class DiscardSubmission(Enum):
-    """Whether discards are chosen privately all at once or one seat after another (mus-rules §5.2)."""
+    """Whether discards are chosen privately all at once or one seat after another (rules §5.2)."""
 
     SIMULTANEOUS = "simultaneous"
     SEQUENTIAL = "sequential"
 
 
 class ReplacementOrder(Enum):
-    """The order in which replacements are dealt (mus-rules §5.2)."""
+    """The order in which replacements are dealt (rules §5.2)."""
 
     MANO_FIRST = "mano_first"
     DEALER_FIRST = "dealer_first"
 
 
 class ReshufflePool(Enum):
-    """Which discards form a new stock when the stock runs out (mus-rules §5.2)."""
+    """Which discards form a new stock when the stock runs out (rules §5.2)."""
 
     EXCLUDE_PENDING_OWN = "exclude_pending_own"
     ALL_DISCARDS = "all_discards"
 
 
 class Declarations(Enum):
-    """Whether the referee or the bots announce pares/juego holdings (mus-rules §7)."""
+    """Whether the referee or the bots announce pares/juego holdings (rules §7)."""
 
     AUTOMATIC = "automatic"
     BOT_DECLARES = "bot_declares"
 
 
 class SenasMode(Enum):
-    """Whether señas are off, chosen by bots, or sent by the referee (mus-rules §12.3)."""
+    """Whether señas are off, chosen by bots, or sent by the referee (rules §12.3)."""
 
     OFF = "off"
     VOLUNTARY = "voluntary"
@@ -96,27 +96,27 @@ class SenasMode(Enum):
 
 
 class SenaTruth(Enum):
-    """Exact or at-least counts for the count señas (mus-rules §12.3)."""
+    """Exact or at-least counts for the count señas (rules §12.3)."""
 
     EXACT = "exact"
     AT_LEAST = "at_least"
 
 
 class SenaViolationPolicy(Enum):
-    """What follows a false seña (mus-rules §12.3)."""
+    """What follows a false seña (rules §12.3)."""
 
     REJECT = "reject"
     REJECT_AND_PENALISE = "reject_and_penalise"
 
 
 class IllegalActionPolicy(Enum):
-    """What follows an illegal action from a seat that was asked (mus-rules §13)."""
+    """What follows an illegal action from a seat that was asked (rules §13)."""
 
     RETRY = "retry"
     DEFAULT_ACTION = "default_action"
 
 
-# Options whose value is one of these is rejected: v1 does not specify their mechanics (mus-rules §14, §16).
+# Options whose value is one of these is rejected: v1 does not specify their mechanics (rules §14, §16).
 _UNSUPPORTED: dict[str, object] = {
     "mus_decision_mode": MusDecisionMode.FEM_OUT_OF_TURN,
     "first_hand_mus_corrido": True,
@@ -129,7 +129,7 @@ TARGET_SCORE_CAP = "target_score"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Rules:
-    """Every rules option with its default (mus-rules §14). Build it with `Rules.from_options`."""
+    """Every rules option with its default (rules §14). Build it with `Rules.from_options`."""
 
     deck_mode: DeckMode = DeckMode.OCHO_REYES
     real_31: Real31 = Real31.OFF
@@ -168,12 +168,12 @@ class Rules:
 
     @property
     def senas_per_window(self) -> int:
-        """How many señas a seat may send in one window: none unless they are voluntary (mus-rules §12.3 3, 6)."""
+        """How many señas a seat may send in one window: none unless they are voluntary (rules §12.3 3, 6)."""
         return self.max_senas_per_window if self.senas_mode is SenasMode.VOLUNTARY else 0
 
     @property
     def stake_cap(self) -> int | None:
-        """The largest pending total a bet may reach; None when unbounded (mus-rules §8.1)."""
+        """The largest pending total a bet may reach; None when unbounded (rules §8.1)."""
         if self.max_total_stake == TARGET_SCORE_CAP:
             return self.target_score
         assert self.max_total_stake is None or isinstance(self.max_total_stake, int)
@@ -181,7 +181,7 @@ class Rules:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | None = None, **overrides: Any) -> Rules:
-        """Validate options given with the keys and values of mus-rules §14 (JSON types)."""
+        """Validate options given with the keys and values of rules §14 (JSON types)."""
         merged = dict(options or {})
         merged.update(overrides)
         values: dict[str, Any] = {}
@@ -210,7 +210,7 @@ class Rules:
         for key, bad in _UNSUPPORTED.items():
             if getattr(self, key) == bad:
                 shown = bad.value if isinstance(bad, Enum) else json.dumps(bad)
-                raise RulesError(f"rules option {key}={shown} is unsupported in v1 (mus-rules §16)")
+                raise RulesError(f"rules option {key}={shown} is unsupported in v1 (rules §16)")
         for key, low in (
             ("target_score", 1),
             ("games_to_win_vaca", 1),
@@ -243,7 +243,7 @@ class Rules:
             raise RulesError(f"rules option time_bank_s must be at least 0, got {self.time_bank_s}")
 
     def to_options(self) -> dict[str, Any]:
-        """Every option as JSON values with the keys of mus-rules §14."""
+        """Every option as JSON values with the keys of rules §14."""
         out: dict[str, Any] = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)

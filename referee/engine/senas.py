@@ -1,4 +1,4 @@
-"""Señas: the closed vocabulary and the truth predicates (mus-rules §12.1, §12.3)."""
+"""Señas: the closed vocabulary and the truth predicates (rules §12.1, §12.3)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from referee.engine.rules import Rules, SenasMode, SenaTruth
 
 
 class Sena(Enum):
-    """Seña ids, in the order of the mus-rules §12.1 table (automatic mode sends them in this order)."""
+    """Seña ids, in the order of the rules §12.1 table (automatic mode sends them in this order)."""
 
     DOS_REYES = "dos_reyes"
     DOS_ASES = "dos_ases"
@@ -33,7 +33,7 @@ class Sena(Enum):
 
 
 class SenaRejectionCode(Enum):
-    """Why a seña was not delivered (mus-rules §12.3 item 4)."""
+    """Why a seña was not delivered (rules §12.3 item 4)."""
 
     NOT_IN_VOCABULARY = "not_in_vocabulary"
     FALSE = "false"
@@ -53,7 +53,7 @@ class SenaRejection:
 
 
 INTENTIONS = frozenset({Sena.CORTAR_MUS, Sena.ENVIDAR_MAS})
-"""Señas of intention: always allowed, never checked (mus-rules §12.3)."""
+"""Señas of intention: always allowed, never checked (rules §12.3)."""
 
 _KING, _ACE = 12, 1
 _COUNT_SENAS = {
@@ -67,7 +67,7 @@ _COUNT_SENAS = {
 
 
 def _fact_is_true(sena: Sena, facts: HandFacts, truth: SenaTruth) -> bool:
-    """Truth of a hand-fact seña on the sender's current cards (mus-rules §12.3 item 2), ciego excluded."""
+    """Truth of a hand-fact seña on the sender's current cards (rules §12.3 item 2), ciego excluded."""
     if sena in _COUNT_SENAS:
         rank, count = _COUNT_SENAS[sena]
         held = facts.ranks.count(rank)
@@ -95,14 +95,14 @@ _HAND_FACTS = tuple(sena for sena in Sena if sena not in INTENTIONS and sena is 
 
 
 def vocabulary(rules: Rules) -> tuple[Sena, ...]:
-    """The señas these rules allow at all: la_bonita only with `sena_la_bonita` (mus-rules §12.1)."""
+    """The señas these rules allow at all: la_bonita only with `sena_la_bonita` (rules §12.1)."""
     return tuple(sena for sena in Sena if sena is not Sena.LA_BONITA or rules.sena_la_bonita)
 
 
 def sena_rejection(sena: Sena, facts: HandFacts, rules: Rules, lance: Lance | None) -> SenaRejection | None:
     """Why this seña may not be sent now, or None when it is accepted.
 
-    `lance` is the lance whose seña round this is, or None for a mus-call window (mus-rules §12.3 item 3).
+    `lance` is the lance whose seña round this is, or None for a mus-call window (rules §12.3 item 3).
     """
     return _rejection(sena, facts, rules.senas_mode, rules.sena_truth, rules.sena_la_bonita, lance)
 
@@ -120,7 +120,7 @@ def _rejection(
         )
     if sena is Sena.MEDIAS and (lance is None or lance is Lance.GRANDE):
         return SenaRejection(
-            SenaRejectionCode.OUTSIDE_WINDOW, "medias may not be shown until the grande lance is over (mus-rules §12.3)"
+            SenaRejectionCode.OUTSIDE_WINDOW, "medias may not be shown until the grande lance is over (rules §12.3)"
         )
     if sena in INTENTIONS:
         return None

@@ -1,4 +1,4 @@
-"""The engine's own answers to the rule vectors of `shared/vectors/` (their README defines the format).
+"""The engine's own answers to the rule vectors of `tests/vectors/` (their README defines the format).
 
 A vector's seat k is the table's seat `(mano + k) % 4`; the engine plays them with seat 0 as the mano, so the
 two numberings coincide and team A is team 0.

@@ -1,4 +1,4 @@
-"""Views: what one seat may know (perfect recall, nothing hidden) and what a spectator sees (mus-rules §11)."""
+"""Views: what one seat may know (perfect recall, nothing hidden) and what a spectator sees (rules §11)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class SeatView:
     """Everything `seat` has seen: its own cards, the public record and the private events sent to it.
 
     `events` holds the whole match as this seat saw it; `hand_events` the part since the current hand began.
-    The stock size is never part of a view (mus-rules §4).
+    The stock size is never part of a view (rules §4).
     """
 
     seat: int

@@ -102,7 +102,7 @@ def action_from_proto(message: pb.Action) -> Action:
     if kind is None:
         raise MalformedError(f"action kind {message.kind} is not a Mus action")
     # A seña outside the vocabulary does not make the action malformed: it is rejected on its own
-    # (`unknown_senas`, mus-rules §12.3 item 4); señas on an action that cannot carry them are kept, so that the
+    # (`unknown_senas`, rules §12.3 item 4); señas on an action that cannot carry them are kept, so that the
     # engine rejects them to the sender.
     senas = tuple(_SENA_FROM_PB[value] for value in message.senas if value in _SENA_FROM_PB)
     cards = tuple(card_from_proto(card) for card in message.cards)

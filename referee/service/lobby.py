@@ -4,7 +4,7 @@ A remote bot is registered by name with the SHA-256 of its token (the token itse
 seat marked remote is offered to one of that bot's connected lobby sessions with free capacity; the session
 accepts (and gets `AssignmentConfirmed`, after which it joins the table's Play stream with the seat token) or
 declines, or lets the offer lapse, and the seat is offered again. A seat nobody takes is absent when the
-table's join timeout ends (mus-rules §13 via the table's incident `absent`).
+table's join timeout ends (rules §13 via the table's incident `absent`).
 """
 
 from __future__ import annotations

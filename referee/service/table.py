@@ -2,7 +2,7 @@
 
 A table is driven by one asyncio event loop and every method is synchronous, so a step of the match is never
 interleaved with another: no locks, and one slow or hostile bot only ever waits on its own clock. The rules'
-clocks are those of mus-rules §13: a decision has `decision_timeout_s`, then draws on the seat's bank; a seña
+clocks are those of rules §13: a decision has `decision_timeout_s`, then draws on the seat's bank; a seña
 round has `decision_timeout_s` only. Beyond the rules' faults (illegal action, timeout), the table records
 incidents with their causes: protocol_error, disconnect, crash, stall, absent.
 """
@@ -428,7 +428,7 @@ class Table:
         self._timer = self.loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
-        """Time out every decision past its deadline, in speaking order (mus-rules §13)."""
+        """Time out every decision past its deadline, in speaking order (rules §13)."""
         self._timer = None
         match = self.match
         if match is None or self.status is not TableStatus.RUNNING:
@@ -455,7 +455,7 @@ class Table:
         match.apply_timeout(seat)
 
     def act(self, seat: int, decision_id: int, message: pb.Action) -> play_pb2.ActionRejected | None:
-        """A seat's answer. Returns None when applied, else the rejection to send back (mus-rules §13)."""
+        """A seat's answer. Returns None when applied, else the rejection to send back (rules §13)."""
         match = self.match
         if match is None or self.status is not TableStatus.RUNNING:
             self._reply(

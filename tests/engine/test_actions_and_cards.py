@@ -1,6 +1,6 @@
 """Notation and errors: cards and actions round-trip, the integer encoding round-trips, and every error says why.
 
-mus-rules §1 (card notation), §8.1 (betting actions), §13 (the sender of an illegal action is told why, with the
+rules §1 (card notation), §8.1 (betting actions), §13 (the sender of an illegal action is told why, with the
 legal actions when it was asked), §14 (rules options are validated).
 """
 

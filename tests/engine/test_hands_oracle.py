@@ -1,4 +1,4 @@
-"""The hand evaluator against a naive oracle, over every 4-card hand of the 40-card deck (mus-rules §2, §6).
+"""The hand evaluator against a naive oracle, over every 4-card hand of the 40-card deck (rules §2, §6).
 
 The oracle below uses nothing of the engine but `Card` and `FULL_DECK`: it works from physical ranks, with the
 rules as the rulebook states them (count kings, then caballos...; count aces, then 4s...; pares classes by rank
@@ -32,7 +32,7 @@ REY, CABALLO, SOTA, AS = 12, 11, 10, 1
 
 
 def oracle_rank(card: Card, mode: DeckMode) -> int:
-    """mus-rules §2.1: in 8 reyes every 3 is a rey and every 2 an as, for every purpose."""
+    """rules §2.1: in 8 reyes every 3 is a rey and every 2 an as, for every purpose."""
     if mode is DeckMode.OCHO_REYES and card.rank == 3:
         return REY
     if mode is DeckMode.OCHO_REYES and card.rank == 2:
@@ -41,7 +41,7 @@ def oracle_rank(card: Card, mode: DeckMode) -> int:
 
 
 def oracle_rank_order(mode: DeckMode) -> list[int]:
-    """Effective ranks from high to low (mus-rules §2.1 table, §2.2)."""
+    """Effective ranks from high to low (rules §2.1 table, §2.2)."""
     if mode is DeckMode.OCHO_REYES:
         return [REY, CABALLO, SOTA, 7, 6, 5, 4, AS]
     return [REY, CABALLO, SOTA, 7, 6, 5, 4, 3, 2, AS]
@@ -72,21 +72,21 @@ def compare_count_vectors(a: list[int], b: list[int]) -> int:
 
 
 def cmp_grande(a: Sequence[Card], b: Sequence[Card], mode: DeckMode) -> int:
-    """mus-rules §6.1: 'the same as counting kings, then caballos, then sotas, and so on'."""
+    """rules §6.1: 'the same as counting kings, then caballos, then sotas, and so on'."""
     ca, cb = counts_of(a, mode), counts_of(b, mode)
     order = oracle_rank_order(mode)
     return compare_count_vectors([ca[r] for r in order], [cb[r] for r in order])
 
 
 def cmp_chica(a: Sequence[Card], b: Sequence[Card], mode: DeckMode) -> int:
-    """mus-rules §6.2: 'the same as counting aces, then 4s, and so on' (lowest ranks first)."""
+    """rules §6.2: 'the same as counting aces, then 4s, and so on' (lowest ranks first)."""
     ca, cb = counts_of(a, mode), counts_of(b, mode)
     order = list(reversed(oracle_rank_order(mode)))
     return compare_count_vectors([ca[r] for r in order], [cb[r] for r in order])
 
 
 def pares_class_of(hand: Sequence[Card], mode: DeckMode) -> str | None:
-    """mus-rules §6.3: duples = two pairs or four of a kind; medias = three of a kind; par = one pair."""
+    """rules §6.3: duples = two pairs or four of a kind; medias = three of a kind; par = one pair."""
     counts = sorted(counts_of(hand, mode).values(), reverse=True)
     if counts[0] == 4 or counts[:2] == [2, 2]:
         return "duples"
@@ -134,11 +134,11 @@ def _higher(x: int, y: int, order: list[int]) -> int:
 
 
 JUEGO_ORDER = [31, 32, 40, 37, 36, 35, 34, 33]
-"""mus-rules §6.4, best first."""
+"""rules §6.4, best first."""
 
 
 def is_real_31(hand: Sequence[Card], mode: DeckMode, real: Real31) -> bool:
-    """mus-rules §6.6: three 7s plus a sota (7-7-7-sota) or any figure, a 3 in 8 reyes included (7-7-7-figure)."""
+    """rules §6.6: three 7s plus a sota (7-7-7-sota) or any figure, a 3 in 8 reyes included (7-7-7-figure)."""
     if real is Real31.OFF:
         return False
     sevens = [card for card in hand if card.rank == 7]
@@ -185,7 +185,7 @@ def oracle_holds(hand: Sequence[Card], lance: Lance, mode: DeckMode) -> bool:
 
 
 def oracle_winner(hands: Sequence[Sequence[Card]], lance: Lance, mode: DeckMode, mano: int) -> int | None:
-    """The seat nearest the mano among those no other holder strictly beats (mus-rules §3: ties to the mano)."""
+    """The seat nearest the mano among those no other holder strictly beats (rules §3: ties to the mano)."""
     holders = [(mano + k) % 4 for k in range(4) if oracle_holds(hands[(mano + k) % 4], lance, mode)]
     compare = ORACLE_CMP[lance]
     for seat in holders:
@@ -246,7 +246,7 @@ def test_every_hand_is_classified_as_the_oracle_says_6(mode: DeckMode) -> None:
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value)
 def test_juego_totals_are_exactly_those_of_2_3(mode: DeckMode) -> None:
-    """mus-rules §2.3: juego totals are 31-37 and 40 (never 38 or 39); punto totals lie in 4..30.
+    """rules §2.3: juego totals are 31-37 and 40 (never 38 or 39); punto totals lie in 4..30.
 
     In 8 reyes no card is worth 2 or 3, so 5 and 6 never occur either (four aces make 4, three aces and a 4 make 7).
     """

@@ -1,4 +1,4 @@
-"""Every rules option of mus-rules §14, each shown changing a scripted hand the way the rulebook says.
+"""Every rules option of rules §14, each shown changing a scripted hand the way the rulebook says.
 
 Hands are scripted with `deck_from_hands` (seat 0 is the mano of hand 0, as in the vectors; team A = seats 0 and
 2, team B = seats 1 and 3), so every expected number below is worked out by hand from the rulebook.
@@ -23,7 +23,7 @@ from referee.engine.selfplay import play_random_match
 from referee.engine.senas import Sena
 from referee.engine.transcript import render_transcript
 from referee.engine.vectors import evaluate_scenario
-from tests.conftest import shared_dir
+from tests.conftest import REPO
 
 A, B = 0, 1
 
@@ -125,8 +125,8 @@ def events_since(match: Match, start: int) -> list[Event]:
 
 
 def rulebook_option_rows() -> list[tuple[str, str, str]]:
-    """The rows of the §14 table: (key, type, allowed values)."""
-    text = (shared_dir() / "mus-rules.md").read_text()
+    """The rows of the §14 table of docs/rules.md: (key, type, allowed values)."""
+    text = (REPO / "docs" / "rules.md").read_text()
     section = text[text.index("## 14.") : text.index("Options: the exact effect")]
     rows = []
     for line in section.splitlines():

@@ -1,9 +1,9 @@
-"""Property tests over random legal matches: the invariants of mus-rules §4, §5.2, §8, §9.5, §10 and §13.
+"""Property tests over random legal matches: the invariants of rules §4, §5.2, §8, §9.5, §10 and §13.
 
 Matches are driven by two policies: `uniform_policy` (the engine's own `random_action`) and `patient_policy`,
 which favours mus, small bets and plain answers so that discards, reshuffles, long hands and the tanteo are
 reached, and which sends señas at random, true or false. Faults (timeouts and illegal actions) are injected at a
-random rate. Every check runs after every step; the option matrix covers each rules variant of mus-rules §14.
+random rate. Every check runs after every step; the option matrix covers each rules variant of rules §14.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ SAMPLED = settings(deadline=None, max_examples=20, suppress_health_check=[Health
 
 
 # ------------------------------------------------------------------------------------- option matrix
-# One point per rules variant of mus-rules §14 (and two mixes); every test runs over it.
+# One point per rules variant of rules §14 (and two mixes); every test runs over it.
 
 OPTION_MATRIX: tuple[tuple[str, Mapping[str, Any]], ...] = (
     ("defaults", {}),
@@ -146,7 +146,7 @@ def patient_policy(rng: random.Random, match: Match, seat: int, *, sena_rate: fl
         size = rng.choice(sorted({len(action.cards) for action in legal}))
         return rng.choice([action for action in legal if len(action.cards) == size])
     if kind is DecisionKind.SENAS:
-        # Any list: apply() checks each seña on its own and rejects the false ones (mus-rules §12.3 item 4).
+        # Any list: apply() checks each seña on its own and rejects the false ones (rules §12.3 item 4).
         return Action.send_senas(random_senas(rng) if rng.random() < sena_rate else ())
     if kind is DecisionKind.BET:
         weights = []
@@ -230,7 +230,7 @@ def illegal_action(rng: random.Random, match: Match, seat: int) -> Action:
 
 
 def table_default(match: Match, seat: int) -> Action:
-    """The default action of the mus-rules §13 table for an awaited seat."""
+    """The default action of the rules §13 table for an awaited seat."""
     kind = match.decision_kind(seat)
     legal = match.legal_actions(seat)
     if kind is DecisionKind.MUS:
@@ -318,19 +318,19 @@ def scenarios(draw: st.DrawFn, rules: st.SearchStrategy[Rules], faults: bool = T
 
 
 def effective_ranks(cards: Sequence[Card], rules: Rules) -> list[int]:
-    """mus-rules §2.1: in 8 reyes every 3 is a rey (12) and every 2 an as (1); in 4 reyes ranks are physical."""
+    """rules §2.1: in 8 reyes every 3 is a rey (12) and every 2 an as (1); in 4 reyes ranks are physical."""
     if rules.deck_mode.value == "8_reyes":
         return [12 if card.rank == 3 else 1 if card.rank == 2 else card.rank for card in cards]
     return [card.rank for card in cards]
 
 
 def points_total(cards: Sequence[Card], rules: Rules) -> int:
-    """mus-rules §2: figures are worth 10, the others their face value, the as 1."""
+    """rules §2: figures are worth 10, the others their face value, the as 1."""
     return sum(10 if rank >= 10 else rank for rank in effective_ranks(cards, rules))
 
 
 def pares_class(cards: Sequence[Card], rules: Rules) -> str | None:
-    """mus-rules §6.3: duples (two pairs or four of a kind), medias (three of a kind), par, or None."""
+    """rules §6.3: duples (two pairs or four of a kind), medias (three of a kind), par, or None."""
     counts = sorted(Counter(effective_ranks(cards, rules)).values(), reverse=True)
     if counts[0] == 4 or counts[:2] == [2, 2]:
         return "duples"
@@ -338,7 +338,7 @@ def pares_class(cards: Sequence[Card], rules: Rules) -> str | None:
 
 
 def holds(lance: str, cards: Sequence[Card], rules: Rules) -> bool:
-    """Whether a hand takes part in a lance (mus-rules §7)."""
+    """Whether a hand takes part in a lance (rules §7)."""
     if lance == "pares":
         return pares_class(cards, rules) is not None
     if lance == "juego":
@@ -380,7 +380,7 @@ def fact_is_true(sena: Sena, cards: Sequence[Card], rules: Rules) -> bool:
 
 
 def sena_accepted(sena: Sena, cards: Sequence[Card], rules: Rules, phase: str, position: int) -> bool:
-    """mus-rules §12.3: the verdict on the `position`-th seña of a list sent in `phase` ("mus" or a lance)."""
+    """rules §12.3: the verdict on the `position`-th seña of a list sent in `phase` ("mus" or a lance)."""
     if rules.senas_mode.value != "voluntary" or position >= rules.max_senas_per_window:
         return False
     if sena is Sena.LA_BONITA and not rules.sena_la_bonita:
@@ -400,7 +400,7 @@ _JUEGO_ORDER = {31: 8, 32: 7, 40: 6, 37: 5, 36: 4, 35: 3, 34: 2, 33: 1}
 
 
 def is_real_31(cards: Sequence[Card], rules: Rules) -> bool:
-    """mus-rules §6.6: three 7s and a sota (or, with 7-7-7-figure, any figure; a 3 is one in 8 reyes)."""
+    """rules §6.6: three 7s and a sota (or, with 7-7-7-figure, any figure; a 3 is one in 8 reyes)."""
     ranks = effective_ranks(cards, rules)
     if rules.real_31.value == "off" or ranks.count(7) != 3 or points_total(cards, rules) != 31:
         return False
@@ -409,7 +409,7 @@ def is_real_31(cards: Sequence[Card], rules: Rules) -> bool:
 
 
 def lance_key(lance: str, cards: Sequence[Card], rules: Rules) -> tuple[int, ...] | None:
-    """A key that is larger for the better hand in a lance (mus-rules §6), None without the jugada."""
+    """A key that is larger for the better hand in a lance (rules §6), None without the jugada."""
     ranks = sorted(effective_ranks(cards, rules), reverse=True)
     total = points_total(cards, rules)
     if lance == "grande":
@@ -442,7 +442,7 @@ def best_of(lance: str, hands: Sequence[Sequence[Card]], mano: int, rules: Rules
 
 
 def team_values(lance: str, team: int, hands: Sequence[Sequence[Card]], rules: Rules) -> int:
-    """mus-rules §9.2: pares 1/2/3 and juego 3 (31) or 2 for each holder of the team."""
+    """rules §9.2: pares 1/2/3 and juego 3 (31) or 2 for each holder of the team."""
     values = 0
     for seat in (team, team + 2):
         if lance == "pares":
@@ -458,7 +458,7 @@ LANCE_ORDER = ("grande", "chica", "pares", "juego", "punto")
 def tanteo_entries(
     results: Mapping[str, tuple[str, int, int | None]], hands: Sequence[Sequence[Card]], mano: int, rules: Rules
 ) -> list[tuple[int, int, str]]:
-    """What each lance pays at the tanteo, in order, as (team, points, lance): mus-rules §9.2, §9.4 and §14."""
+    """What each lance pays at the tanteo, in order, as (team, points, lance): rules §9.2, §9.4 and §14."""
     entries: list[tuple[int, int, str]] = []
     for lance in LANCE_ORDER:
         if lance not in results:
@@ -500,7 +500,7 @@ _AGGRESSION = {"no_quiero": 0, "quiero": 1, "mas": 2, "ordago": 3}
 
 @dataclass(slots=True)
 class BettingModel:
-    """The betting state machine of mus-rules §8.2 and the deje of §8.3, written from the rulebook."""
+    """The betting state machine of rules §8.2 and the deje of §8.3, written from the rulebook."""
 
     rules: Rules
     lance: str
@@ -569,7 +569,7 @@ class BettingModel:
         return None
 
     def deje(self) -> int:
-        """mus-rules §8.3 and §14 deje_mode."""
+        """rules §8.3 and §14 deje_mode."""
         mode = self.rules.deje_mode.value
         if mode == "always_one" or self.accepted == 0:
             return 1
@@ -588,7 +588,7 @@ def sorted_cards(cards: Sequence[Card]) -> list[Card]:
 
 
 def check_cards(match: Match, played: Played) -> None:
-    """mus-rules §4, §5.2: the 40 cards are all somewhere, once each; every hand holds 4 different cards."""
+    """rules §4, §5.2: the 40 cards are all somewhere, once each; every hand holds 4 different cards."""
     census = match.card_census()
     duplicates = [card for card, count in Counter(census).items() if count > 1]
     assert not duplicates, f"cards twice after {played.record.step}: {duplicates}"
@@ -625,7 +625,7 @@ def check_legal_sets(match: Match, played: Played) -> None:
 
 
 def check_scores_and_game_ends(match: Match, played: Played) -> None:
-    """mus-rules §9.5, §8.4, §13: scores only grow within a game; a game ends exactly when a team reaches the
+    """rules §9.5, §8.4, §13: scores only grow within a game; a game ends exactly when a team reaches the
     target (the winner >= target > the loser), by an accepted órdago (no points for it), or by forfeit."""
     rules = match.rules
     target = rules.target_score
@@ -681,7 +681,7 @@ def check_scores_and_game_ends(match: Match, played: Played) -> None:
 
 
 def check_faults(match: Match, played: Played) -> None:
-    """mus-rules §13: every timeout and illegal action is one public fault (a seña-round timeout is none); at
+    """rules §13: every timeout and illegal action is one public fault (a seña-round timeout is none); at
     `max_faults_before_forfeit` the team loses the match at once, with no hands shown."""
     rules = match.rules
     step = played.record.step
@@ -726,7 +726,7 @@ def effects(events: Sequence[Event]) -> list[tuple[str, dict[str, Any], list[int
 
 
 def check_illegal_actions_and_timeouts(match: Match, played: Played) -> None:
-    """mus-rules §13: an illegal action is never applied. Under `retry`, or from a seat that was not asked, it
+    """rules §13: an illegal action is never applied. Under `retry`, or from a seat that was not asked, it
     changes nothing but the fault count; otherwise the default action follows, exactly as if applied alone."""
     step = played.record.step
     if step.kind is StepKind.ACTION or (match.outcome and match.outcome.termination is MatchTermination.FORFEIT):
@@ -750,7 +750,7 @@ def check_illegal_actions_and_timeouts(match: Match, played: Played) -> None:
 
 
 def check_outcome(match: Match) -> None:
-    """mus-rules §9.5, §10, §13: the outcome agrees with the games, the vacas and the faults."""
+    """rules §9.5, §10, §13: the outcome agrees with the games, the vacas and the faults."""
     rules = match.rules
     outcome = match.outcome
     assert outcome is not None
@@ -804,7 +804,7 @@ def event_log(match: Match) -> list[dict[str, Any]]:
 
 
 def check_replays(match: Match) -> None:
-    """mus-rules §4.1: the same rules, seed, setup and steps give the same match, event for event."""
+    """rules §4.1: the same rules, seed, setup and steps give the same match, event for event."""
     events = event_log(match)
     assert event_log(replay(match.rules, match.seed, match.log, match.setup)) == events
     record = json.loads(json.dumps(match_record(match)))
@@ -947,7 +947,7 @@ class DiscardRound:
 
 
 def check_discards_and_stock(match: Match) -> None:
-    """mus-rules §4 and §5.2 over the event log: discards of discard_min..discard_max cards of one's own hand;
+    """rules §4 and §5.2 over the event log: discards of discard_min..discard_max cards of one's own hand;
     counts published together (simultaneous) or at once (sequential); replacements dealt in `replacement_order`
     from the stock; when it runs out, a new stock of the discards, without the waiting seats' own discards of the
     round under `exclude_pending_own` (so nobody gets back a card he just threw away); the show is the hands."""
@@ -1011,7 +1011,7 @@ def check_discards_and_stock(match: Match) -> None:
 
 
 def check_tanteo(match: Match) -> None:
-    """mus-rules §9: the tanteo pays, lance by lance and in order, what the table of §9.2 says, stopping at the
+    """rules §9: the tanteo pays, lance by lance and in order, what the table of §9.2 says, stopping at the
     target; an accepted órdago is decided on cards among the lance's holders (§8.4), after count_prior's entries."""
     rules = match.rules
     for hand_events in hands_of(match):
@@ -1086,7 +1086,7 @@ def test_discards_and_replacements_follow_the_stock_and_reshuffle_rules(
 def test_a_deck_deals_card_i_to_seat_mano_plus_i_and_replacements_from_card_16_on(
     rules: Rules, seed: int, deck: list[Card], first_dealer: int, policy_seed: int
 ) -> None:
-    """mus-rules §4: card i < 16 goes to seat (mano + i) % 4; the stock is dealt in deck order, card 16 first."""
+    """rules §4: card i < 16 goes to seat (mano + i) % 4; the stock is dealt in deck order, card 16 first."""
     setup = Setup(decks={0: deck}, first_dealer=first_dealer)
     match = Scenario(rules, seed, "patient", policy_seed, 0.0, setup).play(max_steps=300)
     mano = (first_dealer + 1) % 4
@@ -1108,7 +1108,7 @@ def test_a_deck_deals_card_i_to_seat_mano_plus_i_and_replacements_from_card_16_o
 def test_the_deal_of_every_hand_depends_only_on_the_seed_and_the_hand_number(
     scenario: Scenario, other_policy_seed: int
 ) -> None:
-    """mus-rules §4.1: no action, seña, leak or timeout changes a hand's deck (nor the first dealer)."""
+    """rules §4.1: no action, seña, leak or timeout changes a hand's deck (nor the first dealer)."""
 
     def deals(match: Match) -> dict[int, list[Any]]:
         out: dict[int, list[Any]] = {}
@@ -1157,7 +1157,7 @@ def test_scores_never_drop_and_games_end_only_at_the_target_by_ordago_or_by_forf
 @SAMPLED
 @given(scenario=scenarios(ALL_RULES, faults=False))
 def test_the_tanteo_is_counted_after_the_hands_are_shown(scenario: Scenario) -> None:
-    """mus-rules §9.1 item 2: tanteo points are counted "after all four hands are shown" (FEM C.VII-9); §8.4: at an
+    """rules §9.1 item 2: tanteo points are counted "after all four hands are shown" (FEM C.VII-9); §8.4: at an
     accepted órdago "all four hands are shown and the current lance is decided on cards" (then count_prior counts)."""
     match = scenario.play()
     shown = False

@@ -1,4 +1,4 @@
-"""Every case of shared/vectors through `mus rules eval`, compared with its `expected` answer."""
+"""Every case of tests/vectors through `mus rules eval`, compared with its `expected` answer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What each seat and a spectator may know (mus-rules §11) and where señas go (mus-rules §12.3).
+"""What each seat and a spectator may know (rules §11) and where señas go (rules §12.3).
 
 The central property is the one of an information state: a seat's view does not change when the cards it has
 not seen are dealt differently, as long as the public history (and what its partner told it) stays the same.
@@ -82,7 +82,7 @@ def patient(scenario: Scenario) -> Scenario:
 
 
 def check_seat_views(match: Match, played: Played) -> None:
-    """mus-rules §11: a seat's cards are its own; before the hands are shown, no event it can see carries another
+    """rules §11: a seat's cards are its own; before the hands are shown, no event it can see carries another
     seat's cards; the show reveals the four hands as they were."""
     for seen in played.record.events:
         if seen.kind in CARD_EVENTS:
@@ -103,7 +103,7 @@ def check_seat_views(match: Match, played: Played) -> None:
 
 
 def check_public_view(match: Match, played: Played) -> None:
-    """mus-rules §11: a spectator sees public events only, and so no card before the hands are shown."""
+    """rules §11: a spectator sees public events only, and so no card before the hands are shown."""
     view = public_view(match)
     assert all(seen.public for seen in view.events)
     assert all(seen.public for seen in view.hand_events)
@@ -282,7 +282,7 @@ def test_a_seat_view_does_not_change_when_the_hidden_cards_are_dealt_otherwise(
 def test_views_do_not_depend_on_the_match_seed_once_the_deal_is_fixed(
     rules: Rules, seeds: list[int], deck: list[Card], first_dealer: int, policy_seed: int
 ) -> None:
-    """mus-rules §4.1, §11: the seed fixes every deal, so no view may reveal it; two seeds that deal the same
+    """rules §4.1, §11: the seed fixes every deal, so no view may reveal it; two seeds that deal the same
     cards (and draw no leak, at probability 0 or 1) look the same to every seat and to a spectator."""
     setup = Setup(decks={0: deck}, first_dealer=first_dealer)
     steps = first_hand_steps(rules, seeds[0], setup, policy_seed)
@@ -297,14 +297,14 @@ def test_views_do_not_depend_on_the_match_seed_once_the_deal_is_fixed(
 
 # ------------------------------------------------------------------------------------- señas
 def automatic_senas(cards: Sequence[Card], rules: Rules, phase: str) -> list[Sena]:
-    """mus-rules §12.3 item 6: the true hand-fact señas allowed in a window, in the order of the §12.1 table
+    """rules §12.3 item 6: the true hand-fact señas allowed in a window, in the order of the §12.1 table
     (`max_senas_per_window` does not apply to them)."""
     voluntary = dataclasses.replace(rules, senas_mode=SenasMode.VOLUNTARY, max_senas_per_window=1)
     return [sena for sena in Sena if sena not in INTENTIONS and sena_accepted(sena, cards, voluntary, phase, 0)]
 
 
 def check_sena_verdicts(match: Match, played: Played) -> None:
-    """mus-rules §12.3 items 4 and 6: each seña of a list is delivered when it is true, in its window and among the
+    """rules §12.3 items 4 and 6: each seña of a list is delivered when it is true, in its window and among the
     first `max_senas_per_window`; otherwise it is rejected, only the sender is told, and nothing is delivered."""
     step = played.record.step
     action = step.action
@@ -332,7 +332,7 @@ def check_sena_verdicts(match: Match, played: Played) -> None:
 
 
 def check_delivery_audience(match: Match, played: Played) -> None:
-    """mus-rules §12.3 item 5: the sender's partner always receives a seña, both rivals or neither do; never at
+    """rules §12.3 item 5: the sender's partner always receives a seña, both rivals or neither do; never at
     probability 0, always at 1; with señas off nothing is ever delivered."""
     rules = match.rules
     for seen in played.record.events:
@@ -351,7 +351,7 @@ def check_delivery_audience(match: Match, played: Played) -> None:
 
 @dataclasses.dataclass
 class AutomaticSenas:
-    """mus-rules §12.3 item 6: the referee sends each true hand-fact seña of each seat once per hand, at the first
+    """rules §12.3 item 6: the referee sends each true hand-fact seña of each seat once per hand, at the first
     window that allows it (the seat's own mus call, or the seña round of a lance with betting), in §12.1 order."""
 
     hand: int = -1
@@ -510,7 +510,7 @@ def without_leaks(match: Match) -> list[dict[str, Any]]:
 def test_the_leak_draws_are_reproducible_and_change_nothing_but_who_sees_a_sena(
     scenario: Scenario, probability: float
 ) -> None:
-    """mus-rules §4.1, §12.3 item 5: the same seed gives the same leaks; the leak probability never changes a
+    """rules §4.1, §12.3 item 5: the same seed gives the same leaks; the leak probability never changes a
     deal, a replacement card or anything else but the audience of a seña."""
     scenario = patient(scenario)
     first, again = scenario.play(max_steps=800), scenario.play(max_steps=800)
@@ -527,7 +527,7 @@ def test_the_leak_draws_are_reproducible_and_change_nothing_but_who_sees_a_sena(
     policy_seeds=st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=2),
 )
 def test_the_leak_draws_do_not_depend_on_the_deal(seed: int, decks: list[list[Card]], policy_seeds: list[int]) -> None:
-    """mus-rules §4.1: the leak of the i-th seña delivered in a hand depends on the seed, the hand and i only."""
+    """rules §4.1: the leak of the i-th seña delivered in a hand depends on the seed, the hand and i only."""
     rules = Rules.from_options({"sena_leak_probability": 0.5})
     matches = []
     for deck, policy_seed in zip(decks, policy_seeds, strict=True):
@@ -589,7 +589,7 @@ def test_the_sender_and_his_partner_are_not_told_whether_a_seña_leaked() -> Non
 # ------------------------------------------------------------------------ what an event may carry
 
 # Every payload field of every event kind. A field that is not here (a stock size, a seed, a hidden card) fails
-# the test below before it can reach a view: mus-rules §4 keeps the stock size out of every view, §4.1 the seed.
+# the test below before it can reach a view: rules §4 keeps the stock size out of every view, §4.1 the seed.
 EVENT_FIELDS: dict[EventKind, frozenset[str]] = {
     kind: frozenset(fields)
     for kind, fields in {

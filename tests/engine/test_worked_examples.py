@@ -1,4 +1,4 @@
-"""The rulebook's worked examples and edge cases (mus-rules §5.2, §7, §8.2, §8.3, §8.4, §13), each played on a
+"""The rulebook's worked examples and edge cases (rules §5.2, §7, §8.2, §8.3, §8.4, §13), each played on a
 scripted hand with the numbers the rulebook gives.
 
 Seat 0 is the mano of hand 0 (team A = seats 0 and 2, team B = seats 1 and 3), as in test_options.py, whose

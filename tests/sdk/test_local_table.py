@@ -1,4 +1,4 @@
-"""The local table: hooks, faults for bad answers (mus-rules §13), views, and duplicate deals."""
+"""The local table: hooks, faults for bad answers (rules §13), views, and duplicate deals."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Nothing ever reaches a seat that the rules do not let it know (mus-rules §11, §12.3), proven over the wire.
+"""Nothing ever reaches a seat that the rules do not let it know (rules §11, §12.3), proven over the wire.
 
 Thirty random matches under varied rules go through the real server, every seat a bare-wire bot that records
 everything it receives (and sends false or misplaced señas now and then, so that rejections happen too), every
@@ -77,7 +77,7 @@ VOCABULARY = [value for value in pb.Sena.values() if value not in (pb.SENA_UNSPE
 def chatty(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
     """The random policy, but keen on mus (so hands see several discards, replacements and reshuffles, the
     private cards that matter most here), plus señas from the whole vocabulary now and then: many are false,
-    misplaced or over the limit, and each is then rejected to its sender alone (not a fault, mus-rules §12.3)."""
+    misplaced or over the limit, and each is then rejected to its sender alone (not a fault, rules §12.3)."""
     action = random_wire_action(rng, request)
     if request.kind == pb.DECISION_KIND_MUS and rng.random() < 0.85:
         action = pb.Action(kind=pb.ACTION_KIND_MUS, senas=action.senas)
@@ -182,7 +182,7 @@ def test_every_message_each_seat_receives_is_what_the_rules_let_it_know(name: st
 
 
 def check_engine_routing(table: Table) -> None:
-    """The engine's `to` sets are the ones mus-rules §11 and §12.3 give (the wire is checked against them)."""
+    """The engine's `to` sets are the ones rules §11 and §12.3 give (the wire is checked against them)."""
     private_to_one = {
         EventKind.CARDS_DEALT,
         EventKind.CARDS_DISCARDED,

@@ -1,4 +1,4 @@
-"""Misbehaving bots as real processes against a real referee (mus-rules §13, play.proto's status codes).
+"""Misbehaving bots as real processes against a real referee (rules §13, play.proto's status codes).
 
 Each test runs two tables on one referee at the same time: one with a misbehaving bot at seat 1 (team 1) and
 three random bots, and one with four random bots. The misbehaving seat gets its named fault or incident, its
@@ -171,7 +171,7 @@ def assert_named_statuses(report: Report) -> None:
 
 
 def assert_forfeit_by_timeouts(table: Table) -> None:
-    """mus-rules §13: each timeout is one fault; at max_faults_before_forfeit the team loses at once."""
+    """rules §13: each timeout is one fault; at max_faults_before_forfeit the team loses at once."""
     limit = table.rules.max_faults_before_forfeit
     assert engine_faults(table) == [(BAD, "timeout")] * limit
     assert forfeiting_team(table) == BAD_TEAM
@@ -491,7 +491,7 @@ def play_seat_0_against_random(policy: Policy) -> tuple[Table, list[WireSeat]]:
 
 
 def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() -> None:
-    """mus-rules §12.3: a seña outside the vocabulary is rejected, the sender alone is told, and it is no fault;
+    """rules §12.3: a seña outside the vocabulary is rejected, the sender alone is told, and it is no fault;
     types.proto names the reason SENA_REJECTION_REASON_UNKNOWN_SENA (SENA_UNSPECIFIED or an unknown value)."""
     unknown = [pb.SENA_UNSPECIFIED, 99]
 
@@ -520,7 +520,7 @@ def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() ->
 
 
 def test_senas_on_a_bet_or_a_discard_are_rejected_to_their_sender_and_the_action_is_applied() -> None:
-    """mus-rules §12.3 item 4: señas ride only on a mus call or a seña round; on any other action they are outside
+    """rules §12.3 item 4: señas ride only on a mus call or a seña round; on any other action they are outside
     a window (types.proto: SENA_REJECTION_REASON_OUTSIDE_WINDOW, or UNKNOWN_SENA outside the vocabulary), each is
     rejected to the sender alone, and the action itself is applied without a fault."""
     carriers = (pb.ACTION_KIND_MUS, pb.ACTION_KIND_NO_MUS, pb.ACTION_KIND_SENAS)
@@ -548,7 +548,7 @@ def test_senas_on_a_bet_or_a_discard_are_rejected_to_their_sender_and_the_action
 
 
 def test_la_bonita_where_the_rules_leave_it_out_is_rejected_to_its_sender_and_the_match_goes_on() -> None:
-    """mus-rules §12.1: la_bonita is in the vocabulary only when sena_la_bonita is true; otherwise it is rejected
+    """rules §12.1: la_bonita is in the vocabulary only when sena_la_bonita is true; otherwise it is rejected
     (types.proto: SENA_REJECTION_REASON_UNKNOWN_SENA), told to the sender alone, no fault, and play goes on."""
 
     def with_la_bonita(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:

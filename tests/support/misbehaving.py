@@ -1,4 +1,4 @@
-"""Misbehaving bots for the referee's tests: one program, one mode per misbehaviour (STYLE.md).
+"""Misbehaving bots for the referee's tests: one program, one mode per misbehaviour.
 
 Run like any hosted bot: `python -m tests.support.misbehaving MODE`, with `MUS_REFEREE` (host:port) and
 `MUS_TOKEN` (its seat token) in the environment; `other_seat` also reads `MUS_OTHER_TOKEN`, and `MUS_SEED` seeds

@@ -39,7 +39,7 @@ def match_of(table: Table) -> Match:
 
 
 def engine_faults(table: Table) -> list[tuple[int, str]]:
-    """The rules' faults (mus-rules §13) as (seat, cause), from the engine's own events."""
+    """The rules' faults (rules §13) as (seat, cause), from the engine's own events."""
     return [
         (event.data["seat"], event.data["cause"]) for event in match_of(table).events if event.kind.value == "fault"
     ]
@@ -92,7 +92,7 @@ class ExpectedDecision:
 
 
 def expected_decisions(table: Table) -> dict[int, ExpectedDecision]:
-    """Replay the table's log and open decisions as the table does (mus-rules §13 clocks aside).
+    """Replay the table's log and open decisions as the table does (rules §13 clocks aside).
 
     A seat gets a new decision id whenever it becomes awaited without an open decision; an answer or a timeout
     closes it, and so does an illegal action under `illegal_action_policy = default_action`. Ids are issued in

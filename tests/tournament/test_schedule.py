@@ -20,7 +20,7 @@ def pairing_of(plan: MatchPlan) -> frozenset[str]:
 
 
 def first_mano(plan: MatchPlan) -> int:
-    """Hand 0's mano (mus-rules §3): the seat after the first dealer."""
+    """Hand 0's mano (rules §3): the seat after the first dealer."""
     return (first_dealer_of(plan.seed) + 1) % 4
 
 

@@ -20,7 +20,7 @@ app = typer.Typer(help="The rules engine: vectors and self-play.", no_args_is_he
 
 OptionList = Annotated[
     list[str] | None,
-    typer.Option("--option", "-o", help="A rules option key=value (mus-rules §14); repeatable."),
+    typer.Option("--option", "-o", help="A rules option key=value (rules §14); repeatable."),
 ]
 
 

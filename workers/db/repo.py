@@ -494,7 +494,7 @@ def create_league(
 
     `matches` is the plan from `workers/tournament`, in order: mappings with `team0` and `team1` (bot names;
     team 0 holds seats 0 and 2), `seed`, and `duplicate_pair` (None, or an id shared by the two matches of a
-    pair, which have the same seed and swapped teams). `options` are rules options (mus-rules §14, time
+    pair, which have the same seed and swapped teams). `options` are rules options (rules §14, time
     control included); only those that differ from the defaults are stored. Everything is checked before the
     first row is written, so an unknown bot or a bad plan leaves nothing behind.
     """

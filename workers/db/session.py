@@ -1,6 +1,6 @@
 """Opening the database: its URL, an engine tuned per backend, sessions, and migrating the schema.
 
-Both deployments run this same code (ARCHITECTURE.md, "Two deployments, one code path"): a laptop gets a
+Both deployments run this same code: a laptop gets a
 SQLite file `./mus.db` in WAL mode, a cluster sets `MUS_DATABASE_URL=postgresql+psycopg://...`. The schema is
 only ever created by the Alembic migrations in `workers/db/migrations`, run from Python by `ensure_schema`, so
 no `alembic.ini` is needed at run time and both backends get exactly the same tables.

@@ -2,8 +2,8 @@
 
 Nothing here does I/O (except `plot_elo_over_time`, which writes the PNG it is asked for), touches the database or
 knows Celery: the league runner stores `MatchPlan`s as rows, turns finished rows into `MatchScore`s, and asks
-this package for ratings and standings, recomputed from the results every time (ARCHITECTURE: results are the
-source of truth).
+this package for ratings and standings, recomputed from the results every time (results are the source
+of truth).
 """
 
 from __future__ import annotations

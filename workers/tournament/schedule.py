@@ -1,12 +1,12 @@
-"""Round-robin schedules of duplicate pairs (mus-rules §4.1), with the first dealer balanced over the seats.
+"""Round-robin schedules of duplicate pairs (rules §4.1), with the first dealer balanced over the seats.
 
-A league is expanded into matches up front (ARCHITECTURE: progress, resume and standings are then queries), so
+A league is expanded into matches up front (progress, resume and standings are then queries), so
 the schedule is a pure function of the entrants, the number of matches per pairing and the league seed.
 
 **Duplicate pairs.** Every pairing {A, B} plays `matches_per_pairing / 2` duplicate pairs. A pair is two
 matches with the same seed and the partnerships swapped: A holds seats 0 and 2 in one and seats 1 and 3 in the
 other. The engine derives every hand's deck and the first dealer from the seed and the hand number alone
-(mus-rules §4.1), so both bots are dealt the same cards from the same seats and the luck of the deal cancels
+(rules §4.1), so both bots are dealt the same cards from the same seats and the luck of the deal cancels
 out of the pair.
 
 **Seed derivation.** The seed of round `r` of pairing `p` (pairings numbered in `combinations(entrants, 2)`
@@ -17,7 +17,7 @@ order, rounds from 0) is the first of the candidates
 for attempt = 0, 1, 2, ... (a 63-bit non-negative integer, so it fits a signed 64-bit database column) whose
 `first_dealer_of(seed)` is `(p + r) % 4`. This rejection sampling takes four candidates on average.
 
-**Mano balance.** Hand h's mano is seat `(first_dealer + 1 + h) % 4` (mus-rules §3). Within a pair each bot
+**Mano balance.** Hand h's mano is seat `(first_dealer + 1 + h) % 4` (rules §3). Within a pair each bot
 sits at every seat's team exactly once, so each bot holds the first hand's mano in exactly one of the twins.
 Across a pairing's pairs the first dealer cycles over the four seats, so every seat (and, with the swap, each
 bot at every seat) opens as mano equally often: exactly when the number of pairs is a multiple of 4, to within

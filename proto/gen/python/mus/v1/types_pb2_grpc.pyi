@@ -3,7 +3,7 @@
 isort:skip_file
 Domain types shared by every Mus Arena service: cards, actions, senas, events, views and results.
 
-Vocabulary follows the rulebook (shared/mus-rules.md) and STYLE.md: Spanish nouns for what Mus names
+Vocabulary follows the rulebook (docs/rules.md): Spanish nouns for what Mus names
 (lance, grande, chica, pares, juego, punto, mano, postre, envido, ordago, quiero, no_quiero, paso, deje,
 medias, duples, sena, vaca, tanteo), English for everything else, ASCII only.
 
