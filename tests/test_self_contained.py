@@ -31,4 +31,9 @@ def test_no_tracked_file_mentions_the_folder_beside_the_checkout() -> None:
 
 def test_the_rules_reference_and_the_vectors_are_in_the_repository() -> None:
     names = set(tracked_files())
-    assert {"docs/rules.md", "tests/vectors/README.md", "tests/vectors/hands.json", "tests/vectors/scenarios.json"} <= names
+    assert {
+        "docs/rules.md",
+        "tests/vectors/README.md",
+        "tests/vectors/hands.json",
+        "tests/vectors/scenarios.json",
+    } <= names
