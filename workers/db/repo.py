@@ -189,6 +189,8 @@ class MatchSetup:
     status: MatchStatus
     attempt: int
     teams: tuple[TeamSetup, TeamSetup]
+    sandbox: bool = True
+    """False only for a league created with `--no-sandbox`: its hosted bots run unconfined."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,6 +491,7 @@ def create_league(
     matches_per_pairing: int,
     seed: int,
     absent_limit_s: float = 600.0,
+    sandbox: bool = True,
 ) -> League:
     """Create a league with its entrants (each bot's current version) and every match, all or nothing.
 
@@ -527,6 +530,7 @@ def create_league(
         matches_per_pairing=matches_per_pairing,
         seed=seed,
         absent_limit_s=float(absent_limit_s),
+        sandbox=bool(sandbox),
     )
     session.add(league)
     _flush_or_conflict(session, f"a league named {name!r} was created at the same time; pick another name")
@@ -730,6 +734,7 @@ def match_setup(session: Session, match_id: int) -> MatchSetup:
         status=match.status,
         attempt=match.attempt,
         teams=(teams[0], teams[1]),
+        sandbox=league.sandbox,
     )
 
 
