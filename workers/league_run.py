@@ -9,6 +9,7 @@ after Ctrl-C queues only what is unfinished.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -36,6 +37,28 @@ RESEND_AFTER_S = 30.0
 """A queued match whose message was sent this long ago and still is not taken is sent again (the message may
 have been lost). A match requeued after a failed attempt is sent again at once. Duplicates are harmless:
 `play_match` claims the match before it plays."""
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent dies."""
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Loaded before any fork: a child between fork and exec must not load libraries."""
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A `preexec_fn` that has the child SIGKILLed when this process dies, even by `kill -9`.
+
+    If this process died before the child armed the signal, the child has a new parent already: it exits.
+    """
+    parent = os.getpid()
+
+    def arm() -> None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
 
 
 @dataclass
@@ -73,8 +96,15 @@ class EmbeddedWorkers:
         env["MUS_BROKER_DIR"] = str(broker_dir())
         log_file = broker_dir() / f"worker-{index}.log"
         with log_file.open("ab") as output:
+            # The workers die with this process (kill -9 included); their sandboxed bots die with them (bwrap's
+            # --die-with-parent). PR_SET_PDEATHSIG fires when the thread that started them ends: run_league's.
             return subprocess.Popen(
-                self.command(index), env=env, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                self.command(index),
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent(),  # only prctl and getppid run between fork and exec
             )
 
     def revive(self) -> None:
