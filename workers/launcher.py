@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import shlex
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -96,7 +97,7 @@ class Limits:
     """What one sandboxed seat may use. `cpu_s` is per process (SIGXCPU at the limit, SIGKILL 5 s later);
     `processes` bounds the seat's tasks (threads count) through a cgroup where one can be made."""
 
-    cpu_s: int = 300
+    cpu_s: int = 1800
     address_space_bytes: int = 1024 * 1024 * 1024
     processes: int = 64
     open_files: int = 256
@@ -255,6 +256,27 @@ def _executable(program: BotProgram) -> Path | None:
 
 # ---------------------------------------------------------------------------------------------- processes
 
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent dies."""
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Loaded before any fork: a child between fork and exec must not load libraries."""
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A `preexec_fn` that has the child SIGKILLed when this process dies, even by `kill -9`.
+
+    If this process died before the child armed the signal, the child has a new parent already: it exits.
+    """
+    parent = os.getpid()
+
+    def arm() -> None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
 
 class BotProcess:
     """A launched seat: its process (sandboxed or not), the task keeping its output, and its cgroup."""
@@ -348,10 +370,12 @@ async def launch_bot(
             # The shell joins the cgroup and becomes prlimit, then bwrap: everything the seat starts is inside.
             command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs"), *command]
         cwd = None
+        preexec = None
         env: dict[str, str] | None = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     else:
         command = list(program.command)
         cwd = program.cwd
+        preexec = die_with_parent()  # an unconfined bot has no bwrap to take it down with the worker
         env = dict(os.environ)
         # Bots run in this environment by default: `python` is the interpreter that has the SDK installed.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -367,6 +391,7 @@ async def launch_bot(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=preexec,
         )
     except OSError as error:
         if cgroup is not None:

@@ -9,7 +9,6 @@ after Ctrl-C queues only what is unfinished.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import signal
@@ -26,6 +25,7 @@ from workers.app import broker_dir, is_embedded, make_app
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import database_url, session_scope
+from workers.launcher import die_with_parent
 from workers.matches import RemoteBot, register_remote_bots
 
 log = logging.getLogger(__name__)
@@ -37,28 +37,6 @@ RESEND_AFTER_S = 30.0
 """A queued match whose message was sent this long ago and still is not taken is sent again (the message may
 have been lost). A match requeued after a failed attempt is sent again at once. Duplicates are harmless:
 `play_match` claims the match before it plays."""
-
-
-PR_SET_PDEATHSIG = 1
-"""prctl(2): the signal a process gets when its parent dies."""
-
-_LIBC = ctypes.CDLL(None, use_errno=True)
-"""Loaded before any fork: a child between fork and exec must not load libraries."""
-
-
-def die_with_parent() -> Callable[[], None]:
-    """A `preexec_fn` that has the child SIGKILLed when this process dies, even by `kill -9`.
-
-    If this process died before the child armed the signal, the child has a new parent already: it exits.
-    """
-    parent = os.getpid()
-
-    def arm() -> None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return arm
 
 
 @dataclass

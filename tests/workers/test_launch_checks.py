@@ -8,9 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.workers.conftest import Deployment
 from workers import play
+from workers.cli import match_cmd
+from workers.cli.main import app as cli
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
@@ -97,3 +100,15 @@ def test_a_no_sandbox_league_plays_on_a_worker_without_a_sandbox(
     with session_scope(deployment.engine) as session:
         assert repo.match_setup(session, match_id).sandbox is False
     assert play.play_league_match(match_id) == "finished"
+
+
+def test_match_play_runs_unconfined_with_a_one_line_note_where_there_is_no_sandbox(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(match_cmd, "sandbox_available", lambda: False)
+    result = CliRunner().invoke(cli, ["match", "play", "random", "passive", "--quiet", "-o", "target_score=5"])
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("note:")]
+    assert notes == [f"note: the bots run unconfined ({INSTALL_HINT})"]
+    assert "apt-get install bubblewrap" in INSTALL_HINT
+    assert "Result:" in result.output

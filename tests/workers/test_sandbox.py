@@ -16,6 +16,8 @@ import pytest
 import tests.support.hostile
 from referee.engine.match import MatchTermination
 from referee.engine.rules import Rules
+from referee.service.server import start_server
+from referee.service.servicer import Referee
 from referee.service.table import TableStatus
 from workers.launcher import (
     INSTALL_HINT,
@@ -29,7 +31,7 @@ from workers.launcher import (
     sandbox_command,
     sandbox_environment,
 )
-from workers.matches import PlayedMatch, fault_records, play_programs
+from workers.matches import PlayedMatch, RefereeMatch, fault_records, play_on_referee, play_programs
 
 needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
 
@@ -195,3 +197,34 @@ def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_anoth
     assert honest.match.outcome is not None and honest.match.outcome.termination is MatchTermination.NORMAL
     assert causes(honest) == [], "the match beside the hostile one was played as if alone"
     assert processes_with(spin_tag) == processes_with(sleep_tag) == []
+
+
+@needs_bwrap
+def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_socket(tmp_path: Path) -> None:
+    """The referee listens on TCP, yet the sandboxed seats have no network: the worker forwards their socket."""
+
+    async def on_referee() -> tuple[RefereeMatch, int]:
+        referee = Referee("admin-token")
+        server, port = await start_server(referee, "127.0.0.1:0")
+        program, _ = hostile(tmp_path, "tcp", "--port", str(port))
+        try:
+            played = await play_on_referee(
+                (program, resolve_program("random")),
+                FAST,
+                11,
+                address=f"127.0.0.1:{port}",
+                admin_token="admin-token",
+                log_dir=tmp_path,
+                sandbox=Limits(),
+            )
+        finally:
+            await server.stop(grace=1.0)
+        return played, port
+
+    played, port = asyncio.run(on_referee())
+    assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
+    assert fault_records(played.match, played.incidents) == []
+    for seat in (0, 2):
+        log = played.logs[seat]
+        assert log is not None
+        assert f"BLOCKED 127.0.0.1:{port}: ECONNREFUSED" in attacks(log)["tcp"], "not even its own referee's port"
