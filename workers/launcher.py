@@ -370,12 +370,10 @@ async def launch_bot(
             # The shell joins the cgroup and becomes prlimit, then bwrap: everything the seat starts is inside.
             command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs"), *command]
         cwd = None
-        preexec = None
         env: dict[str, str] | None = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     else:
         command = list(program.command)
         cwd = program.cwd
-        preexec = die_with_parent()  # an unconfined bot has no bwrap to take it down with the worker
         env = dict(os.environ)
         # Bots run in this environment by default: `python` is the interpreter that has the SDK installed.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -391,7 +389,6 @@ async def launch_bot(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=preexec,
         )
     except OSError as error:
         if cgroup is not None:
@@ -447,8 +444,9 @@ def _read(path: Path) -> str:
         return ""
 
 
-STALE_CGROUP_S = 600
-"""A seat cgroup this old is left over from a worker that was killed: removed if it is empty."""
+STALE_CGROUP_S = 60
+"""A seat cgroup this old may be left over (its tasks were not reaped yet at the end of its match, or its worker
+was killed): removed when empty."""
 
 
 @cache
@@ -456,19 +454,24 @@ def _cgroups_usable() -> Path | None:
     parent = _cgroup_parent()
     if parent is None:
         log.info("no writable pids cgroup: a seat's processes are bounded by its pid namespace only")
-        return None
+    return parent
+
+
+def _sweep_cgroups(parent: Path) -> None:
+    """Remove the empty seat cgroups left behind; rmdir fails (EBUSY) while a task is inside, so a live seat's
+    cgroup is never removed, and one younger than STALE_CGROUP_S (perhaps not joined yet) is not looked at."""
     now = time.time()
     for stale in parent.glob("mus-seat-*"):
         with contextlib.suppress(OSError):
             if now - stale.stat().st_mtime > STALE_CGROUP_S:
-                stale.rmdir()  # fails (EBUSY) while any task is inside: a live seat is never touched
-    return parent
+                stale.rmdir()
 
 
 def _make_cgroup(processes: int) -> Path | None:
     parent = _cgroups_usable()
     if parent is None:
         return None
+    _sweep_cgroups(parent)
     path = parent / f"mus-seat-{uuid.uuid4().hex[:16]}"
     try:
         path.mkdir()
@@ -497,16 +500,15 @@ def _kill_cgroup(path: Path) -> None:
 
 
 async def _empty_and_remove_cgroup(path: Path) -> None:
-    """Kill what is left in a seat's cgroup and remove it once its last task has gone (killed tasks take a
-    moment to leave; the kernel does not tell a v1 cgroup's owner when, so this looks every 20 ms, for 5 s)."""
-    for _ in range(250):
+    """Kill what is left in a seat's cgroup and remove it. A killed task leaves the cgroup only once it has been
+    reaped, and bwrap's orphans are reaped by the host's init, which may take its time (seconds, on some
+    machines): after 0.2 s the empty folder is left for `_sweep_cgroups` rather than delaying the match."""
+    for _ in range(10):
         _kill_cgroup(path)
-        if _read(path / "pids.current").strip() in ("", "0"):
-            break
+        _remove_cgroup(path)
+        if not path.exists():
+            return
         await asyncio.sleep(0.02)
-    _remove_cgroup(path)
-    if path.exists():
-        log.warning("the seat's cgroup %s still holds tasks; left in place", path)
 
 
 def _remove_cgroup(path: Path) -> None:
