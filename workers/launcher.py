@@ -94,12 +94,14 @@ class BotProgram:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one sandboxed seat may use. `cpu_s` is per process (SIGXCPU at the limit, SIGKILL 5 s later);
-    `processes` bounds the seat's tasks (threads count) through a cgroup where one can be made."""
+    """What one sandboxed seat may use. `cpu_s` and `address_space_bytes` are per process (SIGXCPU at the CPU
+    limit, SIGKILL 5 s later); `processes` (threads count) and `memory_bytes` bound the whole seat through its
+    cgroups, where the worker can make them."""
 
     cpu_s: int = 1800
     address_space_bytes: int = 1024 * 1024 * 1024
     processes: int = 64
+    memory_bytes: int = 1024 * 1024 * 1024
     open_files: int = 256
     file_size_bytes: int = 16 * 1024 * 1024
     tmpfs_bytes: int = 64 * 1024 * 1024
@@ -279,14 +281,18 @@ def die_with_parent() -> Callable[[], None]:
 
 
 class BotProcess:
-    """A launched seat: its process (sandboxed or not), the task keeping its output, and its cgroup."""
+    """A launched seat: its process (sandboxed or not), the task keeping its output, and its cgroups."""
 
     def __init__(
-        self, process: asyncio.subprocess.Process, pump: asyncio.Task[None], cgroup: Path | None, sandboxed: bool
+        self,
+        process: asyncio.subprocess.Process,
+        pump: asyncio.Task[None],
+        cgroups: tuple[Path, ...],
+        sandboxed: bool,
     ) -> None:
         self.process = process
         self.pump = pump
-        self.cgroup = cgroup
+        self.cgroups = cgroups
         self.sandboxed = sandboxed
 
     @property
@@ -316,8 +322,9 @@ class BotProcess:
         death takes the pid namespace with it (--die-with-parent)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, number)
-        if self.cgroup is not None and number == signal.SIGKILL:
-            _kill_cgroup(self.cgroup)
+        if number == signal.SIGKILL:
+            for cgroup in self.cgroups:
+                _kill_cgroup(cgroup)
 
     async def close(self) -> None:
         """Kill what is left, wait for the process and its output, remove its cgroup."""
@@ -330,8 +337,8 @@ class BotProcess:
             await asyncio.wait_for(asyncio.shield(self.pump), 2.0)
         except TimeoutError:
             self.pump.cancel()
-        if self.cgroup is not None:
-            await _empty_and_remove_cgroup(self.cgroup)
+        for cgroup in self.cgroups:
+            await _empty_and_remove_cgroup(cgroup)
 
     def describe_exit(self, code: int) -> str:
         """Why the process ended, naming the limit a signal stands for (SIGXCPU: the CPU time limit)."""
@@ -343,6 +350,8 @@ class BotProcess:
         except ValueError:
             return f"the bot process was killed by signal {number}"
         limit = _SIGNAL_LIMITS.get(which)
+        if limit is None and which is signal.SIGKILL and any(_oom_kills(cgroup) for cgroup in self.cgroups):
+            limit = "memory limit, out of memory"
         if limit is not None:
             return f"killed: {limit} ({which.name})"
         return f"the bot process was killed by {which.name}"
@@ -362,13 +371,15 @@ async def launch_bot(
     inherits no standard input; its output goes through a pipe to `log_path`, up to the output limit.
     """
     limits = sandbox.limits if sandbox is not None else Limits()
-    cgroup: Path | None = None
+    cgroups: tuple[Path, ...] = ()
     if sandbox is not None:
         command = sandbox_command(program, sandbox, sandbox_environment(referee_address, seat_token))
-        cgroup = _make_cgroup(limits.processes)
-        if cgroup is not None:
-            # The shell joins the cgroup and becomes prlimit, then bwrap: everything the seat starts is inside.
-            command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs"), *command]
+        cgroups = _make_cgroups(limits)
+        if cgroups:
+            # The shell joins the cgroups and becomes prlimit, then bwrap: everything the seat starts is inside.
+            join = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1))
+            script = f'{join} && shift {len(cgroups)} && exec "$@"'
+            command = ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
         cwd = None
         env: dict[str, str] | None = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     else:
@@ -391,12 +402,12 @@ async def launch_bot(
             start_new_session=True,
         )
     except OSError as error:
-        if cgroup is not None:
+        for cgroup in cgroups:
             _remove_cgroup(cgroup)
         raise LaunchError(f"cannot start {program.name}: {error.strerror}") from error
     assert process.stdout is not None
     pump = asyncio.create_task(_keep_output(process.stdout, log_path, limits.output_bytes))
-    return BotProcess(process, pump, cgroup, sandboxed=sandbox is not None)
+    return BotProcess(process, pump, cgroups, sandboxed=sandbox is not None)
 
 
 async def _keep_output(stream: asyncio.StreamReader, log_path: Path | None, cap: int) -> None:
@@ -422,19 +433,43 @@ async def _keep_output(stream: asyncio.StreamReader, log_path: Path | None, cap:
 # ---------------------------------------------------------------------------------------------- cgroups
 
 
-def _cgroup_parent() -> Path | None:
-    """Where this machine lets the worker make a pids cgroup: cgroup v1's pids hierarchy, or v2 under this
-    process's own cgroup; None when neither is writable (then the pid namespace alone holds a seat)."""
-    v1 = Path("/sys/fs/cgroup/pids")
-    if (v1 / "cgroup.procs").is_file() and os.access(v1, os.W_OK):
-        return v1
+@dataclass(frozen=True, slots=True)
+class _Hierarchy:
+    """Where seat cgroups are made: a folder of this process's own cgroup, and what it can limit there."""
+
+    parent: Path
+    controllers: tuple[str, ...]
+    version: int
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup path per v1 controller, and under "" its v2 path (/proc/self/cgroup)."""
+    own: dict[str, str] = {}
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            own[controller] = path
+    return own
+
+
+def _hierarchies() -> tuple[_Hierarchy, ...]:
+    """The cgroups this machine lets the worker make below its own: cgroup v1's pids and memory hierarchies, or
+    v2 with pids and memory delegated. Seat cgroups sit inside the worker's, so they count toward its limits."""
     root = Path("/sys/fs/cgroup")
-    if "pids" in _read(root / "cgroup.controllers").split():
-        own = next((line[3:] for line in _read(Path("/proc/self/cgroup")).splitlines() if line.startswith("0::")), "")
-        parent = root / own.strip("/")
-        if "pids" in _read(parent / "cgroup.subtree_control").split() and os.access(parent, os.W_OK):
-            return parent
-    return None
+    own = _own_cgroups()
+    found: list[_Hierarchy] = []
+    for controller in ("pids", "memory"):
+        parent = root / controller / own.get(controller, "/").lstrip("/")
+        if controller in own and (parent / "tasks").is_file() and os.access(parent, os.W_OK):
+            found.append(_Hierarchy(parent, (controller,), 1))
+    if not found and "" in own:
+        parent = root / own[""].lstrip("/")
+        delegated = tuple(
+            name for name in ("pids", "memory") if name in _read(parent / "cgroup.subtree_control").split()
+        )
+        if delegated and os.access(parent, os.W_OK):
+            found.append(_Hierarchy(parent, delegated, 2))
+    return tuple(found)
 
 
 def _read(path: Path) -> str:
@@ -450,11 +485,14 @@ was killed): removed when empty."""
 
 
 @cache
-def _cgroups_usable() -> Path | None:
-    parent = _cgroup_parent()
-    if parent is None:
-        log.info("no writable pids cgroup: a seat's processes are bounded by its pid namespace only")
-    return parent
+def _usable_hierarchies() -> tuple[_Hierarchy, ...]:
+    found = _hierarchies()
+    limited = sorted({name for hierarchy in found for name in hierarchy.controllers})
+    if "pids" not in limited:
+        log.warning("no pids cgroup to make: a seat's processes are bounded by its pid namespace only")
+    if "memory" not in limited:
+        log.warning("no memory cgroup to make: a seat's memory is bounded per process only (RLIMIT_AS)")
+    return found
 
 
 def _sweep_cgroups(parent: Path) -> None:
@@ -467,20 +505,40 @@ def _sweep_cgroups(parent: Path) -> None:
                 stale.rmdir()
 
 
-def _make_cgroup(processes: int) -> Path | None:
-    parent = _cgroups_usable()
-    if parent is None:
-        return None
-    _sweep_cgroups(parent)
-    path = parent / f"mus-seat-{uuid.uuid4().hex[:16]}"
-    try:
-        path.mkdir()
-        (path / "pids.max").write_text(str(processes))
-    except OSError as error:
-        log.warning("cannot make the seat's cgroup %s: %s", path, error)
-        _remove_cgroup(path)
-        return None
-    return path
+def _make_cgroups(limits: Limits) -> tuple[Path, ...]:
+    """The seat's cgroups, with `pids.max` and the memory limit set; () where none can be made."""
+    name = f"mus-seat-{uuid.uuid4().hex[:16]}"
+    made: list[Path] = []
+    for hierarchy in _usable_hierarchies():
+        _sweep_cgroups(hierarchy.parent)
+        path = hierarchy.parent / name
+        settings: dict[str, int] = {}
+        if "pids" in hierarchy.controllers:
+            settings["pids.max"] = limits.processes
+        if "memory" in hierarchy.controllers:
+            settings["memory.limit_in_bytes" if hierarchy.version == 1 else "memory.max"] = limits.memory_bytes
+        try:
+            path.mkdir()
+            made.append(path)
+            for setting, value in settings.items():
+                (path / setting).write_text(str(value))
+        except OSError as error:
+            log.warning("cannot make the seat's cgroup %s: %s", path, error)
+            for cgroup in made:
+                _remove_cgroup(cgroup)
+            return ()
+    return tuple(made)
+
+
+def _oom_kills(path: Path) -> int:
+    """How many tasks of the cgroup the kernel killed for its memory limit (v1 memory.oom_control, v2
+    memory.events)."""
+    for name in ("memory.oom_control", "memory.events"):
+        for line in _read(path / name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return 0
 
 
 def _kill_cgroup(path: Path) -> None:

@@ -124,6 +124,27 @@ def attack_alloc(options: argparse.Namespace) -> None:
     blocks.clear()
 
 
+def attack_forkalloc(options: argparse.Namespace) -> None:
+    """Four children that each hold 600 MiB at once: under the per-process limit, over the seat's."""
+    size = 600 * 1024 * 1024
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                block = bytearray(size)
+                block[::4096] = b"\1" * len(range(0, size, 4096))  # touch every page: resident, charged
+            except MemoryError:
+                os._exit(3)
+            time.sleep(2)
+            os._exit(0)
+        children.append(pid)
+    statuses = [os.waitpid(pid, 0)[1] for pid in children]
+    held = sum(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 for status in statuses)
+    killed = sum(os.WIFSIGNALED(status) for status in statuses)
+    report("forkalloc", held == 4, f"held={held} killed={killed} of 4 children of 600 MiB")
+
+
 def attack_print(options: argparse.Namespace) -> None:
     line = "x" * 1023 + "\n"
     for _ in range(20 * 1024):  # 20 MiB
@@ -172,6 +193,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "write": attack_write,
     "fork": attack_fork,
     "alloc": attack_alloc,
+    "forkalloc": attack_forkalloc,
     "print": attack_print,
     "cpu": attack_cpu,
     "fsize": attack_fsize,
