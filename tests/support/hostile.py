@@ -9,6 +9,7 @@ log. The attacks never do harm when they succeed: a signal is SIGCONT, a write i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import errno
 import os
@@ -95,6 +96,22 @@ def attack_write(options: argparse.Namespace) -> None:
     for folder in (Path("/tmp"), Path.home()):
         (folder / "scratch").write_text("private")  # a sandbox's own tmpfs: allowed
     report("write", False, "tmp and HOME writable, as they should be")
+
+
+def attack_share(options: argparse.Namespace) -> None:
+    """Partners leave a note for each other in every place they can write, then look for the other's note."""
+    mine = f"mus-share-{options.tag}-{os.getpid()}"
+    for folder in (Path("/tmp"), Path.home(), Path("/dev/shm")):
+        with contextlib.suppress(OSError):
+            (folder / mine).write_text("my cards: ...")
+    deadline = time.monotonic() + 1.5
+    seen: list[str] = []
+    while not seen and time.monotonic() < deadline:
+        for folder in (Path("/tmp"), Path.home(), Path("/dev/shm")):
+            with contextlib.suppress(OSError):
+                seen += [str(path) for path in folder.glob(f"mus-share-{options.tag}-*") if path.name != mine]
+        time.sleep(0.1)
+    report("share", bool(seen), f"partner notes seen: {','.join(seen) or 'none'}")
 
 
 def attack_fork(options: argparse.Namespace) -> None:
@@ -191,6 +208,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "signal": attack_signal,
     "tcp": attack_tcp,
     "write": attack_write,
+    "share": attack_share,
     "fork": attack_fork,
     "alloc": attack_alloc,
     "forkalloc": attack_forkalloc,

@@ -130,7 +130,7 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     venv = Path(sys.prefix)
     program, tag = hostile(
         tmp_path,
-        "env,db,proc,signal,tcp,write,sigterm",
+        "env,db,proc,signal,tcp,write,share,sigterm",
         *("--db", str(elsewhere), "--pid", str(os.getpid()), "--port", str(port)),
         *("--target", str(PROJECT), "--target", str(PROJECT / "referee"), "--target", str(venv)),
     )
@@ -141,7 +141,7 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     assert causes(played) == [], "every seat played: the attacks cost the bot nothing and harmed nobody"
     for seat in (0, 2):
         seen = attacks(played.logs[seat])
-        assert set(seen) == {"env", "db", "proc", "signal", "ptrace", "tcp", "write", "sigterm"}
+        assert set(seen) == {"env", "db", "proc", "signal", "ptrace", "tcp", "write", "share", "sigterm"}
         breaches = [f"{name} {line}" for name, lines in seen.items() for line in lines if line.startswith("BREACH")]
         assert breaches == []
         assert "visible_pids=2 " in seen["proc"][0], "its own pid namespace: bwrap's init and itself"
