@@ -162,7 +162,9 @@ def create_league(engine: Engine, settings: Settings) -> int:
     with session_scope(engine) as session:
         for name in names:
             language = "cpp" if settings.bot == "cpp" else "python"
-            repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=None, language=language)
+            # The instant bot's script is bound into each seat's sandbox with its folder (bench/).
+            folder = str(BOT_SCRIPT.parent) if settings.bot == "instant" else None
+            repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=folder, language=language)
         league = repo.create_league(
             session,
             LEAGUE,

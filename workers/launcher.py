@@ -6,8 +6,8 @@ packages the example bots import, and the bot's own folder; `/tmp` and `HOME` ar
 out is the referee's unix socket, bound in at `SOCKET_DIR`. The environment is cleared: the bot gets
 `MUS_REFEREE`, `MUS_TOKEN`, `PATH`, `HOME`, `LANG` and `PYTHONUNBUFFERED=1` (so a Python bot's log is written as
 it goes). Limits are rlimits set by `prlimit` just before `bwrap` (CPU time, address space, open files, file
-size) and, where this machine lets the worker make a cgroup, a `pids.max` on the seat; each seat's output is
-read here and kept up to `Limits.output_bytes`. See docs/sandbox.md.
+size) and, where this machine lets the worker make cgroups, a `pids.max` and a memory limit on the seat as a
+whole; each seat's output is read here and kept up to `Limits.output_bytes`. See docs/sandbox.md.
 """
 
 from __future__ import annotations
