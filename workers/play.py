@@ -32,7 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, select
 
 from referee.engine.match import MatchOutcome
@@ -43,7 +43,7 @@ from workers.db import repo
 from workers.db.errors import DbError
 from workers.db.models import BotVersion, Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
-from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.db.session import database_url, ensure_schema, make_engine, session_scope
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
 from workers.matches import RemoteBot, fault_records, play_on_referee, play_programs
 
@@ -107,7 +107,7 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
         token_hashes = {
             team.bot_name: repo.get_bot(session, team.bot_name).bot.token_sha256 for team in setup.teams if team.remote
         }
-        changed = _changed_program(session, setup)
+        changed = _exposed_by_folder(setup) or _changed_program(session, setup)
     if changed:
         log.error("match_id=%s refused: %s", match_id, changed)
         with session_scope(engine) as session:
@@ -158,6 +158,29 @@ def _changed_program(session: Session, setup: MatchSetup) -> str:
                 f"bot {team.bot_name!r} version {team.version_number} changed since it was added ({where} no longer"
                 f" has its content hash): `mus bot add {team.bot_name}` the new version and enter it in a new league"
             )
+    return ""
+
+
+def _exposed_by_folder(setup: MatchSetup) -> str:
+    """Why a hosted side's folder cannot be bound into its sandbox: it holds this worker's database, broker
+    folder or logs (a bot added from the project's root, say), which the bot could then read; or ''."""
+    from workers.app import broker_dir  # not at import: the app module makes the embedded broker's folders
+
+    private: list[Path] = []
+    url = make_url(database_url())
+    if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
+        private.append(Path(url.database).resolve())
+    private += [broker_dir(), Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve()]
+    for team in setup.teams:
+        if team.remote or not team.folder:
+            continue
+        folder = Path(team.folder).resolve()
+        for path in private:
+            if path.is_relative_to(folder):
+                return (
+                    f"bot {team.bot_name!r}: its folder {folder} holds {path}, which its sandbox would show it;"
+                    " move the bot to a folder of its own and `mus bot add` it from there"
+                )
     return ""
 
 

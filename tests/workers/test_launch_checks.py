@@ -112,3 +112,28 @@ def test_match_play_runs_unconfined_with_a_one_line_note_where_there_is_no_sandb
     assert notes == [f"note: the bots run unconfined ({INSTALL_HINT})"]
     assert "apt-get install bubblewrap" in INSTALL_HINT
     assert "Result:" in result.output
+
+
+def test_a_bot_whose_folder_holds_the_database_is_refused_before_its_sandbox_would_show_it(
+    deployment: Deployment,
+) -> None:
+    with session_scope(deployment.engine) as session:
+        for name, folder in (("careless", deployment.root), ("passive", None)):
+            command = [sys.executable, "-m", "clients.bots.passive"]
+            repo.add_bot(session, name, command=command, folder=folder, language="python")
+        league = repo.create_league(
+            session,
+            "exposed",
+            bot_names=["careless", "passive"],
+            matches=[{"team0": "careless", "team1": "passive", "seed": 7, "duplicate_pair": None}],
+            options={"target_score": 5},
+            matches_per_pairing=1,
+            seed=7,
+        )
+        assert league.id is not None
+        (match,) = repo.list_matches(session, league.id)
+        assert match.id is not None
+    assert play.play_league_match(match.id) == "failed"
+    status, error = match_state(deployment, match.id)
+    assert status is MatchStatus.FAILED
+    assert f"holds {deployment.root / 'mus.db'}" in error and "a folder of its own" in error
