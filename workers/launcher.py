@@ -120,7 +120,8 @@ class Sandbox:
 def resolve_program(spec: str) -> BotProgram:
     """An example bot's name, a Python file, or a command line (split like a shell would).
 
-    A file's folder becomes the program's folder, so that a sandbox binds it (and only it) in.
+    A file's folder becomes the program's folder, so that a sandbox binds it (and only it) in; a command line
+    runs in the current folder, as it would in a shell (`mus match play` is for one's own programs).
     """
     if spec in EXAMPLE_BOTS:
         return BotProgram(spec, tuple(EXAMPLE_BOTS[spec]))
@@ -137,7 +138,7 @@ def resolve_program(spec: str) -> BotProgram:
     if "/" in first and Path(first).is_file():
         path = Path(first).resolve()
         return BotProgram(path.name, (str(path), *words[1:]), path.parent)
-    return BotProgram(Path(first).name, tuple(words))
+    return BotProgram(Path(first).name, tuple(words), Path.cwd())
 
 
 # ---------------------------------------------------------------------------------------------- availability

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from clients.bots.passive_bot import PassiveBot
 from clients.sdk.runner import run_main
+from clients.sdk.view import BotView
+from referee.engine.actions import Action
 
 SECRETS = ("MUS_ADMIN_TOKEN", "MUS_DATABASE_URL", "MUS_BROKER_DIR", "MUS_BROKER_URL")
 
@@ -190,10 +192,16 @@ def attack_fsize(options: argparse.Namespace) -> None:
     Path("/tmp/big").unlink(missing_ok=True)
 
 
+class SleepingBot(PassiveBot):
+    """Joins its seat, then never answers: its decisions time out."""
+
+    def decide(self, view: BotView) -> Action:
+        while True:
+            time.sleep(3600)
+
+
 def attack_sleep(options: argparse.Namespace) -> None:
-    report("sleep", False, "sleeping forever without joining")
-    while True:
-        time.sleep(3600)
+    report("sleep", False, "joining, then sleeping forever at its first decision")
 
 
 def attack_sigterm(options: argparse.Namespace) -> None:
@@ -232,7 +240,7 @@ def main() -> None:
     modes = options.modes.split(",")
     for mode in modes:
         ATTACKS[mode](options)
-    code = run_main(PassiveBot())
+    code = run_main(SleepingBot() if "sleep" in modes else PassiveBot())
     if "sigterm" in modes:
         while True:
             time.sleep(3600)

@@ -204,7 +204,7 @@ def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_anoth
     recorded = causes(played)
     crashes = {(seat, detail) for seat, cause, detail in recorded if cause == "crash"}
     assert crashes and crashes <= {(0, "killed: CPU time limit (SIGXCPU)"), (2, "killed: CPU time limit (SIGXCPU)")}
-    assert {seat for seat, cause, _ in recorded if cause == "absent"} == {1, 3}
+    assert {cause for seat, cause, _ in recorded if seat % 2 == 1} <= {"timeout", "stall"}, "a sleeper never answers"
     assert honest.table.status is TableStatus.FINISHED
     assert honest.match.outcome is not None and honest.match.outcome.termination is MatchTermination.NORMAL
     assert causes(honest) == [], "the match beside the hostile one was played as if alone"
