@@ -112,6 +112,7 @@ __all__ = [
     "start_league",
     "token_sha256",
     "unfinished_match_ids",
+    "unplayed_twin",
     "void_match",
 ]
 
@@ -1353,6 +1354,23 @@ def replay_match_ids(session: Session, league: LeagueRef) -> list[int]:
         .order_by(col(Match.index))
     ).all()
     return [match_id for match_id in ids if match_id is not None]
+
+
+def unplayed_twin(session: Session, match_id: int) -> Match | None:
+    """The match's duplicate twin if it is dealt the same cards and has not finished yet: until it has, the
+    match's replay (and its seed) would show the twin's bots the deals they are about to play."""
+    match = get_match(session, match_id)
+    if match.duplicate_pair is None:
+        return None
+    return session.exec(
+        select(Match).where(
+            col(Match.league_id) == match.league_id,
+            col(Match.duplicate_pair) == match.duplicate_pair,
+            col(Match.id) != match_id,
+            col(Match.seed) == match.seed,
+            col(Match.status) != MatchStatus.FINISHED,
+        )
+    ).first()
 
 
 def get_match_details(session: Session, match_id: int) -> MatchDetails:
