@@ -198,6 +198,7 @@ def test_no_sandbox_is_recorded_and_shown_by_status_and_standings(database: str)
         (["league", "create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "100000"], "at most 1000"),
         (["league", "create", "cup", "--bots", "alpha,beta", "-o", "target_score=" + "[" * 100_000], "too deeply"),
         (["rules", "play", "-o", "target_score=" + "[" * 100_000], "too deeply"),
+        (["league", "create", "cup", "--bots", "alpha,far", "--absent-limit", "1e308"], "at most 86400 seconds"),
         (["replay", "show", str(2**63)], "match ids run from 1 to 2**63-1"),
         (["replay", "export", str(2**64)], "match ids run from 1 to 2**63-1"),
         (["replay", "verify", "99999999999999999999999"], "match ids run from 1 to 2**63-1"),

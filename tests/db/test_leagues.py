@@ -87,6 +87,7 @@ BAD_PLANS: dict[str, tuple[dict[str, Any], type[DbError], str]] = {
     "bot entered twice": ({"bot_names": ["alpha", "bravo", "alpha"]}, InvalidInput, "entered twice"),
     "no pairing count": ({"matches_per_pairing": 0}, InvalidInput, "matches_per_pairing"),
     "no absence limit": ({"absent_limit_s": 0}, InvalidInput, "absent_limit_s"),
+    "endless absence limit": ({"absent_limit_s": 1e308}, InvalidInput, "at most 86400 seconds"),
 }
 
 

@@ -137,6 +137,9 @@ REMOTE_COMMAND: tuple[str, ...] = ()
 MAX_SEED = 2**63 - 1
 """Seeds are stored as BIGINT, signed on both backends."""
 
+MAX_ABSENT_LIMIT_S = 86_400.0
+"""A match waits at most a day for an absent remote bot (its worker holds the match all that time)."""
+
 MAX_ERROR_CHARS = 4000
 """An infrastructure error is kept for the operator; a whole traceback is cut to this length."""
 
@@ -550,6 +553,8 @@ def create_league(
         raise InvalidInput(f"absent_limit_s must be a number of seconds, got {absent_limit_s!r}")
     if not (math.isfinite(absent_limit_s) and absent_limit_s > 0):
         raise InvalidInput(f"absent_limit_s must be above 0, got {absent_limit_s}")
+    if absent_limit_s > MAX_ABSENT_LIMIT_S:
+        raise InvalidInput(f"absent_limit_s must be at most {MAX_ABSENT_LIMIT_S:g} seconds, got {absent_limit_s:g}")
     if not isinstance(sandbox, bool):
         raise InvalidInput(f"sandbox must be True or False, got {sandbox!r}")
     if deal_mode is not None:
