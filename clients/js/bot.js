@@ -81,7 +81,7 @@ class Seat {
   }
 
   log(message) {
-    log(`${this.label}seat ${this.seat === null ? '?' : this.seat}: ${message}`);
+    log(`${this.label}${this.seat === null ? '' : `seat ${this.seat}: `}${message}`);
   }
 
   // Joins (or rejoins from nextSeq) and plays until the referee closes the stream; resolves to its status.
