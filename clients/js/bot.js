@@ -6,6 +6,7 @@
 //   node bot.js --remote [--max-matches N] [--matches N]
 //                                wait in the lobby (MUS_TOKEN is then the bot's lobby token) and play every
 //                                seat it is offered, each on its own Play stream, in this one process
+//   --strategy FILE              choose with FILE's chooseAction(request, rules) instead of strategy.js's
 //
 // Everything a bot needs over the bare wire (proto/mus/v1/play.proto and lobby.proto, docs/protocol.md):
 //   1. Open PlayService.Play and send Join (batch_events = true: a step's events and this seat's decision come
@@ -20,9 +21,10 @@
 //      missed events and the open decision (same id), which gets the answer already chosen.
 // Any failure exits 1 with a one-line message on stderr. Logs go to stderr (the league keeps them per seat).
 
+const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { loadMus } = require('./proto');
-const strategy = require('./strategy');
+const builtin = require('./strategy');
 const { version: BOT_VERSION } = require('./package.json');
 
 const BOT_NAME = 'js-bot';
@@ -49,6 +51,8 @@ const TRANSIENT = new Set([grpc.status.UNAVAILABLE, grpc.status.INTERNAL]);
 const STATUS_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, code]) => [code, name]));
 
 class Failure extends Error {}
+
+let strategy = builtin; // --strategy FILE replaces it
 
 function log(message) {
   process.stderr.write(`${BOT_NAME}: ${message}\n`);
@@ -186,13 +190,14 @@ class Seat {
     }
     let action;
     if (fallback) {
-      action = strategy.safeAction(request, legal);
+      action = builtin.safeAction(request, legal);
     } else {
       try {
         action = strategy.chooseAction({ ...request, legal_actions: legal }, this.rules);
+        if (!action || typeof action !== 'object') throw new Error(`chooseAction returned ${action}`);
       } catch (error) {
         this.log(`the strategy failed (${error.message}); answering with the first legal action`);
-        action = strategy.safeAction(request, legal);
+        action = builtin.safeAction(request, legal);
       }
     }
     this.answer = { decisionId: request.decision_id, action };
@@ -364,10 +369,11 @@ async function sleepUnless(ms, stopped) {
 
 // ------------------------------------------------------------------------------------------------ main
 
-const USAGE = 'usage: node bot.js [--remote [--max-matches N] [--matches N]] (MUS_REFEREE, MUS_TOKEN from the environment)';
+const USAGE =
+  'usage: node bot.js [--strategy FILE] [--remote [--max-matches N] [--matches N]] (MUS_REFEREE, MUS_TOKEN from the environment)';
 
 function parseArguments(argv) {
-  const options = { remote: false, maxMatches: 1, matches: 0 };
+  const options = { remote: false, maxMatches: 1, matches: 0, strategy: null };
   const count = (name, value, least) => {
     if (value === undefined || !/^\d+$/.test(value) || Number(value) < least) {
       throw new Failure(`${name} takes an integer >= ${least}, not ${value === undefined ? 'nothing' : JSON.stringify(value)}`);
@@ -379,6 +385,10 @@ function parseArguments(argv) {
     if (word === '--remote') options.remote = true;
     else if (word === '--max-matches') options.maxMatches = count(word, argv[(i += 1)], 1);
     else if (word === '--matches') options.matches = count(word, argv[(i += 1)], 0);
+    else if (word === '--strategy') {
+      options.strategy = argv[(i += 1)];
+      if (!options.strategy) throw new Failure('--strategy takes a file: a module that exports chooseAction(request, rules)');
+    }
     else if (word === '--help' || word === '-h') {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);
@@ -398,8 +408,22 @@ function setting(name, what) {
   return value;
 }
 
+function loadStrategy(file) {
+  let loaded;
+  try {
+    loaded = require(path.resolve(file));
+  } catch (error) {
+    throw new Failure(`cannot load the strategy ${file}: ${String(error.message).split('\n')[0]}`);
+  }
+  if (!loaded || typeof loaded.chooseAction !== 'function') {
+    throw new Failure(`the strategy ${file} does not export chooseAction(request, rules)`);
+  }
+  return loaded;
+}
+
 async function main() {
   const options = parseArguments(process.argv.slice(2));
+  if (options.strategy) strategy = loadStrategy(options.strategy);
   const referee = setting('MUS_REFEREE', 'the referee address: host:port or unix:/path/to/socket');
   const token = setting('MUS_TOKEN', options.remote ? "the bot's lobby token" : 'the seat token');
   let mus;

@@ -108,6 +108,7 @@ def test_bad_arguments_and_missing_settings_are_one_line_errors(node: str) -> No
         ([bot], {"MUS_REFEREE": "127.0.0.1:1"}, "MUS_TOKEN is not set"),
         ([bot, "--remote", "--max-matches", "0"], {}, "--max-matches takes an integer >= 1"),
         ([bot], {"MUS_REFEREE": "127.0.0.1:1", "MUS_TOKEN": "t", "MUS_PROTO_DIR": "/nowhere"}, "MUS_PROTO_DIR"),
+        ([bot, "--strategy", "/nowhere.js"], {"MUS_REFEREE": "127.0.0.1:1", "MUS_TOKEN": "t"}, "cannot load"),
     ]
     for argv, env, message in cases:
         done = subprocess.run([node, *argv], env=env, capture_output=True, text=True, timeout=30, check=False)
@@ -133,6 +134,36 @@ def test_an_unknown_seat_token_is_a_one_line_error(node: str) -> None:
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "UNAUTHENTICATED" in lines[0], done.stderr
+
+
+SPOILED_ONCE = """
+const builtin = require(%s);
+let spoiled = false;
+// The first bet decision gets an action of the wrong kind: an illegal action, rejected with one fault.
+exports.chooseAction = (request, rules) => {
+  if (!spoiled && request.kind === 'DECISION_KIND_BET') {
+    spoiled = true;
+    return { kind: 'ACTION_KIND_DISCARD', cards: [] };
+  }
+  return builtin.chooseAction(request, rules);
+};
+"""
+
+
+def test_an_illegal_action_is_answered_again_with_a_legal_one(node: str, tmp_path: Path) -> None:
+    """Under illegal_action_policy = retry the decision stays open: the bot answers it again and plays on."""
+    strategy = tmp_path / "spoiled.js"
+    strategy.write_text(SPOILED_ONCE % json.dumps(str(JS_DIR / "strategy.js")))
+    script = f'"$0" "$@"; echo "{EXIT_MARK} $?" >&2'
+    spoiled = BotProgram("js-bot", ("sh", "-c", script, node, str(JS_DIR / "bot.js"), "--strategy", str(strategy)))
+    played = asyncio.run(play_programs((spoiled, resolve_program("rules")), Rules.from_options(QUICK), 12))
+    match = played.match
+    assert match.outcome is not None and match.outcome.termination is MatchTermination.NORMAL
+    assert match.outcome.faults == (2, 0), "one illegal action per JS seat"
+    for seat in (0, 2):
+        log = played.logs[seat].read_text()
+        assert log.count("action rejected (REJECTION_CODE_ILLEGAL_ACTION)") == 1, log
+        assert f"{EXIT_MARK} 0" in log, log
 
 
 # ------------------------------------------------------------------------------------- a dropped connection
