@@ -36,8 +36,9 @@ const MAX_REJOIN_ATTEMPTS = 5;
 const FIRST_PAUSE_MS = 100;
 const MAX_PAUSE_MS = 1000;
 // The lobby learns a remote bot's token only when a league that needs the bot registers it (RegisterRemoteBot):
-// until then it answers UNAUTHENTICATED. A remote bot keeps asking, this often.
-const UNKNOWN_TOKEN_RETRY_MS = 10000;
+// until then it answers UNAUTHENTICATED. A remote bot keeps asking: after 1 s, then 2, 4, 8 and every 10 s.
+const UNKNOWN_TOKEN_FIRST_MS = 1000;
+const UNKNOWN_TOKEN_MAX_MS = 10000;
 
 // Reconnect quickly after a drop: grpc-js's default first reconnect backoff is 1 s, a fifth of the grace period.
 const CHANNEL_OPTIONS = {
@@ -325,11 +326,13 @@ async function runRemote(mus, referee, token, { maxMatches, matches }) {
   };
 
   let pause = FIRST_PAUSE_MS;
+  let unknownPause = UNKNOWN_TOKEN_FIRST_MS;
   while (!stopping) {
     const status = await new Promise((resolve) => {
       call = lobby.Connect();
       call.on('data', (response) => {
         pause = FIRST_PAUSE_MS;
+        unknownPause = UNKNOWN_TOKEN_FIRST_MS;
         onMessage(response);
       });
       call.on('error', () => {});
@@ -340,8 +343,10 @@ async function runRemote(mus, referee, token, { maxMatches, matches }) {
     call = null;
     if (stopping || status.code === grpc.status.OK) break; // stopped, or the referee ended the lobby stream
     if (status.code === grpc.status.UNAUTHENTICATED) {
-      log(`lobby: the referee does not know this bot token (yet): ${status.details}; asking again in ${UNKNOWN_TOKEN_RETRY_MS / 1000} s`);
-      await sleepUnless(UNKNOWN_TOKEN_RETRY_MS, () => stopping);
+      // Not a reason to exit: a league registers the token when it needs the bot (see the README).
+      log(`lobby: the referee does not know this bot token yet (${describe(status)}); asking again in ${unknownPause / 1000} s`);
+      await sleepUnless(unknownPause, () => stopping);
+      unknownPause = Math.min(unknownPause * 2, UNKNOWN_TOKEN_MAX_MS);
       continue;
     }
     if (!TRANSIENT.has(status.code)) {

@@ -351,6 +351,13 @@ def test_a_small_league_with_it_runs_to_the_end(node: str, tmp_path: Path, monke
 # ------------------------------------------------------------------------------------- remote, through the lobby
 
 
+async def _wait_for_line(path: Path, text: str, process: asyncio.subprocess.Process, within_s: float = 30) -> None:
+    deadline = time.monotonic() + within_s
+    while text not in path.read_text():
+        assert process.returncode is None and time.monotonic() < deadline, path.read_text()
+        await asyncio.sleep(0.05)
+
+
 def test_remote_mode_takes_both_seats_of_a_match_from_the_lobby(node: str, tmp_path: Path) -> None:
     token = "js-remote-t0ken"
     log_path = tmp_path / "remote.log"
@@ -358,7 +365,6 @@ def test_remote_mode_takes_both_seats_of_a_match_from_the_lobby(node: str, tmp_p
     async def run() -> tuple[int | None, Table, tuple[Path, ...]]:
         referee = Referee()
         server, port = await start_server(referee, "127.0.0.1:0")
-        referee.lobby.register("jsremote", token_sha256(token))
         env = dict(os.environ, MUS_REFEREE=f"127.0.0.1:{port}", MUS_TOKEN=token)
         with log_path.open("w") as output:
             bot = await asyncio.create_subprocess_exec(
@@ -367,10 +373,10 @@ def test_remote_mode_takes_both_seats_of_a_match_from_the_lobby(node: str, tmp_p
         hosted: list[asyncio.subprocess.Process] = []
         logs = tuple(tmp_path / f"seat{seat}.log" for seat in range(4))
         try:
-            deadline = time.monotonic() + 30
-            while "welcome as jsremote" not in log_path.read_text():
-                assert bot.returncode is None and time.monotonic() < deadline, log_path.read_text()
-                await asyncio.sleep(0.05)
+            # Its token is unknown until a league registers it: the bot waits and asks again.
+            await _wait_for_line(log_path, "does not know this bot token yet", bot)
+            referee.lobby.register("jsremote", token_sha256(token))
+            await _wait_for_line(log_path, "welcome as jsremote", bot)
             names = ["jsremote", "rules"] * 2
             table = referee.create_table(Rules.from_options(QUICK), 9, names, remote_seats=frozenset({0, 2}))
             for seat in (1, 3):
@@ -391,10 +397,82 @@ def test_remote_mode_takes_both_seats_of_a_match_from_the_lobby(node: str, tmp_p
     code, table, _ = asyncio.run(run())
     log = log_path.read_text()
     assert code == 0, log
-    assert log.count("lobby: accepted seat") == 2, log
+    assert log.count("lobby: accepted seat") == 2, "two offers, one per seat of the bot's team"
     assert "1 match(es) played" in log and "rejected" not in log, log
     assert table.status is TableStatus.FINISHED and table.incidents == []
     match = table.match
     assert match is not None and match.outcome is not None
     assert match.outcome.termination is MatchTermination.NORMAL and match.outcome.faults == (0, 0)
     assert {step.seat for step in match.log} >= {0, 2}, "both remote seats decided"
+
+
+ADMIN_TOKEN = "js-remote-admin-t0ken"
+
+
+@contextlib.contextmanager
+def _standalone_referee(log_path: Path) -> Iterator[str]:
+    """`mus referee serve` on a free port, as its own process; yields its address (the end of its first line)."""
+    env = dict(os.environ, MUS_ADMIN_TOKEN=ADMIN_TOKEN)
+    command = [sys.executable, "-m", "workers.cli.main", "referee", "serve", "--address", "127.0.0.1:0"]
+    with log_path.open("w") as errors:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("referee listening on 127.0.0.1:"), (line, log_path.read_text())
+        yield line.split()[-1]
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_a_league_plays_it_as_a_remote_bot_on_mus_referee_serve(
+    node: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole remote flow by the CLI: `mus bot add --remote`, the bot waiting in the lobby of `mus referee
+    serve` before its token is known, `mus league run` registering it and playing both matches through it."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("MUS_DATABASE_URL", "MUS_BROKER_URL", "MUS_BROKER_DIR", "MUS_LOG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    runner = CliRunner()
+
+    def ok(*args: str) -> str:
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    token = json.loads(ok("bot", "add", "jsremote", "--remote", "--language", "javascript", "--json"))["token"]
+    ok("bot", "add", "rules", "--json", "--", sys.executable, "-m", "clients.bots.rules")
+    ok("league", "create", "jsremote-cup", "--bots", "jsremote,rules", "--matches-per-pairing", "2", "--seed", "3",
+       "--option", "target_score=10", "--absent-limit", "30", "--json")  # fmt: skip
+    bot_log = tmp_path / "remote-bot.log"
+    with _standalone_referee(tmp_path / "referee.log") as address:
+        env = dict(os.environ, MUS_REFEREE=address, MUS_TOKEN=token)
+        with bot_log.open("w") as output:
+            bot = subprocess.Popen(
+                [node, str(JS_DIR / "bot.js"), "--remote", "--matches", "2"], stdout=output, stderr=output, env=env
+            )
+        try:
+            deadline = time.monotonic() + 30
+            while "does not know this bot token yet" not in bot_log.read_text():
+                assert bot.poll() is None and time.monotonic() < deadline, bot_log.read_text()
+                time.sleep(0.05)
+            monkeypatch.setenv("MUS_REFEREE_ADDRESS", address)
+            monkeypatch.setenv("MUS_ADMIN_TOKEN", ADMIN_TOKEN)
+            ok("league", "run", "jsremote-cup", "--workers", "1")
+            assert bot.wait(timeout=15) == 0, bot_log.read_text()
+        finally:
+            if bot.poll() is None:
+                bot.kill()
+                bot.wait()
+    log = bot_log.read_text()
+    assert log.count("lobby: accepted seat") == 4 and "2 match(es) played" in log, log
+    assert "rejected" not in log, log
+    exported = json.loads(ok("league", "export", "jsremote-cup", "--format", "json"))
+    for match in exported["matches"]:
+        result = match["result"]
+        assert result is not None and result["termination"] == "normal" and result["faults"] == [], match
