@@ -255,8 +255,8 @@ function playClient(mus, address, cache) {
 async function runRemote(mus, referee, token, { maxMatches, matches }) {
   const lobby = new mus.LobbyService(referee, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
   const clients = new Map();
-  const offers = new Map(); // assignment_id -> {offer, playing: Promise | null}
-  const tablesDone = new Set();
+  const offers = new Map(); // assignment_id -> {offer, playing: Promise | null, done}: this table's seats
+  let played = 0; // tables whose seats are all over
   const failures = [];
   let stopping = false;
   let call = null;
@@ -282,10 +282,12 @@ async function runRemote(mus, referee, token, { maxMatches, matches }) {
       .finally(() => {
         held.done = true;
         const table = offer.table_id;
-        if (![...offers.values()].some((other) => other.offer.table_id === table && !other.done)) {
-          tablesDone.add(table);
-          log(`table ${table}: over (${tablesDone.size} played)`);
-          if (matches && tablesDone.size >= matches) stop();
+        const seats = [...offers].filter(([, other]) => other.offer.table_id === table);
+        if (seats.every(([, other]) => other.done)) {
+          for (const [id] of seats) offers.delete(id);
+          played += 1;
+          log(`table ${table}: over (${played} played)`);
+          if (matches && played >= matches) stop();
         }
       });
   };
@@ -341,6 +343,8 @@ async function runRemote(mus, referee, token, { maxMatches, matches }) {
       call.write({ hello: { bot_token: token, max_concurrent_matches: maxMatches, protocol_version: PROTOCOL_VERSION } });
     });
     call = null;
+    // The lobby withdrew every offer that was still open with the stream; confirmed seats stay ours to play.
+    for (const [id, held] of offers) if (!held.playing) offers.delete(id);
     if (stopping || status.code === grpc.status.OK) break; // stopped, or the referee ended the lobby stream
     if (status.code === grpc.status.UNAUTHENTICATED) {
       // Not a reason to exit: a league registers the token when it needs the bot (see the README).
@@ -364,7 +368,7 @@ async function runRemote(mus, referee, token, { maxMatches, matches }) {
   lobby.close();
   for (const client of clients.values()) client.close();
   if (failures.length) throw new Failure(`${failures.length} seat(s) could not be played; the first: ${failures[0].message}`);
-  return tablesDone.size;
+  return played;
 }
 
 async function sleepUnless(ms, stopped) {
