@@ -140,7 +140,7 @@ function chooseAction(request, rules) {
     case 'DECISION_KIND_DECLARE':
       return { kind: 'ACTION_KIND_DECLARE', has_jugada: entry(legal, 'ACTION_KIND_DECLARE').has_jugada };
     case 'DECISION_KIND_SENA_ROUND':
-      return { kind: 'ACTION_KIND_SENAS', senas: senasToSend(view, entry(legal, 'ACTION_KIND_SENAS'), rules) };
+      return { kind: 'ACTION_KIND_SENAS', senas: senasToSend(view, entry(legal, 'ACTION_KIND_SENAS')) };
     case 'DECISION_KIND_BET':
       return bet(view, legal, rules);
     default:
@@ -171,7 +171,7 @@ function mus(view, legal, rules) {
     reyes >= 3 ||
     (sum >= 31 && pares !== null && pares.rank >= 10);
   const kind = good || !has(legal, 'ACTION_KIND_MUS') ? 'ACTION_KIND_NO_MUS' : 'ACTION_KIND_MUS';
-  return { kind, senas: senasToSend(view, entry(legal, kind), rules) };
+  return { kind, senas: senasToSend(view, entry(legal, kind)) };
 }
 
 // Keep reyes, cards of a pair and, when a juego is in sight, the figures; throw the rest.
@@ -195,7 +195,7 @@ function discard(view, legal, rules) {
 }
 
 // Every accepted seña that tells the partner about this lance or a later one, not yet sent this hand.
-function senasToSend(view, legal, rules) {
+function senasToSend(view, legal) {
   const limit = Number(legal.max_senas);
   if (!limit || !legal.senas.length) return [];
   const lance = view.lance && view.lance !== 'LANCE_UNSPECIFIED' ? view.lance : 'LANCE_GRANDE';
@@ -209,7 +209,6 @@ function senasToSend(view, legal, rules) {
     (sena) => !sent.has(sena) && later.some((l) => SENAS_FOR[l].includes(sena)) && sena !== 'SENA_LA_BONITA',
   );
   if (useful.length === 0 && legal.senas.includes('SENA_CIEGO') && !sent.has('SENA_CIEGO')) useful.push('SENA_CIEGO');
-  void rules;
   return useful.slice(0, limit);
 }
 
