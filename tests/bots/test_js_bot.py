@@ -90,14 +90,12 @@ def test_mus_match_play_runs_it_against_the_rules_bot(node: str) -> None:
     assert data["termination"] == "normal" and data["faults"] == [], data
 
 
-@pytest.mark.parametrize(("seed", "js_team"), [(4, 0), (5, 1)], ids=["js-first", "js-second"])
-def test_it_plays_whole_matches_against_the_rules_bot_without_a_fault(node: str, seed: int, js_team: int) -> None:
-    programs = [resolve_program("rules"), resolve_program("rules")]
-    programs[js_team] = _reporting(node)
-    played: PlayedMatch = asyncio.run(play_programs((programs[0], programs[1]), Rules.from_options(QUICK), seed))
-    _check_finished_cleanly(played.table, played.logs, {js_team, js_team + 2})
-    seats = {step.seat for step in played.match.log}
-    assert {js_team, js_team + 2} <= seats, "both JS seats decided"
+def test_it_plays_a_whole_match_against_the_rules_bot_without_a_fault(node: str) -> None:
+    """As team 0 here (the `mus match play` test has it as team 1): no fault, no rejection, exit status 0."""
+    programs = (_reporting(node), resolve_program("rules"))
+    played: PlayedMatch = asyncio.run(play_programs(programs, Rules.from_options(QUICK), 4))
+    _check_finished_cleanly(played.table, played.logs, {0, 2})
+    assert {0, 2} <= {step.seat for step in played.match.log}, "both JS seats decided"
 
 
 def test_bad_arguments_and_missing_settings_are_one_line_errors(node: str) -> None:
@@ -316,38 +314,6 @@ def test_it_plays_over_a_unix_socket_in_a_sandbox_with_only_its_own_folder(node:
     _check_finished_cleanly(table, logs, {1, 3})
 
 
-# ------------------------------------------------------------------------------------- a league, by the CLI
-
-
-def test_a_small_league_with_it_runs_to_the_end(node: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in ("MUS_DATABASE_URL", "MUS_BROKER_URL", "MUS_BROKER_DIR", "MUS_LOG_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    runner = CliRunner()
-
-    def ok(*args: str) -> str:
-        result = runner.invoke(app, list(args))
-        assert result.exit_code == 0, result.output
-        return result.stdout
-
-    added = json.loads(
-        ok("bot", "add", "jsbot", "--language", "javascript", "--dir", str(JS_DIR), "--json", "--", node, "bot.js")
-    )
-    assert added["new_version"] and added["language"] == "javascript", added
-    ok("bot", "add", "rules", "--json", "--", sys.executable, "-m", "clients.bots.rules")
-    ok("league", "create", "jscup", "--bots", "jsbot,rules", "--matches-per-pairing", "2", "--seed", "7",
-       "--option", "target_score=10", "--json")  # fmt: skip
-    ok("league", "run", "jscup", "--workers", "2")
-    status = json.loads(ok("league", "status", "jscup", "--json"))
-    assert status["finished"] == status["total"] == 2, status
-    exported = json.loads(ok("league", "export", "jscup", "--format", "json"))
-    assert len(exported["matches"]) == 2
-    for match in exported["matches"]:
-        assert {team["bot"] for team in match["teams"]} == {"jsbot", "rules"}, match
-        result = match["result"]
-        assert result is not None and result["termination"] == "normal" and result["faults"] == [], match
-
-
 # ------------------------------------------------------------------------------------- remote, through the lobby
 
 
@@ -430,11 +396,12 @@ def _standalone_referee(log_path: Path) -> Iterator[str]:
             process.wait()
 
 
-def test_a_league_plays_it_as_a_remote_bot_on_mus_referee_serve(
+def test_a_league_plays_it_hosted_and_remote_on_mus_referee_serve(
     node: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The whole remote flow by the CLI: `mus bot add --remote`, the bot waiting in the lobby of `mus referee
-    serve` before its token is known, `mus league run` registering it and playing both matches through it."""
+    """A small league by the CLI between the bot registered as a hosted program (`mus bot add --dir`) and the same
+    bot as a remote one (`mus bot add --remote`): the remote one waits in the lobby of `mus referee serve` before
+    its token is known, and `mus league run` registers it and plays both matches through it."""
     monkeypatch.chdir(tmp_path)
     for name in ("MUS_DATABASE_URL", "MUS_BROKER_URL", "MUS_BROKER_DIR", "MUS_LOG_DIR"):
         monkeypatch.delenv(name, raising=False)
@@ -445,9 +412,11 @@ def test_a_league_plays_it_as_a_remote_bot_on_mus_referee_serve(
         assert result.exit_code == 0, result.output
         return result.stdout
 
+    added = json.loads(ok("bot", "add", "jshosted", "--language", "javascript", "--dir", str(JS_DIR), "--json", "--",
+                          node, "bot.js"))  # fmt: skip
+    assert added["new_version"] and added["language"] == "javascript" and added["command"] == [node, "bot.js"], added
     token = json.loads(ok("bot", "add", "jsremote", "--remote", "--language", "javascript", "--json"))["token"]
-    ok("bot", "add", "rules", "--json", "--", sys.executable, "-m", "clients.bots.rules")
-    ok("league", "create", "jsremote-cup", "--bots", "jsremote,rules", "--matches-per-pairing", "2", "--seed", "3",
+    ok("league", "create", "jscup", "--bots", "jshosted,jsremote", "--matches-per-pairing", "2", "--seed", "3",
        "--option", "target_score=10", "--absent-limit", "30", "--json")  # fmt: skip
     bot_log = tmp_path / "remote-bot.log"
     with _standalone_referee(tmp_path / "referee.log") as address:
@@ -463,7 +432,7 @@ def test_a_league_plays_it_as_a_remote_bot_on_mus_referee_serve(
                 time.sleep(0.05)
             monkeypatch.setenv("MUS_REFEREE_ADDRESS", address)
             monkeypatch.setenv("MUS_ADMIN_TOKEN", ADMIN_TOKEN)
-            ok("league", "run", "jsremote-cup", "--workers", "1")
+            ok("league", "run", "jscup", "--workers", "1")
             assert bot.wait(timeout=15) == 0, bot_log.read_text()
         finally:
             if bot.poll() is None:
@@ -472,7 +441,10 @@ def test_a_league_plays_it_as_a_remote_bot_on_mus_referee_serve(
     log = bot_log.read_text()
     assert log.count("lobby: accepted seat") == 4 and "2 match(es) played" in log, log
     assert "rejected" not in log, log
-    exported = json.loads(ok("league", "export", "jsremote-cup", "--format", "json"))
+    status = json.loads(ok("league", "status", "jscup", "--json"))
+    assert status["finished"] == status["total"] == 2, status
+    exported = json.loads(ok("league", "export", "jscup", "--format", "json"))
     for match in exported["matches"]:
+        assert {team["bot"] for team in match["teams"]} == {"jshosted", "jsremote"}, match
         result = match["result"]
         assert result is not None and result["termination"] == "normal" and result["faults"] == [], match
