@@ -87,6 +87,9 @@ class FaultCause(Enum):
 
     ILLEGAL_ACTION = "illegal_action"
     TIMEOUT = "timeout"
+    LIMIT = "limit"
+    """The seat's messages made the match record outgrow what the referee keeps for one match: the seat's team
+    forfeits at once (the edge that hosts the match sets the limit and calls `forfeit_for_limit`)."""
 
 
 class StepKind(Enum):
@@ -97,6 +100,7 @@ class StepKind(Enum):
     TIMEOUT = "timeout"
     ILLEGAL = "illegal"
     UNKNOWN_SENAS = "unknown_senas"
+    LIMIT = "limit"
 
 
 def team_of(seat: int) -> int:
@@ -579,6 +583,25 @@ class Match:
                 for label in labels
             ],
         )
+        return StepRecord(step, tuple(self.events[start:]))
+
+    def forfeit_for_limit(self, seat: int, reason: str) -> StepRecord:
+        """The seat made the match's record outgrow the limit its host keeps (a flood of señas or illegal
+        actions): one fault of cause `limit`, and its team forfeits at once, whatever the fault count.
+
+        The limit is the host's, not a rule: the engine records the step so that the match replays exactly.
+        """
+        if self.outcome is not None:
+            raise MatchOverError("the match is over")
+        if not 0 <= seat <= 3:
+            raise IllegalActionError(f"there is no seat {seat}")
+        start = len(self.events)
+        step = Step(seat, StepKind.LIMIT, reason=reason)
+        self.log.append(step)
+        team = team_of(seat)
+        self.faults[team] += 1
+        self._emit(EventKind.FAULT, seat=seat, cause=FaultCause.LIMIT.value, team=team, faults=self.faults[team])
+        self._forfeit(team)
         return StepRecord(step, tuple(self.events[start:]))
 
     def _fault(self, seat: int, cause: FaultCause) -> bool:

@@ -20,6 +20,8 @@ def apply_step(match: Match, step: Step) -> None:
         match.apply_timeout(step.seat)
     elif step.kind is StepKind.UNKNOWN_SENAS:
         match.reject_unknown_senas(step.seat, step.reason.split())
+    elif step.kind is StepKind.LIMIT:
+        match.forfeit_for_limit(step.seat, step.reason)
     else:
         match.record_illegal_action(step.seat, step.reason)
 

@@ -394,6 +394,23 @@ def test_a_flood_is_cut_with_resource_exhausted_and_recorded_as_a_protocol_error
     assert_forfeit_by_timeouts(result.bad)
 
 
+def test_an_act_with_more_senas_than_a_window_takes_is_a_protocol_error_and_the_other_table_plays_on() -> None:
+    """Issue 9: 60,000 unknown señas in one Act (under the 64 KiB limit) froze the referee for seconds. Now an Act
+    carries at most max_senas_per_window señas: more is a protocol error, refused before anything is recorded,
+    and the other table's decisions go on."""
+    result = with_referee(
+        lambda running: side_by_side(running, "sena_flood", FAST, seed=21), timeout=40, reconnect_grace_s=SHORT_GRACE
+    )
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    seat = report.stream("seat")
+    assert seat.code == "INVALID_ARGUMENT" and "max_senas_per_window" in seat.details, seat
+    assert incidents(result.bad) == [(BAD, "protocol_error"), (BAD, "disconnect")]
+    assert all(event.kind.value != "sena_rejected" for event in match_of(result.bad).events)
+    assert_forfeit_by_timeouts(result.bad)
+
+
 def test_a_seat_whose_bot_never_joins_is_absent_and_its_team_forfeits() -> None:
     """The launcher could not start the bot of seat 1: the join deadline passes, the seat is absent, its decisions
     time out at once. The honest seats are in-process here, so that a short join deadline does not race the

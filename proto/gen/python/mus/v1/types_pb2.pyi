@@ -497,6 +497,11 @@ class _FaultCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FaultCause
     """
     FAULT_CAUSE_ABSENT: _FaultCause.ValueType  # 7
     """The seat never joined the table before the join deadline."""
+    FAULT_CAUSE_LIMIT: _FaultCause.ValueType  # 8
+    """The seat's messages made its table's record outgrow the referee's cap on one match (events, bytes or
+    steps; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal actions. A legal
+    match stays far below the cap. The seat's team forfeits the match at once, whatever its fault count.
+    """
 
 class FaultCause(_FaultCause, metaclass=_FaultCauseEnumTypeWrapper):
     """Why a seat was charged a fault (rulebook section 13). Every fault counts one against the seat's team; at
@@ -523,6 +528,11 @@ allows.
 """
 FAULT_CAUSE_ABSENT: FaultCause.ValueType  # 7
 """The seat never joined the table before the join deadline."""
+FAULT_CAUSE_LIMIT: FaultCause.ValueType  # 8
+"""The seat's messages made its table's record outgrow the referee's cap on one match (events, bytes or
+steps; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal actions. A legal
+match stays far below the cap. The seat's team forfeits the match at once, whatever its fault count.
+"""
 Global___FaultCause: _TypeAlias = FaultCause  # noqa: Y015
 
 class _GameTermination:
