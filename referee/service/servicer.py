@@ -249,13 +249,41 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
             close(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable message: {type(error).__name__}")
 
 
+MAX_WATCHES_PER_HOST = 64
+"""Live Watch streams one host may hold at once: the only long call that needs no credentials."""
+
+
+def peer_host(context: Context) -> str:
+    """The caller's host, without its port (`ipv4:1.2.3.4:5678` -> `ipv4:1.2.3.4`); a unix socket as it is."""
+    peer = context.peer() or ""
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
 class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
     """Spectators: public events live; the omniscient record only once the match has ended."""
 
     def __init__(self, referee: Referee) -> None:
         self.referee = referee
+        self.watching: dict[str, int] = {}
+        """Live Watch streams open per host (MAX_WATCHES_PER_HOST)."""
 
     async def Watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
+        host = peer_host(context)
+        if self.watching.get(host, 0) >= MAX_WATCHES_PER_HOST:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"too many Watch streams from this host: at most {MAX_WATCHES_PER_HOST}",
+            )
+        self.watching[host] = self.watching.get(host, 0) + 1
+        try:
+            async for response in self._watch(request, context):
+                yield response
+        finally:
+            self.watching[host] -= 1
+            if not self.watching[host]:
+                del self.watching[host]
+
+    async def _watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
         if request.omniscient and not self.referee.check_admin(context):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the omniscient log needs the admin token")
         table = await self.referee.table_or_abort(request.table_id, context)
