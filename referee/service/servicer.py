@@ -502,7 +502,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         limiter = RateLimiter(rate=20.0, burst=100.0)
         try:
             async for request in requests:
-                if not limiter.allow():
+                if not limiter.allow() or request.ByteSize() > MAX_MESSAGE_BYTES:
                     break
                 kind = request.WhichOneof("message")
                 if kind == "accept":
