@@ -590,9 +590,7 @@ class Table:
         state.decision_seconds.append(elapsed)
         self.record_bytes += 12  # one double of GetTableReplayResponse.decision_times
         del self.decisions[seat]
-        if unknown:
-            match.reject_unknown_senas(seat, unknown)
-        match.apply(seat, action)
+        match.apply(seat, action, unknown)  # the rejected señas of one Act are one event
         self._sync()
         self._check_limits(seat)
         return None

@@ -1094,7 +1094,7 @@ def test_senas_on_a_mus_call_are_delivered_before_the_call_is_applied_12_3() -> 
         EventKind.SENA_DELIVERED,
         EventKind.MUS_CALLED,
     ]
-    assert record.events[0].data["sena"] == "medias" and record.events[1].data["sena"] == "dos_reyes"
+    assert record.events[0].data["senas"][0]["sena"] == "medias" and record.events[1].data["sena"] == "dos_reyes"
 
 
 def test_a_sena_round_timeout_sends_nothing_and_is_no_fault_12_3() -> None:

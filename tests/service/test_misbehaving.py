@@ -529,7 +529,9 @@ def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() ->
     assert windows, "the seat was asked at least once where señas ride"
     assert sender.of("action_rejected") == [], "a list with unknown señas is still a legal answer"
     assert table.all_faults() == []
-    rejected = [event.sena_rejected for event in sender.events() if event.WhichOneof("payload") == "sena_rejected"]
+    events = [event.sena_rejected for event in sender.events() if event.WhichOneof("payload") == "sena_rejected"]
+    assert len(events) == len(windows), "one event per Act"
+    rejected = [rejection for event in events for rejection in event.senas]
     assert len(rejected) == len(unknown) * len(windows)
     assert {rejection.reason for rejection in rejected} == {pb.SENA_REJECTION_REASON_UNKNOWN_SENA}
     for seat in seats[1:]:
@@ -557,8 +559,9 @@ def test_senas_on_a_bet_or_a_discard_are_rejected_to_their_sender_and_the_action
     ]
     assert strays, "the seat bet or discarded at least once"
     assert sender.of("action_rejected") == [] and table.all_faults() == []
-    rejected = [event.sena_rejected for event in sender.events() if event.HasField("sena_rejected")]
-    reasons = [rejection.reason for rejection in rejected]
+    events = [event.sena_rejected for event in sender.events() if event.HasField("sena_rejected")]
+    assert len(events) == len(strays), "one event per Act, its unknown and its misplaced señas together"
+    reasons = [rejection.reason for event in events for rejection in event.senas]
     assert reasons.count(pb.SENA_REJECTION_REASON_OUTSIDE_WINDOW) == len(strays)
     assert reasons.count(pb.SENA_REJECTION_REASON_UNKNOWN_SENA) == len(strays)
     assert all(not event.HasField("sena_rejected") for seat in seats[1:] for event in seat.events())
@@ -595,7 +598,9 @@ def test_la_bonita_where_the_rules_leave_it_out_is_rejected_to_its_sender_and_th
         f"incidents {incidents(table)}, seat 0's stream {seats[0].streams}"
     )
     assert table.all_faults() == []
-    rejected = [event.sena_rejected for event in seats[0].events() if event.HasField("sena_rejected")]
+    rejected = [
+        item for event in seats[0].events() if event.HasField("sena_rejected") for item in event.sena_rejected.senas
+    ]
     assert rejected and {rejection.reason for rejection in rejected} == {pb.SENA_REJECTION_REASON_UNKNOWN_SENA}
     assert all(not event.HasField("sena_rejected") for seat in seats[1:] for event in seat.events())
 
