@@ -41,5 +41,12 @@ proto-check: $(STAMP)
 cpp-bot:
 	$(MAKE) -C clients/cpp
 
+# The JavaScript example bot (clients/js/README.md): needs node (20+) and npm, not the venv. `npm ci` installs
+# @grpc/grpc-js and @grpc/proto-loader from the lockfile and copies proto/mus/v1 into clients/js/proto.
+.PHONY: js-bot
+js-bot:
+	npm ci --prefix clients/js --no-audit --no-fund
+	node clients/js/scripts/copy-proto.js
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -295,12 +295,122 @@ async def _run(settings: Settings, profile: Path | None) -> dict[str, Any]:
     return result
 
 
-def run(quick: bool = False, profile: Path | None = None) -> dict[str, Any]:
-    """The referee benchmark; one JSON-ready object. `quick` is a short run (a smoke test), not a measurement."""
+def rss_mb(pid: int) -> float | None:
+    """A process's resident memory in MB, from /proc (None where there is no /proc)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+async def honest_phase(server: ServerProcess, admin: Admin, tables: int, settings: Settings) -> dict[str, Any]:
+    """`tables` slots of instant bots for a warm-up and a window: their decision latency, timeouts and the
+    referee's memory over the window (sampled every 0.1 s)."""
+    start = clock()
+    window_start = start + int(settings.level_warmup_s * 1e9)
+    window_end = window_start + int(settings.level_window_s * 1e9)
+    tally = Tally(window=(window_start, window_end))
+    samples: list[float] = []
+
+    async def sample_rss() -> None:
+        while clock() < window_end:
+            value = rss_mb(server.pid)
+            if value is not None and clock() >= window_start:
+                samples.append(value)
+            await asyncio.sleep(0.1)
+
+    sampler = asyncio.create_task(sample_rss())
+    await asyncio.gather(
+        *(
+            play_until(server.referee_address, admin, window_end, 7_000_000 * (slot + 1), tally)
+            for slot in range(tables)
+        )
+    )
+    await sampler
+    return {
+        "decisions_per_s": tally.acts / settings.level_window_s,
+        "rtt_p50_ms": statistics.median(tally.rtt_ns) / 1e6 if tally.rtt_ns else None,
+        "rtt_p99_ms": percentile(tally.rtt_ns, 0.99) / 1e6 if tally.rtt_ns else None,
+        "rtt_max_ms": max(tally.rtt_ns) / 1e6 if tally.rtt_ns else None,
+        "timeouts": tally.timeouts,
+        "faults": tally.faults,
+        "matches": tally.matches,
+        "stream_errors": len(tally.stream_errors),
+        "referee_rss_mb_mean": statistics.mean(samples) if samples else None,
+        "referee_rss_mb_max": max(samples) if samples else None,
+    }
+
+
+async def _run_flood(settings: Settings, tables: int) -> dict[str, Any]:
+    """Honest tables alone, then the same with one flooding table (`bench.referee_flood`) beside them."""
+    result: dict[str, Any] = {"what": FLOOD_WHAT, "honest_tables": tables}
+    server = ServerProcess()
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.referee_address) as admin_channel:
+            admin = Admin(admin_pb2_grpc.TableAdminServiceStub(admin_channel), server.admin_token)
+            await play_matches(server.referee_address, admin, range(settings.warmup_matches), Tally())
+            result["referee_rss_mb_idle"] = rss_mb(server.pid)
+            result["before"] = await honest_phase(server, admin, tables, settings)
+            flood_s = FLOOD_LEAD_S + settings.level_warmup_s + settings.level_window_s + 0.5
+            flooder = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bench.referee_flood",
+                server.referee_address,
+                str(flood_s),
+                stdout=asyncio.subprocess.PIPE,
+                cwd=PACKAGE_ROOT,
+                env=dict(os.environ, MUS_ADMIN_TOKEN=server.admin_token),
+            )
+            await asyncio.sleep(FLOOD_LEAD_S)  # the flood is under way before the honest tables start
+            result["during"] = await honest_phase(server, admin, tables, settings)
+            out, _ = await flooder.communicate()
+            result.update(json.loads(out.decode().strip().splitlines()[-1]))
+            result["referee_rss_mb_after"] = rss_mb(server.pid)
+    finally:
+        await server.stop()
+    result["cpus"] = os.cpu_count()
+    return result
+
+
+FLOOD_WHAT = (
+    "honest_tables slots of instant bots play matches back to back, first alone (before), then beside one table "
+    "whose four seats answer every decision with max_senas_per_window unknown señas and send pings, every "
+    "message padded to just under 64 KiB, at just under the 200 messages/s rate limit per stream (during). "
+    "rtt: an honest Act to the next DecisionRequest of its table; rss: the referee process, sampled every 0.1 s "
+    "over the window."
+)
+FLOOD_LEAD_S = 1.0
+FLOOD_TABLES = 16
+
+
+def run(
+    quick: bool = False, profile: Path | None = None, flood: bool = False, tables: int | None = None
+) -> dict[str, Any]:
+    """The referee benchmark; one JSON-ready object. `quick` is a short run (a smoke test), not a measurement.
+
+    With `flood`, the flood scenario instead: `tables` honest tables before and during a flood (see FLOOD_WHAT).
+    """
     settings = QUICK if quick else Settings()
-    result = asyncio.run(_run(settings, profile))
+    if flood:
+        result = asyncio.run(_run_flood(settings, tables or (4 if quick else FLOOD_TABLES)))
+    else:
+        result = asyncio.run(_run(settings, profile))
     result["quick"] = quick
     return result
+
+
+def flood_rows(result: dict[str, Any]) -> dict[str, Any]:
+    """The flood result flattened to one value a row, for the table view."""
+    rows = {key: value for key, value in result.items() if key not in ("before", "during")}
+    for phase in ("before", "during"):
+        for key, value in result[phase].items():
+            rows[f"{phase}: {key}"] = value
+    return rows
 
 
 def table_rows(result: dict[str, Any]) -> dict[str, Any]:

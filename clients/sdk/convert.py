@@ -327,16 +327,20 @@ class EventDecoder:
         elif kind is EventKind.SENA_DELIVERED:
             data, to = self._sena_delivered(message.sena_delivered)
         elif kind is EventKind.SENA_REJECTED:
-            rejected = message.sena_rejected
             to = frozenset({self.seat})
             data = {
                 "seat": self.seat,
-                # A seña outside the vocabulary comes back as the number that was sent: label it `#<number>`.
-                "sena": sena_from_proto(rejected.sena).value
-                if rejected.sena in _SENA_FROM_WIRE
-                else f"#{rejected.sena}",
-                "reason": rejected.detail,
-                "code": _by_name(_REJECTION_FROM_WIRE, rejected.reason, "seña rejection reason").value,
+                "senas": [
+                    {
+                        # A seña outside the vocabulary comes back as the number that was sent: label it `#<number>`.
+                        "sena": sena_from_proto(rejected.sena).value
+                        if rejected.sena in _SENA_FROM_WIRE
+                        else f"#{rejected.sena}",
+                        "code": _by_name(_REJECTION_FROM_WIRE, rejected.reason, "seña rejection reason").value,
+                        "reason": rejected.detail,
+                    }
+                    for rejected in message.sena_rejected.senas
+                ],
             }
         elif kind is EventKind.BET:
             data = self._bet(message.bet_made)

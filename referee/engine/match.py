@@ -87,6 +87,9 @@ class FaultCause(Enum):
 
     ILLEGAL_ACTION = "illegal_action"
     TIMEOUT = "timeout"
+    LIMIT = "limit"
+    """The seat's messages made the match record outgrow what the referee keeps for one match: the seat's team
+    forfeits at once (the edge that hosts the match sets the limit and calls `forfeit_for_limit`)."""
 
 
 class StepKind(Enum):
@@ -97,6 +100,7 @@ class StepKind(Enum):
     TIMEOUT = "timeout"
     ILLEGAL = "illegal"
     UNKNOWN_SENAS = "unknown_senas"
+    LIMIT = "limit"
 
 
 def team_of(seat: int) -> int:
@@ -116,6 +120,8 @@ class Step:
     kind: StepKind
     action: Action | None = None
     reason: str = ""
+    unknown_senas: tuple[str, ...] = ()
+    """Señas outside the vocabulary that came with the action (labels such as `#99`): rejected with the rest."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"seat": self.seat, "kind": self.kind.value}
@@ -123,6 +129,8 @@ class Step:
             out["action"] = str(self.action)
             if self.action.stray_senas:  # the notation of a bet or discard has no place for señas
                 out["senas"] = " ".join(sena.value for sena in self.action.stray_senas)
+        if self.unknown_senas:
+            out["unknown_senas"] = " ".join(self.unknown_senas)
         if self.reason:
             out["reason"] = self.reason
         return out
@@ -132,7 +140,8 @@ class Step:
         action = Action.parse(data["action"]) if "action" in data else None
         if action is not None and data.get("senas"):
             action = dataclasses.replace(action, senas=tuple(parse_sena(name) for name in data["senas"].split()))
-        return cls(int(data["seat"]), StepKind(data["kind"]), action, str(data.get("reason", "")))
+        unknown = tuple(str(data.get("unknown_senas", "")).split())
+        return cls(int(data["seat"]), StepKind(data["kind"]), action, str(data.get("reason", "")), unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +289,18 @@ def _rivals_after(seat: int, participants: Sequence[int]) -> list[int]:
     return [other for k in range(1, 4) if (other := (seat + k) % 4) in participants and team_of(other) != team_of(seat)]
 
 
+def _check_labels(labels: Sequence[str]) -> None:
+    if any(not label or " " in label for label in labels):
+        raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
+
+
+def _unknown_rejections(labels: Sequence[str]) -> list[tuple[Sena | str, SenaRejection]]:
+    text = "not in the vocabulary (rules §12.1)"
+    return [
+        (label, SenaRejection(SenaRejectionCode.NOT_IN_VOCABULARY, f"unknown seña {label}: {text}")) for label in labels
+    ]
+
+
 class _GameOver(Exception):
     """Raised inside a hand when the game has just ended, to stop playing and counting the hand at once."""
 
@@ -316,6 +337,8 @@ class Match:
         self.decision: DecisionKind | None = None
         self._rng = random.Random(0)
         self._senas_delivered = 0
+        self._rejection: Event | None = None
+        """The SENA_REJECTED event of the step being applied: the step's later rejections join it."""
         self._hands_shown = False
         self._auto_sent: list[set[Sena]] = [set(), set(), set(), set()]
         self._mus_turn = 0
@@ -492,18 +515,24 @@ class Match:
 
     # ------------------------------------------------------------------ steps
 
-    def apply(self, seat: int, action: Action) -> StepRecord:
+    def apply(self, seat: int, action: Action, unknown_senas: Sequence[str] = ()) -> StepRecord:
         """Apply a legal action of an awaited seat; an illegal one raises and changes nothing.
 
         Señas ride on an action without deciding its legality (rules §12.3 item 4): on a mus call or in a
         seña round, each seña of the list is checked on its own, the false ones are rejected (the sender alone is
         told, in the record and a private event) and the rest are delivered. Señas on any other action are sent
-        outside a window and all rejected. A rejection is not a fault.
+        outside a window and all rejected. `unknown_senas` are señas outside the vocabulary that came with the
+        action (labels such as `#99`, which `Sena` cannot hold), all rejected. A rejection is not a fault, and
+        the rejections of one action are one event, before any other event of the step.
         """
         self.check(seat, action)
+        _check_labels(unknown_senas)
         start = len(self.events)
-        step = Step(seat, StepKind.ACTION, action)
+        step = Step(seat, StepKind.ACTION, action, unknown_senas=tuple(unknown_senas))
         self.log.append(step)
+        self._rejection = None
+        if unknown_senas:
+            self._note_rejections(seat, _unknown_rejections(unknown_senas))
         stray = action.stray_senas
         if stray:
             text = "señas ride only on a mus call or in a seña round (rules §12.3 item 3)"
@@ -566,19 +595,33 @@ class Match:
             raise MatchOverError("the match is over")
         if seat not in self.awaited():
             raise IllegalActionError(f"seat {seat} is not asked to act now")
-        if not labels or any(not label or " " in label for label in labels):
+        if not labels:
             raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
+        _check_labels(labels)
         start = len(self.events)
         step = Step(seat, StepKind.UNKNOWN_SENAS, reason=" ".join(labels))
         self.log.append(step)
-        text = "not in the vocabulary (rules §12.1)"
-        self._note_rejections(
-            seat,
-            [
-                (label, SenaRejection(SenaRejectionCode.NOT_IN_VOCABULARY, f"unknown seña {label}: {text}"))
-                for label in labels
-            ],
-        )
+        self._rejection = None
+        self._note_rejections(seat, _unknown_rejections(labels))
+        return StepRecord(step, tuple(self.events[start:]))
+
+    def forfeit_for_limit(self, seat: int, reason: str) -> StepRecord:
+        """The seat made the match's record outgrow the limit its host keeps (a flood of señas or illegal
+        actions): one fault of cause `limit`, and its team forfeits at once, whatever the fault count.
+
+        The limit is the host's, not a rule: the engine records the step so that the match replays exactly.
+        """
+        if self.outcome is not None:
+            raise MatchOverError("the match is over")
+        if not 0 <= seat <= 3:
+            raise IllegalActionError(f"there is no seat {seat}")
+        start = len(self.events)
+        step = Step(seat, StepKind.LIMIT, reason=reason)
+        self.log.append(step)
+        team = team_of(seat)
+        self.faults[team] += 1
+        self._emit(EventKind.FAULT, seat=seat, cause=FaultCause.LIMIT.value, team=team, faults=self.faults[team])
+        self._forfeit(team)
         return StepRecord(step, tuple(self.events[start:]))
 
     def _fault(self, seat: int, cause: FaultCause) -> bool:
@@ -984,16 +1027,19 @@ class Match:
         return tuple((sena, str(reason)) for sena, reason in rejected)
 
     def _note_rejections(self, seat: int, rejected: Sequence[tuple[Sena | str, SenaRejection]]) -> None:
-        """Only the sender learns that a seña was rejected, and why (rules §12.3 item 4)."""
-        for sena, reason in rejected:
-            self._emit(
-                EventKind.SENA_REJECTED,
-                frozenset({seat}),
-                seat=seat,
-                sena=sena.value if isinstance(sena, Sena) else sena,
-                reason=reason.text,
-                code=reason.code.value,
-            )
+        """Only the sender learns that a seña was rejected, and why (rules §12.3 item 4): one event per step,
+        listing every rejected seña of the action, so what an action costs the record does not grow with it."""
+        if not rejected:
+            return
+        entries = [
+            {"sena": sena.value if isinstance(sena, Sena) else sena, "code": reason.code.value, "reason": reason.text}
+            for sena, reason in rejected
+        ]
+        event = self._rejection
+        if event is not None and self.events and self.events[-1] is event:
+            event.data["senas"].extend(entries)
+            return
+        self._rejection = self._emit(EventKind.SENA_REJECTED, frozenset({seat}), seat=seat, senas=entries)
 
     def _send_automatic_senas(self, seat: int, lance: Lance | None) -> None:
         """Automatic mode: each true hand-fact seña once per hand, at its first allowed window (§12.3 item 6)."""

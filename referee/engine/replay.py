@@ -15,11 +15,13 @@ def apply_step(match: Match, step: Step) -> None:
     """Apply one logged step exactly as it was applied the first time."""
     if step.kind is StepKind.ACTION:
         assert step.action is not None
-        match.apply(step.seat, step.action)
+        match.apply(step.seat, step.action, step.unknown_senas)
     elif step.kind is StepKind.TIMEOUT:
         match.apply_timeout(step.seat)
     elif step.kind is StepKind.UNKNOWN_SENAS:
         match.reject_unknown_senas(step.seat, step.reason.split())
+    elif step.kind is StepKind.LIMIT:
+        match.forfeit_for_limit(step.seat, step.reason)
     else:
         match.record_illegal_action(step.seat, step.reason)
 
@@ -50,11 +52,13 @@ def setup_from_json(data: Mapping[str, Any]) -> Setup:
     )
 
 
-EVENTS_VERSION = 2
+EVENTS_VERSION = 3
 """Which engine wrote a replay's event log: bumped whenever the same steps give other events, so that a check
 compares a stored log only with one the same engine writes. A record without it was written at version 1.
 
 2: a refused lance closes before its deje is scored, and a deje that ends the game closes its lance.
+3: the rejected señas of one step are one `sena_rejected` event listing them (`senas`: sena, code, reason),
+   unknown señas ride on their action's step (`unknown_senas`), and a `limit` step forfeits a seat.
 """
 
 

@@ -126,6 +126,13 @@ _UNSUPPORTED: dict[str, object] = {
 
 TARGET_SCORE_CAP = "target_score"
 
+MAX_DECISION_TIMEOUT_S = 3600.0
+"""The longest decision time: clocks cross the wire as uint32 milliseconds, and an hour is already generous."""
+MAX_TIME_BANK_S = 86400.0
+"""The largest time bank (a day), well inside a uint32 of milliseconds (about 49.7 days)."""
+MAX_SENAS_PER_WINDOW = 17
+"""Every seña of the vocabulary once (rules §12.1): what one window, and one message, may carry."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Rules:
@@ -237,10 +244,20 @@ class Rules:
             raise RulesError(
                 f"rules option sena_leak_probability must be between 0 and 1, got {self.sena_leak_probability}"
             )
-        if not self.decision_timeout_s > 0:
-            raise RulesError(f"rules option decision_timeout_s must be above 0, got {self.decision_timeout_s}")
-        if not self.time_bank_s >= 0:
-            raise RulesError(f"rules option time_bank_s must be at least 0, got {self.time_bank_s}")
+        if self.max_senas_per_window > MAX_SENAS_PER_WINDOW:
+            raise RulesError(
+                f"rules option max_senas_per_window must be at most {MAX_SENAS_PER_WINDOW} (the size of the seña"
+                f" vocabulary, rules §12.1), got {self.max_senas_per_window}"
+            )
+        if not 0 < self.decision_timeout_s <= MAX_DECISION_TIMEOUT_S:
+            raise RulesError(
+                f"rules option decision_timeout_s must be above 0 and at most {MAX_DECISION_TIMEOUT_S:g},"
+                f" got {self.decision_timeout_s}"
+            )
+        if not 0 <= self.time_bank_s <= MAX_TIME_BANK_S:
+            raise RulesError(
+                f"rules option time_bank_s must be at least 0 and at most {MAX_TIME_BANK_S:g}, got {self.time_bank_s}"
+            )
 
     def to_options(self) -> dict[str, Any]:
         """Every option as JSON values with the keys of rules §14."""

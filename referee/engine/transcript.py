@@ -46,7 +46,10 @@ def describe_event(event: Event) -> str | None:
         seen = "public" if event.to is None else "to partner"
         return f"    seat {data['seat']} signals {data['sena']} ({seen})"
     if kind is EventKind.SENA_REJECTED:
-        return f"    seña {data['sena']} of seat {data['seat']} rejected: {data['reason']}"
+        entries = data.get("senas", [data])  # events_version < 3: one event per seña
+        return "\n".join(
+            f"    seña {item['sena']} of seat {data['seat']} rejected: {item['reason']}" for item in entries
+        )
     if kind is EventKind.BET:
         amount = f" {data['amount']}" if data["action"] in ("envido", "mas") else ""
         return f"    seat {data['seat']}: {data['action']}{amount}"

@@ -245,11 +245,13 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         opponent = recipient is not None and team_of(recipient) != team_of(data["seat"])
         sena.leaked = event.to is None and (recipient is None or opponent)
     elif kind is EventKind.SENA_REJECTED:
-        name = data["sena"]
-        # An unknown seña is echoed back as the number the bot sent (its label is `#<number>`).
-        message.sena_rejected.sena = int(name[1:]) if name.startswith("#") else _SENA_TO_PB[Sena(name)]  # type: ignore[assignment]
-        message.sena_rejected.reason = _SENA_REJECTION_TO_PB[data["code"]]
-        message.sena_rejected.detail = data["reason"]
+        for item in data.get("senas", [data]):  # events_version < 3: one seña per event
+            name = item["sena"]
+            rejected = message.sena_rejected.senas.add()
+            # An unknown seña is echoed back as the number the bot sent (its label is `#<number>`).
+            rejected.sena = int(name[1:]) if name.startswith("#") else _SENA_TO_PB[Sena(name)]  # type: ignore[assignment]
+            rejected.reason = _SENA_REJECTION_TO_PB[item["code"]]
+            rejected.detail = item["reason"]
     elif kind is EventKind.BET:
         bet = message.bet_made
         bet.lance = lance_to_proto(data["lance"])

@@ -15,6 +15,7 @@ import hmac
 import logging
 import secrets
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mus.v1 import lobby_pb2
@@ -41,6 +42,8 @@ class LobbySession:
     outbox: asyncio.Queue[lobby_pb2.ConnectResponse | None]
     busy: dict[str, str] = field(default_factory=dict)
     """Assignment ids offered to or confirmed by this session whose tables have not finished -> table id."""
+    revoked: bool = False
+    """The bot's token was revoked (RevokeRemoteBot, or a new registration): the stream ends UNAUTHENTICATED."""
 
     def tables(self) -> set[str]:
         """The tables this session plays or is offered: `max_concurrent_matches` counts these, not seats (a
@@ -65,15 +68,38 @@ class _Offer:
 class Lobby:
     """Registered remote bots, their sessions, and the seats waiting to be taken."""
 
-    def __init__(self) -> None:
+    def __init__(self, rotate_token: Callable[[Table, int], None] | None = None) -> None:
         self.referee_address = ""
+        self._rotate_token = rotate_token
+        """Gives a seat a new token: an offer that is declined, lapses or is withdrawn takes its token with it."""
         self._bots: dict[str, str] = {}
         self._sessions: dict[str, list[LobbySession]] = {}
         self._pending: dict[str, deque[_Offer]] = {}
         self._offers: dict[str, _Offer] = {}
 
     def register(self, bot_name: str, token_hash: str) -> None:
-        self._bots[bot_name] = token_hash.lower()
+        """Register a bot's token hash; a new hash for a known name revokes the old token first."""
+        digest = token_hash.lower()
+        known = self._bots.get(bot_name)
+        if known is not None and not hmac.compare_digest(known, digest):
+            self.revoke(bot_name)
+        self._bots[bot_name] = digest
+
+    def revoke(self, bot_name: str) -> tuple[bool, int]:
+        """Forget a bot's token: its lobby sessions end and the offers they hold are withdrawn (their seat tokens
+        with them), to be offered again if the bot registers anew. Returns (was registered, sessions ended)."""
+        was_registered = self._bots.pop(bot_name, None) is not None
+        sessions = self._sessions.pop(bot_name, [])
+        for session in sessions:
+            session.revoked = True
+            for assignment_id in list(session.busy):
+                offer = self._offers.get(assignment_id)
+                if offer is not None and not offer.confirmed:
+                    self._requeue(offer, reason="the bot's token was revoked")
+            session.outbox.put_nowait(None)
+        if sessions or was_registered:
+            log.info("remote bot %s: token revoked, %d lobby session(s) ended", bot_name, len(sessions))
+        return was_registered, len(sessions)
 
     def is_registered(self, bot_name: str) -> bool:
         return bot_name in self._bots
@@ -153,7 +179,8 @@ class Lobby:
             if queue is not None and offer in queue:
                 queue.remove(offer)
 
-    def _requeue(self, offer: _Offer) -> None:
+    def _requeue(self, offer: _Offer, reason: str = "not accepted; offered again") -> None:
+        """Take an offer back from its session: the seat token it carried is replaced, so it never joins."""
         if offer.timer is not None:
             offer.timer.cancel()
             offer.timer = None
@@ -161,11 +188,11 @@ class Lobby:
             offer.session.busy.pop(offer.assignment_id, None)
             offer.session.outbox.put_nowait(
                 lobby_pb2.ConnectResponse(
-                    withdrawn=lobby_pb2.AssignmentWithdrawn(
-                        assignment_id=offer.assignment_id, reason="not accepted; offered again"
-                    )
+                    withdrawn=lobby_pb2.AssignmentWithdrawn(assignment_id=offer.assignment_id, reason=reason)
                 )
             )
+            if self._rotate_token is not None:
+                self._rotate_token(offer.table, offer.seat)
         offer.session = None
         if offer.table.status is TableStatus.WAITING:
             self._pending.setdefault(offer.table.seats[offer.seat].name, deque()).appendleft(offer)

@@ -25,12 +25,27 @@ from referee.service.servicer import (
     WatchServicer,
 )
 
+MAX_CONCURRENT_RPCS = 4096
+"""Calls in progress on the whole server; one more is refused with RESOURCE_EXHAUSTED by grpc itself. A busy
+referee holds 4 Play streams per table, a lobby stream per remote bot session and its spectators."""
+
 SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", TRANSPORT_LIMIT_BYTES),
     ("grpc.max_send_message_length", 16 * 1024 * 1024),
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.keepalive_permit_without_calls", 1),
+    # Connections: grpc-python has no cap on how many the server accepts (grpc/grpc#12472, still open), so
+    # what a connection may hold is capped instead, and a connection that holds nothing is closed soon:
+    # Per connection. grpc clients of one process share a connection per target, so one connection may carry
+    # a remote bot's 64 matches (2 seats each) and its lobby, or a harness holding a hundred tables' seats.
+    ("grpc.max_concurrent_streams", 1000),
+    ("grpc.max_connection_idle_ms", 60_000),  # no call for a minute: GOAWAY, the connection closes
+    ("grpc.server_handshake_timeout_ms", 10_000),  # a connection that never finishes its handshake
+    # An old connection is asked to go away (GOAWAY: no new calls on it) after an hour, and closed after six
+    # more: a seat whose stream is cut then rejoins with Join.next_seq within its reconnect grace.
+    ("grpc.max_connection_age_ms", 3_600_000),
+    ("grpc.max_connection_age_grace_ms", 6 * 3_600_000),
 ]
 """The channel options of the referee's server (the referee benchmark's raw ping-pong server uses them too)."""
 
@@ -50,7 +65,7 @@ async def start_server(
     `public_address` is where remote bots reach this referee (sent in lobby assignments); by default the
     listening host and port.
     """
-    server = grpc.aio.server(options=SERVER_OPTIONS)
+    server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS)
     play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
     admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)

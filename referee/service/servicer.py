@@ -83,7 +83,7 @@ class Referee:
         self._tokens: dict[str, tuple[Table, int]] = {}
         self._external: dict[str, tuple[str, admin_pb2.CreateTableRequest]] = {}
         self._finished: list[str] = []
-        self.lobby = Lobby()
+        self.lobby = Lobby(rotate_token=self.rotate_seat_token)
 
     def create_table(
         self,
@@ -127,6 +127,13 @@ class Referee:
 
     def seat_for_token(self, token: str) -> tuple[Table, int] | None:
         return self._tokens.get(token)
+
+    def rotate_seat_token(self, table: Table, seat: int) -> None:
+        """Give a seat a new token and forget the old one (a declined or withdrawn lobby assignment's)."""
+        state = table.seats[seat]
+        self._tokens.pop(state.token, None)
+        state.token = secrets.token_urlsafe(24)
+        self._tokens[state.token] = (table, seat)
 
     def _finished_table(self, table: Table) -> None:
         """Tokens die with the match; the table itself is kept a while for status and replays."""
@@ -222,6 +229,10 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
                     return
                 kind = request.WhichOneof("message")
                 if kind == "act":
+                    problem = table.act_problem(request.act.action)
+                    if problem is not None:
+                        close(grpc.StatusCode.INVALID_ARGUMENT, problem)
+                        return
                     table.act(seat, request.act.decision_id, request.act.action)  # a rejection goes out from the table
                 elif kind == "ping":
                     outbox.put_nowait(play_pb2.PlayResponse(pong=play_pb2.Pong(nonce=request.ping.nonce)))
@@ -238,18 +249,50 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
             close(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable message: {type(error).__name__}")
 
 
+MAX_WATCHES_PER_HOST = 64
+"""Live Watch streams one host may hold at once: the only long call that needs no credentials."""
+
+
+def peer_host(context: Context) -> str:
+    """The caller's host, without its port (`ipv4:1.2.3.4:5678` -> `ipv4:1.2.3.4`); a unix socket as it is."""
+    peer = context.peer() or ""
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
 class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
     """Spectators: public events live; the omniscient record only once the match has ended."""
 
     def __init__(self, referee: Referee) -> None:
         self.referee = referee
+        self.watching: dict[str, int] = {}
+        """Live Watch streams open per host (MAX_WATCHES_PER_HOST)."""
 
     async def Watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
+        host = peer_host(context)
+        if self.watching.get(host, 0) >= MAX_WATCHES_PER_HOST:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"too many Watch streams from this host: at most {MAX_WATCHES_PER_HOST}",
+            )
+        self.watching[host] = self.watching.get(host, 0) + 1
+        try:
+            async for response in self._watch(request, context):
+                yield response
+        finally:
+            self.watching[host] -= 1
+            if not self.watching[host]:
+                del self.watching[host]
+
+    async def _watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
+        if request.omniscient and not self.referee.check_admin(context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the omniscient log needs the admin token")
         table = await self.referee.table_or_abort(request.table_id, context)
         if request.omniscient:
-            if table.status not in (TableStatus.FINISHED, TableStatus.CANCELLED):
+            if table.status is not TableStatus.FINISHED:
                 await context.abort(
-                    grpc.StatusCode.FAILED_PRECONDITION, "the omniscient replay opens only after the match has ended"
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"table {table.table_id} is {table.status.value}: the omniscient log opens only once the match"
+                    " has finished, never for a cancelled table",
                 )
             for event in table.omniscient_events:
                 yield watch_pb2.WatchResponse(event=event)
@@ -257,15 +300,18 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                 yield watch_pb2.WatchResponse(outcome=table.outcome)
             return
         queue: asyncio.Queue[pb.Event | pb.Outcome | None] = asyncio.Queue()
-        for event in table.public_events:
-            queue.put_nowait(event)
         if table.status is TableStatus.FINISHED and table.outcome is not None:
+            for event in table.public_events:  # over: the senas that leaked may be shown
+                queue.put_nowait(event)
             queue.put_nowait(table.outcome)
             queue.put_nowait(None)
-        elif table.status is TableStatus.CANCELLED:
-            queue.put_nowait(None)
         else:
-            table.watchers.add(queue)
+            for event in table.live_events:  # live: no sena at all (rules §12.3 item 5)
+                queue.put_nowait(event)
+            if table.status is TableStatus.CANCELLED:
+                queue.put_nowait(None)
+            else:
+                table.watchers.add(queue)
         try:
             while (item := await queue.get()) is not None:
                 if isinstance(item, pb.Outcome):
@@ -382,6 +428,15 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         self.referee.lobby.register(request.bot_name, digest)
         return admin_pb2.RegisterRemoteBotResponse()
 
+    async def RevokeRemoteBot(
+        self, request: admin_pb2.RevokeRemoteBotRequest, context: Context
+    ) -> admin_pb2.RevokeRemoteBotResponse:
+        await self._authorize(context)
+        if not request.bot_name:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "give the bot_name to revoke")
+        was_registered, closed = self.referee.lobby.revoke(request.bot_name)
+        return admin_pb2.RevokeRemoteBotResponse(was_registered=was_registered, sessions_closed=closed)
+
     async def GetTableReplay(
         self, request: admin_pb2.GetTableReplayRequest, context: Context
     ) -> admin_pb2.GetTableReplayResponse:
@@ -410,6 +465,10 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending LobbyHello")
         except TimeoutError:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no LobbyHello within {JOIN_WAIT_S:g} s")
+        except Exception as error:  # bytes that are not a ConnectRequest
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable first message: {type(error).__name__}")
+        if first.ByteSize() > MAX_MESSAGE_BYTES:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(first.ByteSize()))
         if first.WhichOneof("message") != "hello":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first lobby message must be LobbyHello")
         hello = first.hello
@@ -436,12 +495,14 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         finally:
             reader.cancel()
             self.referee.lobby.disconnect(session)
+        if session.revoked:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"the token of bot {name!r} was revoked")
 
     async def _read(self, session: LobbySession, requests: AsyncIterator[lobby_pb2.ConnectRequest]) -> None:
         limiter = RateLimiter(rate=20.0, burst=100.0)
         try:
             async for request in requests:
-                if not limiter.allow():
+                if not limiter.allow() or request.ByteSize() > MAX_MESSAGE_BYTES:
                     break
                 kind = request.WhichOneof("message")
                 if kind == "accept":

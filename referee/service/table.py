@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 import logging
 import secrets
 import time
@@ -31,6 +32,25 @@ PROTOCOL_VERSION = 1
 EVENT_DELAY_S = 0.05
 """How long a batching seat that is not asked may wait for its events: they ride with its next decision when that
 comes first, so a step costs one message (the asked seat's) instead of one per seat."""
+
+
+MAX_CARDS_PER_ACT = 4
+"""A discard names at most the four cards of a hand: a longer list is a protocol error, not an illegal action
+whose reason would quote every card."""
+
+MAX_TABLE_EVENTS = 100_000
+"""The most engine events a table keeps. The longest of 20 random matches of 3 vacas of 3 games has under 900;
+a flood past this cap forfeits the seat whose message crosses it (FAULT_CAUSE_LIMIT)."""
+
+MAX_RECORD_BYTES = 6 * 1024 * 1024
+"""The most bytes of replay record (its steps and events as JSON, plus incidents and decision times) a table
+may grow to before the seat whose message crosses it forfeits (FAULT_CAUSE_LIMIT). The worker fetches a
+replay with a 16 MiB message limit (workers/matches.py REPLAY_MESSAGE_BYTES): staying well under it, with room
+for what one message adds past the cap and the forfeit's own events, no replay a table produces can be too big
+to fetch, so no seat can turn its own flood into a voided match. A legal match writes under 100 KiB."""
+
+MAX_INCIDENTS = 1_000
+"""The most incidents a table records (a seat reconnecting to break the protocol again and again)."""
 
 
 class TableStatus(enum.Enum):
@@ -124,6 +144,10 @@ class Table:
         self._hand_view: list[list[bytes]] = [[], [], [], []]
         """Per seat, what the events of the current hand add to its SeatView, as wire bytes (`convert.view_entries`)."""
         self.public_events: list[pb.Event] = []
+        """What all four seats see, the señas that leaked included: the spectators' log once the match is over."""
+        self.live_events: list[pb.Event] = []
+        """The public events less every seña, numbered in this list: what a live Watch shows. A seña on a live
+        stream would tell anyone watching, the sender's team included, that it leaked (rules §12.3 item 5)."""
         self.omniscient_events: list[pb.Event] = []
         self.watchers: set[asyncio.Queue[pb.Event | pb.Outcome | None]] = set()
         self.incidents: list[Incident] = []
@@ -137,6 +161,9 @@ class Table:
         self.outcome: pb.Outcome | None = None
         self.created_at = clock()
         self.started_at: float | None = None
+        self.record_bytes = 0
+        """What the table's replay record has grown to (`MAX_RECORD_BYTES`), counted as events and steps come."""
+        self._steps_counted = 0
         self._join_timer = self.loop.call_later(join_timeout_s, self._join_timeout)
 
     # ------------------------------------------------------------------ seats and streams
@@ -253,10 +280,49 @@ class Table:
         if self.status in (TableStatus.FINISHED, TableStatus.CANCELLED):
             return
         self.record_incident(seat, "protocol_error", detail)
+        self._check_limits(seat)
 
     def record_incident(self, seat: int, cause: str, detail: str) -> None:
         log.info("table %s seat %d: %s (%s)", self.table_id, seat, cause, detail)
+        if len(self.incidents) >= MAX_INCIDENTS:
+            return  # counted as over the cap by `_check_limits`; nothing more is kept
         self.incidents.append(Incident(seat, cause, detail))
+        self.record_bytes += len(detail.encode()) + 32
+
+    def act_problem(self, message: pb.Action) -> str | None:
+        """Why an Act's action breaks the protocol before any rule is asked (more señas than a window takes, more
+        cards than a hand holds), or None. What one message can cost the referee is bounded by this."""
+        limit = self.rules.max_senas_per_window
+        if len(message.senas) > limit:
+            return f"an Act carries {len(message.senas)} señas: at most {limit} (max_senas_per_window)"
+        if len(message.cards) > MAX_CARDS_PER_ACT:
+            return f"an Act carries {len(message.cards)} cards: at most {MAX_CARDS_PER_ACT}"
+        return None
+
+    def _over_limit(self) -> str | None:
+        match = self.match
+        if match is not None:
+            for step in match.log[self._steps_counted :]:
+                self.record_bytes += len(json.dumps(step.to_json(), ensure_ascii=False, separators=(",", ":"))) + 1
+            self._steps_counted = len(match.log)
+            if len(match.events) > MAX_TABLE_EVENTS:
+                return f"the match record holds {len(match.events)} events: the cap is {MAX_TABLE_EVENTS}"
+        if self.record_bytes > MAX_RECORD_BYTES:
+            return f"the match record has grown to {self.record_bytes} bytes: the cap is {MAX_RECORD_BYTES}"
+        if len(self.incidents) >= MAX_INCIDENTS:
+            return f"the table recorded {len(self.incidents)} incidents: the cap is {MAX_INCIDENTS}"
+        return None
+
+    def _check_limits(self, seat: int) -> None:
+        """The seat whose message made the table outgrow its caps forfeits the match (FAULT_CAUSE_LIMIT)."""
+        if self.status is not TableStatus.RUNNING or self.match is None or self.match.is_over:
+            return
+        reason = self._over_limit()
+        if reason is None:
+            return
+        log.info("table %s seat %d: forfeits for a limit (%s)", self.table_id, seat, reason)
+        self.match.forfeit_for_limit(seat, reason)
+        self._sync()
 
     def _drop(self, seat: int) -> None:
         state = self.seats[seat]
@@ -328,10 +394,16 @@ class Table:
                 public.CopyFrom(base)
                 public.seq = len(self.public_events)
                 self.public_events.append(public)
-                for watcher in self.watchers:
-                    watcher.put_nowait(public)
+                if payload != "sena_delivered":
+                    live = pb.Event()
+                    live.CopyFrom(base)
+                    live.seq = len(self.live_events)
+                    self.live_events.append(live)
+                    for watcher in self.watchers:
+                        watcher.put_nowait(live)
             base.seq = len(self.omniscient_events)
             self.omniscient_events.append(base)
+            self.record_bytes += len(json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))) + 1
         self._published = len(match.events)
 
     def _sync(self) -> None:
@@ -516,11 +588,11 @@ class Table:
         if decision.uses_bank and elapsed > self.rules.decision_timeout_s:
             state.bank = max(state.bank - (elapsed - self.rules.decision_timeout_s), 0.0)
         state.decision_seconds.append(elapsed)
+        self.record_bytes += 12  # one double of GetTableReplayResponse.decision_times
         del self.decisions[seat]
-        if unknown:
-            match.reject_unknown_senas(seat, unknown)
-        match.apply(seat, action)
+        match.apply(seat, action, unknown)  # the rejected señas of one Act are one event
         self._sync()
+        self._check_limits(seat)
         return None
 
     def _illegal(self, seat: int, decision_id: int, reason: str, code: play_pb2.RejectionCode.ValueType) -> None:
@@ -550,6 +622,7 @@ class Table:
             rejection.bank_time_left_ms = int(bank * 1000)
         self._reply(seat, rejection)  # before the Fault event and, on a forfeit, before the stream closes
         self._sync()
+        self._check_limits(seat)
         return None
 
     def _reply(self, seat: int, rejection: play_pb2.ActionRejected) -> None:

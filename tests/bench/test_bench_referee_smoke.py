@@ -25,3 +25,14 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
     assert [level["tables"] for level in data["concurrency"]] == [1, 4, 16, 100]
     for level in data["concurrency"]:
         assert level["decisions_per_s"] > 0 and level["timeouts"] == 0 and level["stream_errors"] == 0, level
+
+
+def test_bench_referee_flood_quick_reports_latency_and_memory_before_and_during_the_flood() -> None:
+    result = CliRunner().invoke(app, ["bench", "referee", "--flood", "--quick", "--tables", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for phase in ("before", "during"):
+        level = data[phase]
+        assert level["decisions_per_s"] > 0 and level["stream_errors"] == 0, level
+        assert level["rtt_p99_ms"] > 0 and level["referee_rss_mb_max"] > 0, level
+    assert data["flood_messages"] > 0 and data["flood_acts"] > 0

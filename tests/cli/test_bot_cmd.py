@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner, Result
 
+from referee.service.lobby import token_sha256
+from referee.service.server import start_server
+from referee.service.servicer import Referee
 from tests.cli.helpers import error_of, row_counts
 from workers.cli import bot_cmd, league_cmd
 from workers.cli.bot_cmd import guess_language
@@ -207,3 +213,56 @@ def test_a_name_keeps_its_kind_and_a_refused_add_writes_nothing(database: str, t
     refused = runner.invoke(bot_cmd.app, ["add", "faraway", "--", "python", str(program)])
     assert "is a remote bot" in error_of(refused)
     assert row_counts(database) == before
+
+
+@pytest.fixture
+def live_referee() -> Iterator[Referee]:
+    """A real referee on 127.0.0.1:0 serving from its own thread's event loop."""
+    referee = Referee()
+    started = threading.Event()
+    stop: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+    ports: list[int] = []
+
+    async def serve() -> None:
+        server, port = await start_server(referee)
+        stopping = asyncio.Event()
+        stop.append((asyncio.get_running_loop(), stopping))
+        ports.append(port)
+        started.set()
+        await stopping.wait()
+        await server.stop(None)
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+    thread.start()
+    assert started.wait(10)
+    referee.lobby.referee_address = f"127.0.0.1:{ports[0]}"
+    yield referee
+    loop, stopping = stop[0]
+    loop.call_soon_threadsafe(stopping.set)
+    thread.join(10)
+
+
+def test_removing_and_readding_a_remote_bot_revokes_its_old_token_on_the_referee(
+    database: str, live_referee: Referee, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9: after `mus bot remove` and a re-add, the old token still worked on the referee."""
+    old = json.loads(ok("add", "faraway", "--remote", "--json").stdout)["token"]
+    live_referee.lobby.register("faraway", token_sha256(old))  # as a league's worker does before a match
+    monkeypatch.setenv("MUS_REFEREE_ADDRESS", live_referee.lobby.referee_address)
+    monkeypatch.setenv("MUS_ADMIN_TOKEN", live_referee.admin_token)
+    removed = ok("remove", "faraway").stdout
+    assert "revoked faraway's old token" in removed, removed
+    assert live_referee.lobby.authenticate(old) is None
+    live_referee.lobby.register("faraway", token_sha256(old))
+    readded = json.loads(ok("add", "faraway", "--remote", "--json").stdout)
+    assert "revoked faraway's old token" in readded["referee"]
+    assert live_referee.lobby.authenticate(old) is None and not live_referee.lobby.is_registered("faraway")
+
+
+def test_without_a_referee_remove_says_the_old_token_lives_until_the_next_registration(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MUS_REFEREE_ADDRESS", raising=False)
+    ok("add", "faraway", "--remote")
+    removed = ok("remove", "faraway").stdout
+    assert "No referee is configured (MUS_REFEREE_ADDRESS)" in removed and "next registers" in removed, removed

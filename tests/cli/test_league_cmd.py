@@ -77,8 +77,9 @@ def play(url: str, league: str, count: int, *, faults_on_seat: int | None = None
 
 
 def test_create_expands_the_round_robin_into_duplicate_pairs_with_the_mano_balanced(database: str) -> None:
-    data = json.loads(ok("create", "cup", "--bots", "gamma,alpha,beta", "--seed", "11", "--json").stdout)
-    assert data["league"] == "cup" and data["seed"] == 11 and data["matches"] == 3 * 8
+    data = json.loads(ok("create", "cup", "--bots", "gamma,alpha,beta", "--json").stdout)
+    assert data["league"] == "cup" and data["deal_mode"] == "duplicate" and data["matches"] == 3 * 8
+    assert len(data["commitment"]) == 64 and data["secret"] is None and "seed" not in data
     assert [entrant["bot"] for entrant in data["entrants"]] == ["alpha", "beta", "gamma"]
     engine = make_engine(database)
     with Session(engine) as session:
@@ -117,7 +118,9 @@ def test_create_prints_a_summary_and_stores_only_changed_options(database: str) 
         (["--bots", "alpha,beta", "--matches-per-pairing", "3"], "matches_per_pairing must be even"),
         (["--bots", "alpha,beta", "--option", "deck_mode=5_reyes"], "deck_mode must be one of"),
         (["--bots", "alpha,beta", "--option", "nonsense"], "nonsense"),
-        (["--bots", "alpha,beta", "--seed", "-1"], "the league seed must be an integer from 0"),
+        (["--bots", "alpha,beta", "--seed", "1"], "--seed is gone"),
+        (["--bots", "alpha,beta", "--matches-per-pairing", "1002"], "--matches-per-pairing must be at most 1000"),
+        (["--bots", "alpha,beta", "--deals", "shuffled"], "unknown --deals 'shuffled'"),
         (["--bots", "alpha,beta", "--absent-limit", "0"], "absent_limit_s must be above 0"),
     ],
 )
@@ -143,7 +146,7 @@ def test_create_refuses_a_taken_name_and_a_bad_one(database: str) -> None:
 
 def test_list_shows_each_league_with_its_progress(database: str) -> None:
     assert "No leagues yet" in ok("list").stdout
-    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4", "--seed", "1")
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4")
     play(database, "cup", 3)
     text = ok("list").stdout
     assert "cup" in text and "3/4" in text
@@ -152,7 +155,7 @@ def test_list_shows_each_league_with_its_progress(database: str) -> None:
 
 
 def test_status_counts_matches_per_status_and_shows_the_latest_infrastructure_errors(database: str) -> None:
-    ok("create", "cup", "--bots", "alpha,beta,gamma", "--matches-per-pairing", "2", "--seed", "5")
+    ok("create", "cup", "--bots", "alpha,beta,gamma", "--matches-per-pairing", "2")
     play(database, "cup", 2)
     engine = make_engine(database)
     with Session(engine) as session:
@@ -189,7 +192,7 @@ def test_status_counts_matches_per_status_and_shows_the_latest_infrastructure_er
 
 
 def test_standings_rank_the_bots_with_elo_intervals_wins_points_pairs_and_faults(database: str) -> None:
-    ok("create", "cup", "--bots", "alpha,beta,gamma", "--matches-per-pairing", "4", "--seed", "2")
+    ok("create", "cup", "--bots", "alpha,beta,gamma", "--matches-per-pairing", "4")
     play(database, "cup", 10, faults_on_seat=1)
     play(database, "cup", 2)
     rows = json.loads(ok("standings", "cup", "--json").stdout)
@@ -207,7 +210,7 @@ def test_standings_rank_the_bots_with_elo_intervals_wins_points_pairs_and_faults
 
 
 def test_standings_anchor_fixes_one_bot_and_plot_writes_a_png(database: str, tmp_path: Path) -> None:
-    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4", "--seed", "3")
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4")
     play(database, "cup", 4)
     plot = tmp_path / "elo.png"
     rows = json.loads(ok("standings", "cup", "--anchor", "beta", "--plot", str(plot), "--json").stdout)
@@ -224,7 +227,7 @@ def test_standings_of_a_league_without_results_rate_every_entrant_at_the_referen
 
 
 def test_export_writes_every_match_as_csv_and_everything_as_json(database: str, tmp_path: Path) -> None:
-    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4", "--seed", "4")
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4")
     played = play(database, "cup", 3, faults_on_seat=2)
     rows = list(csv.DictReader(io.StringIO(ok("export", "cup", "--format", "csv").stdout)))
     assert len(rows) == 4 and [row["status"] for row in rows].count("finished") == 3
@@ -238,7 +241,8 @@ def test_export_writes_every_match_as_csv_and_everything_as_json(database: str, 
     document = json.loads(target.read_text())
     assert document["league"]["league"] == "cup" and document["progress"]["finished"] == 3
     assert len(document["matches"]) == 4 and len(document["standings"]) == 2
-    assert json.loads(ok("export", "cup").stdout)["league"]["seed"] == 4
+    league = json.loads(ok("export", "cup").stdout)["league"]
+    assert league["secret"] is None and len(league["commitment"]) == 64
 
 
 @pytest.mark.parametrize(

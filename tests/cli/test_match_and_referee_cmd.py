@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from typer.testing import CliRunner
 
+from workers.cli import referee_cmd
 from workers.cli.main import app
 
 runner = CliRunner()
@@ -80,3 +82,24 @@ def test_referee_serve_answers_health_checks_and_stops_on_sigint() -> None:
         if process.poll() is None:
             process.kill()
             time.sleep(0)
+
+
+def test_referee_serve_takes_its_admin_token_from_a_file_or_the_environment_never_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9: `--admin-token` put the token where `ps` shows it. It is gone; a file or MUS_ADMIN_TOKEN give it."""
+    refused = runner.invoke(app, ["referee", "serve", "--admin-token", "x" * 20])
+    assert refused.exit_code == 2 and "No such option" in refused.stderr, refused.stderr
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("s3cret-s3cret-s3cret\n")
+    assert referee_cmd.read_admin_token(token_file) == "s3cret-s3cret-s3cret"
+    monkeypatch.setenv("MUS_ADMIN_TOKEN", "from-the-environment")
+    assert referee_cmd.read_admin_token(None) == "from-the-environment"
+    monkeypatch.delenv("MUS_ADMIN_TOKEN")
+    assert referee_cmd.read_admin_token(None) is None
+    for content, message in (("short\n", "at least 16 characters"), ("", "at least 16 characters")):
+        token_file.write_text(content)
+        result = runner.invoke(app, ["referee", "serve", "--admin-token-file", str(token_file)])
+        assert result.exit_code == 1 and message in result.stderr, result.stderr
+    missing = runner.invoke(app, ["referee", "serve", "--admin-token-file", str(tmp_path / "nope")])
+    assert missing.exit_code == 1 and "cannot read the admin token file" in missing.stderr

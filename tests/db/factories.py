@@ -19,6 +19,8 @@ from workers.db import repo
 from workers.db.models import BotVersion, League, metadata
 
 COMMAND = ["python", "bot.py"]
+TEST_SECRET = bytes(range(32))
+"""A fixed league secret, so the tests' deals (and `played`'s cache) are the same on every run."""
 FAULTS = [{"seat": 1, "cause": "timeout", "detail": "no answer in 10.0 s"}]
 DECISIONS = [[0.01, 0.02, 0.03], [0.5], [], [0.2, 0.1]]
 
@@ -61,6 +63,7 @@ def make_league(session: Session, name: str, bots: list[str], **overrides: Any) 
         "matches_per_pairing": 2,
         "seed": 7,
         "absent_limit_s": 120.0,
+        "secret": TEST_SECRET,
     }
     arguments.update(overrides)
     return repo.create_league(session, name, **arguments)

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from tests.db.factories import add_bots, duplicate_plan, finish, make_league, played, row_counts
+from tests.db.factories import TEST_SECRET, add_bots, duplicate_plan, finish, make_league, played, row_counts
 from workers.db import repo
 from workers.db.errors import Conflict, DbError, InvalidInput, NotFound
 from workers.db.models import LeagueStatus, MatchStatus
 from workers.db.session import session_scope
+from workers.tournament.deals import derived_seed
 
 
 def test_creating_a_league_writes_it_with_entrants_and_matches(engine: Engine, tmp_path: Path) -> None:
@@ -66,28 +67,27 @@ BAD_PLANS: dict[str, tuple[dict[str, Any], type[DbError], str]] = {
         InvalidInput,
         "not an entrant",
     ),
-    "pair with different seeds": (
+    "pair without the teams swapped": (
         {
             "matches": [
-                {"team0": "alpha", "team1": "bravo", "seed": 1, "duplicate_pair": 0},
-                {"team0": "bravo", "team1": "alpha", "seed": 2, "duplicate_pair": 0},
+                {"team0": "alpha", "team1": "bravo", "duplicate_pair": 0},
+                {"team0": "alpha", "team1": "bravo", "duplicate_pair": 0},
             ]
         },
         InvalidInput,
-        "share a seed",
+        "swap the teams",
     ),
-    "seed too large": (
-        {"matches": [{"team0": "alpha", "team1": "bravo", "seed": 2**64 - 1, "duplicate_pair": None}]},
-        InvalidInput,
-        "seed",
-    ),
-    "no seed": ({"matches": [{"team0": "alpha", "team1": "bravo"}]}, InvalidInput, "lacks seed"),
+    "legacy league seed too large": ({"seed": 2**64 - 1}, InvalidInput, "seed"),
+    "no team": ({"matches": [{"team0": "alpha"}]}, InvalidInput, "lacks team1"),
+    "unknown deal mode": ({"deal_mode": "shuffled"}, InvalidInput, "unknown deal mode"),
+    "short secret": ({"secret": b"x" * 31}, InvalidInput, "32 bytes"),
     "no matches": ({"matches": []}, InvalidInput, "at least one match"),
     "unknown option": ({"options": {"target_scroe": 30}}, InvalidInput, "unknown rules option"),
     "bad option value": ({"options": {"target_score": 0}}, InvalidInput, "target_score"),
     "bot entered twice": ({"bot_names": ["alpha", "bravo", "alpha"]}, InvalidInput, "entered twice"),
     "no pairing count": ({"matches_per_pairing": 0}, InvalidInput, "matches_per_pairing"),
     "no absence limit": ({"absent_limit_s": 0}, InvalidInput, "absent_limit_s"),
+    "endless absence limit": ({"absent_limit_s": 1e308}, InvalidInput, "at most 86400 seconds"),
 }
 
 
@@ -153,7 +153,9 @@ def test_match_setup_gives_a_worker_everything_to_play(engine: Engine, tmp_path:
         league = make_league(session, "spring", ["alpha", "faraway"], options={"time_bank_s": 5.0})
         match_id = repo.unfinished_match_ids(session, league.id or 0)[1]
         setup = repo.match_setup(session, match_id)
-    assert (setup.league_name, setup.index, setup.seed, setup.duplicate_pair) == ("spring", 1, 1, 0)
+    # A remote entrant: independent deals by default, each match its own seed from the league's secret.
+    expected = derived_seed(TEST_SECRET, league="spring", duplicate_pair=None, index=1, deal=0, pairings=1)
+    assert (setup.league_name, setup.index, setup.seed, setup.duplicate_pair) == ("spring", 1, expected, None)
     assert setup.rules == {"time_bank_s": 5.0} and setup.absent_limit_s == 120.0
     assert setup.status is MatchStatus.QUEUED and setup.attempt == 0
     team0, team1 = setup.teams

@@ -225,6 +225,11 @@ def test_an_unknown_key_is_rejected_removed_keys_included_14(key: str) -> None:
         ({"decision_timeout_s": 0}, "decision_timeout_s must be above 0"),
         ({"decision_timeout_s": "10"}, "decision_timeout_s must be a number"),
         ({"time_bank_s": -1}, "time_bank_s must be at least 0"),
+        ({"time_bank_s": 5_000_000}, "time_bank_s must be at least 0 and at most 86400, got 5000000"),
+        ({"time_bank_s": 86400.001}, "time_bank_s must be at least 0 and at most 86400"),
+        ({"decision_timeout_s": 1e308}, "decision_timeout_s must be above 0 and at most 3600, got 1e+308"),
+        ({"decision_timeout_s": 3600.5}, "decision_timeout_s must be above 0 and at most 3600"),
+        ({"max_senas_per_window": 18}, "max_senas_per_window must be at most 17"),
         ({"illegal_action_policy": "ignore"}, "illegal_action_policy must be one of retry, default_action"),
         ({"max_faults_before_forfeit": 0}, "max_faults_before_forfeit must be at least 1"),
         ({"mus_decision_mode": "anyone"}, "mus_decision_mode must be one of sequential, fem_out_of_turn"),
@@ -270,7 +275,10 @@ def test_a_match_refuses_rules_built_in_python_with_a_value_of_the_wrong_type_14
         {"sena_leak_probability": 0},
         {"sena_leak_probability": 1},
         {"time_bank_s": 0},
+        {"time_bank_s": 86400},
         {"decision_timeout_s": 0.001},
+        {"decision_timeout_s": 3600},
+        {"max_senas_per_window": 17},
         {"max_faults_before_forfeit": 1},
     ],
 )
@@ -1086,7 +1094,7 @@ def test_senas_on_a_mus_call_are_delivered_before_the_call_is_applied_12_3() -> 
         EventKind.SENA_DELIVERED,
         EventKind.MUS_CALLED,
     ]
-    assert record.events[0].data["sena"] == "medias" and record.events[1].data["sena"] == "dos_reyes"
+    assert record.events[0].data["senas"][0]["sena"] == "medias" and record.events[1].data["sena"] == "dos_reyes"
 
 
 def test_a_sena_round_timeout_sends_nothing_and_is_no_fault_12_3() -> None:

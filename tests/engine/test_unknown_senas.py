@@ -22,10 +22,11 @@ def test_unknown_senas_are_rejected_privately_without_a_fault_and_the_log_replay
     seat = match.awaited()[0]
     record = match.reject_unknown_senas(seat, ["#99", "#0"])
     assert record.step.kind is StepKind.UNKNOWN_SENAS
-    assert [event.kind for event in record.events] == [EventKind.SENA_REJECTED] * 2
+    assert [event.kind for event in record.events] == [EventKind.SENA_REJECTED], "one event for the list"
     assert all(event.to == frozenset({seat}) for event in record.events)
-    assert [event.data["sena"] for event in record.events] == ["#99", "#0"]
-    assert {event.data["code"] for event in record.events} == {"not_in_vocabulary"}
+    [event] = record.events
+    assert [item["sena"] for item in event.data["senas"]] == ["#99", "#0"]
+    assert {item["code"] for item in event.data["senas"]} == {"not_in_vocabulary"}
     assert match.faults == [0, 0] and match.awaited() == (seat,), "still the same decision, no fault"
     match.apply(seat, Action.mus())
     again = replay(match.rules, match.seed, match.log)
@@ -51,10 +52,10 @@ def test_senas_on_a_bet_are_outside_every_window_rejected_to_the_sender_and_the_
     with_senas = Action(action.kind, amount=action.amount, senas=(Sena.DOS_REYES, Sena.CIEGO))
     assert match.is_legal(0, with_senas)
     record = match.apply(0, with_senas)
-    rejected = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
-    assert [event.data["sena"] for event in rejected] == ["dos_reyes", "ciego"]
-    assert {event.data["code"] for event in rejected} == {"outside_window"}
-    assert all(event.to == frozenset({0}) for event in rejected)
+    [rejected] = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
+    assert [item["sena"] for item in rejected.data["senas"]] == ["dos_reyes", "ciego"]
+    assert {item["code"] for item in rejected.data["senas"]} == {"outside_window"}
+    assert rejected.to == frozenset({0})
     assert [sena for sena, _ in record.rejected_senas] == [Sena.DOS_REYES, Sena.CIEGO]
     bets = [event for event in record.events if event.kind is EventKind.BET]
     assert [event.data["action"] for event in bets] == [action.kind.value]
@@ -71,7 +72,22 @@ def test_senas_on_a_discard_are_rejected_and_the_discard_applies() -> None:
     seat = match.awaited()[0]
     discard = Action(ActionKind.DISCARD, cards=match.hands[seat][:2], senas=(Sena.JUEGO,))
     record = match.apply(seat, discard)
-    rejected = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
-    assert [(event.data["sena"], event.data["code"]) for event in rejected] == [("juego", "outside_window")]
+    [rejected] = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
+    assert [(item["sena"], item["code"]) for item in rejected.data["senas"]] == [("juego", "outside_window")]
     assert seat not in match.awaited() and match.faults == [0, 0]
     assert replay(match.rules, match.seed, match.log).events == match.events
+
+
+def test_the_rejected_senas_of_one_action_are_one_event_unknown_and_misplaced_together() -> None:
+    """Issue 9: an Act's rejections were one event per seña, so one message could grow the record without bound.
+    Now one action gives at most one SENA_REJECTED event, listing every rejected seña, and it replays."""
+    match = scripted_match(S01)
+    answer_non_betting(match)
+    record = match.apply(0, Action(ActionKind.PASO, senas=(Sena.DOS_REYES, Sena.CIEGO)), ["#99", "#7"])
+    [rejected] = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
+    assert record.events[0] is rejected, "before any other event of the step"
+    assert [item["sena"] for item in rejected.data["senas"]] == ["#99", "#7", "dos_reyes", "ciego"]
+    assert [item["code"] for item in rejected.data["senas"]] == ["not_in_vocabulary"] * 2 + ["outside_window"] * 2
+    assert record.step.unknown_senas == ("#99", "#7")
+    again = replay_record(match_record(match))
+    assert [event.to_json() for event in again.events] == [event.to_json() for event in match.events]

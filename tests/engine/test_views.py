@@ -309,7 +309,13 @@ def check_sena_verdicts(match: Match, played: Played) -> None:
     step = played.record.step
     action = step.action
     events = played.record.events
-    rejected = [(seen.data["sena"], seen.to) for seen in events if seen.kind is EventKind.SENA_REJECTED]
+    rejected = [
+        (item["sena"], seen.to)
+        for seen in events
+        if seen.kind is EventKind.SENA_REJECTED
+        for item in seen.data["senas"]
+    ]
+    assert sum(seen.kind is EventKind.SENA_REJECTED for seen in events) <= 1, "one event per action"
     if action is None or action.kind not in (ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS):
         assert not rejected, events
         return
@@ -415,7 +421,7 @@ def test_with_senas_off_nothing_is_ever_delivered(scenario: Scenario) -> None:
     match = patient(scenario).play([check_sena_verdicts, check_delivery_audience], max_steps=800)
     assert not any(seen.kind is EventKind.SENA_DELIVERED for seen in match.events)
     sent = sum(len(step.action.senas) for step in match.log if step.action is not None)
-    assert sum(seen.kind is EventKind.SENA_REJECTED for seen in match.events) == sent
+    assert sum(len(seen.data["senas"]) for seen in match.events if seen.kind is EventKind.SENA_REJECTED) == sent
 
 
 @VIEWS
@@ -606,7 +612,7 @@ EVENT_FIELDS: dict[EventKind, frozenset[str]] = {
         EventKind.LANCE_STARTED: ("lance",),
         EventKind.DECLARED: ("has", "lance", "seat"),
         EventKind.SENA_DELIVERED: ("mus_round", "phase", "seat", "sena"),
-        EventKind.SENA_REJECTED: ("code", "reason", "seat", "sena"),
+        EventKind.SENA_REJECTED: ("seat", "senas"),
         EventKind.BET: ("accepted", "action", "amount", "lance", "ordago", "pending", "seat"),
         EventKind.LANCE_CLOSED: ("lance", "outcome", "stake", "winner_team"),
         EventKind.POINTS_SCORED: ("lance", "points", "reason", "score", "team"),

@@ -247,11 +247,22 @@ EVENT_CASES = [
         pb.Event(
             seq=13,
             sena_rejected=pb.SenaRejected(
-                sena=pb.SENA_MEDIAS, reason=pb.SENA_REJECTION_REASON_OUTSIDE_WINDOW, detail="not before chica"
+                senas=[
+                    pb.RejectedSena(
+                        sena=pb.SENA_MEDIAS, reason=pb.SENA_REJECTION_REASON_OUTSIDE_WINDOW, detail="not before chica"
+                    ),
+                    pb.RejectedSena(sena=99, reason=pb.SENA_REJECTION_REASON_UNKNOWN_SENA, detail="unknown"),  # type: ignore[arg-type]
+                ]
             ),
         ),
         EventKind.SENA_REJECTED,
-        {"seat": SEAT, "sena": "medias", "reason": "not before chica", "code": "outside_window"},
+        {
+            "seat": SEAT,
+            "senas": [
+                {"sena": "medias", "code": "outside_window", "reason": "not before chica"},
+                {"sena": "#99", "code": "not_in_vocabulary", "reason": "unknown"},
+            ],
+        },
         frozenset({SEAT}),
     ),
     case(

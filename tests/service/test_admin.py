@@ -67,6 +67,7 @@ def with_admin(
 def test_admin_calls_without_the_admin_token_are_unauthenticated_and_change_nothing() -> None:
     async def scenario(running: Running, admin: admin_pb2_grpc.TableAdminServiceAsyncStub) -> list[Any]:
         table = running.referee.create_table(Rules(), 1, ["a", "b", "c", "d"])
+        running.referee.lobby.register("near", "1" * 64)
         token = running.referee.admin_token
         credentials: dict[str, Metadata] = {
             "none": (),
@@ -87,12 +88,16 @@ def test_admin_calls_without_the_admin_token_are_unauthenticated_and_change_noth
                 "RegisterRemoteBot": admin.RegisterRemoteBot(
                     admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256="0" * 64), metadata=metadata
                 ),
+                "RevokeRemoteBot": admin.RevokeRemoteBot(
+                    admin_pb2.RevokeRemoteBotRequest(bot_name="near"), metadata=metadata
+                ),
             }
             for rpc, call in calls.items():
                 results.append((name, rpc, *await status_of(call)))
         assert set(running.referee.tables) == tables_before, "no table was created"
         assert table.status is TableStatus.WAITING, "the table was not cancelled"
         assert not running.referee.lobby.is_registered("far")
+        assert running.referee.lobby.is_registered("near"), "nothing was revoked"
         return results
 
     for name, rpc, code, details in with_admin(scenario):
@@ -114,6 +119,10 @@ def test_admin_calls_without_the_admin_token_are_unauthenticated_and_change_noth
         ({}, {"decision_timeout_s": -1.0}, "decision_timeout_s"),
         ({}, {"time_bank_s": -0.5}, "time_bank_s"),
         ({}, {"decision_timeout_s": float("nan")}, "decision_timeout_s"),
+        ({"time_bank_s": "5000000"}, {}, "time_bank_s must be at least 0 and at most 86400"),
+        ({}, {"time_bank_s": 5_000_000.0}, "time_bank_s must be at least 0 and at most 86400"),
+        ({}, {"decision_timeout_s": 1e308}, "decision_timeout_s must be above 0 and at most 3600"),
+        ({"max_senas_per_window": "60000"}, {}, "max_senas_per_window must be at most 17"),
     ],
 )
 def test_create_table_with_bad_rules_is_invalid_argument_naming_the_option(

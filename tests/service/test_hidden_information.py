@@ -22,7 +22,7 @@ import pytest
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from mus.v1 import play_pb2, watch_pb2, watch_pb2_grpc
+from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, watch_pb2, watch_pb2_grpc
 from mus.v1 import types_pb2 as pb
 from referee.engine.events import EventKind
 from referee.engine.match import partner_of, team_of
@@ -39,7 +39,7 @@ from tests.support.referee_checks import (
     scalars_in,
     until,
 )
-from tests.support.seats import WireSeat
+from tests.support.seats import Policy, WireSeat
 from tests.support.wire import random_wire_action
 
 RULES: dict[str, dict[str, Any]] = {
@@ -74,24 +74,33 @@ VOCABULARY = [value for value in pb.Sena.values() if value not in (pb.SENA_UNSPE
 """Every seña but la_bonita, whose rejection currently wedges the table (tested on its own in test_misbehaving)."""
 
 
-def chatty(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
+def chatty(max_senas: int) -> Policy:
     """The random policy, but keen on mus (so hands see several discards, replacements and reshuffles, the
-    private cards that matter most here), plus señas from the whole vocabulary now and then: many are false,
-    misplaced or over the limit, and each is then rejected to its sender alone (not a fault, rules §12.3)."""
-    action = random_wire_action(rng, request)
-    if request.kind == pb.DECISION_KIND_MUS and rng.random() < 0.85:
-        action = pb.Action(kind=pb.ACTION_KIND_MUS, senas=action.senas)
-    if action.kind in (pb.ACTION_KIND_MUS, pb.ACTION_KIND_NO_MUS, pb.ACTION_KIND_SENAS) and rng.random() < 0.4:
-        action.senas.extend(rng.sample(VOCABULARY, rng.randint(1, 4)))
-    return action
+    private cards that matter most here), plus señas from the whole vocabulary now and then: many are false or
+    misplaced, and each is then rejected to its sender alone (not a fault, rules §12.3). An Act never carries
+    more than `max_senas` (max_senas_per_window): more would be a protocol error."""
+
+    def policy(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
+        action = random_wire_action(rng, request)
+        if request.kind == pb.DECISION_KIND_MUS and rng.random() < 0.85:
+            action = pb.Action(kind=pb.ACTION_KIND_MUS, senas=action.senas)
+        if action.kind in (pb.ACTION_KIND_MUS, pb.ACTION_KIND_NO_MUS, pb.ACTION_KIND_SENAS) and rng.random() < 0.4:
+            action.senas.extend(rng.sample(VOCABULARY, rng.randint(1, 4)))
+            del action.senas[max_senas:]
+        return action
+
+    return policy
 
 
-async def read_watch(address: str, table_id: str, omniscient: bool) -> tuple[list[watch_pb2.WatchResponse], str]:
+async def read_watch(
+    address: str, table_id: str, omniscient: bool, admin_token: str | None = None
+) -> tuple[list[watch_pb2.WatchResponse], str]:
     """Every message of a Watch stream and how it ended."""
     messages: list[watch_pb2.WatchResponse] = []
+    metadata = (("authorization", f"Bearer {admin_token}"),) if admin_token is not None else None
     async with grpc.aio.insecure_channel(address) as channel:
         call = watch_pb2_grpc.WatchServiceStub(channel).Watch(
-            watch_pb2.WatchRequest(table_id=table_id, omniscient=omniscient)
+            watch_pb2.WatchRequest(table_id=table_id, omniscient=omniscient), metadata=metadata
         )
         try:
             async for message in call:
@@ -117,22 +126,27 @@ async def play_table(running: Running, rules: Rules, seed: int, *, check_omnisci
     table = running.referee.create_table(rules, seed, ["a", "b", "c", "d"])
     live = asyncio.create_task(read_watch(running.address, table.table_id, omniscient=False))
     seats = [
-        WireSeat(running.address, state.token, seed=seed + seat, policy=chatty)
+        WireSeat(running.address, state.token, seed=seed + seat, policy=chatty(rules.max_senas_per_window))
         for seat, state in enumerate(table.seats)
     ]
     refusals: list[str] = []
+    admin = running.referee.admin_token
     if check_omniscient:
-        refusals.append((await read_watch(running.address, table.table_id, omniscient=True))[1])  # waiting
+        refusals.append((await read_watch(running.address, table.table_id, omniscient=True, admin_token=admin))[1])
         seats[0].gate.clear()
     playing = [asyncio.create_task(seat.run()) for seat in seats]
     if check_omniscient:
         await until(lambda: 0 in table.decisions, what="the match to run and wait on seat 0")
-        refusals.append((await read_watch(running.address, table.table_id, omniscient=True))[1])  # running
+        refusals.append((await read_watch(running.address, table.table_id, omniscient=True, admin_token=admin))[1])
         seats[0].gate.set()
     await asyncio.gather(*playing)
     live_messages, live_status = await live
     assert live_status == "OK"
-    replay = await read_watch(running.address, table.table_id, omniscient=True) if check_omniscient else None
+    replay = (
+        await read_watch(running.address, table.table_id, omniscient=True, admin_token=admin)
+        if check_omniscient
+        else None
+    )
     return Played(table, seats, live_messages, refusals, replay)
 
 
@@ -173,7 +187,7 @@ def test_every_message_each_seat_receives_is_what_the_rules_let_it_know(name: st
         if played.replay is not None:
             assert len(played.refusals) == 2, "asked while waiting and while running"
             for refusal in played.refusals:
-                assert refusal.startswith("FAILED_PRECONDITION") and "ended" in refusal, refusal
+                assert refusal.startswith("FAILED_PRECONDITION") and "finished" in refusal, refusal
             messages, status = played.replay
             assert status == "OK"
             events = [event_to_proto(event, index, None) for index, event in enumerate(match_of(table).events)]
@@ -291,15 +305,17 @@ def check_decisions(table: Table, seat: int, wire: WireSeat, decisions: dict[int
 
 
 def check_live_spectator(table: Table, live: list[watch_pb2.WatchResponse]) -> None:
+    """A live watch shows the public events less every seña: it never tells anyone whether a seña leaked."""
     match = match_of(table)
-    public = [event_to_proto(event, index, None) for index, event in enumerate(match.events_for(None))]
-    assert [message.event for message in live[:-1]] == public
+    public = [event for event in match.events_for(None) if event.kind is not EventKind.SENA_DELIVERED]
+    assert [message.event for message in live[:-1]] == [
+        event_to_proto(event, index, None) for index, event in enumerate(public)
+    ]
     assert live[-1].outcome == table.outcome
     for message in live[:-1]:
         payload = message.event.WhichOneof("payload")
         assert payload not in PRIVATE_PAYLOADS, payload
-        if payload == "sena_delivered":
-            assert message.event.sena_delivered.leaked, "a spectator sees only señas that leaked"
+        assert payload != "sena_delivered", "a live watch shows no seña"
         for path, _card in cards_in(message):
             assert path[:2] == ("event", "hands_shown"), f"a spectator saw a card at {path}"
 
@@ -349,3 +365,78 @@ def test_no_message_a_seat_or_spectator_receives_has_a_field_for_the_seed_or_the
                 continue  # the event that the stock was rebuilt, which carries nothing
             assert "seed" not in field.name and "stock" not in field.name, f"{descriptor.full_name}.{field.name}"
     assert list(pb.StockReshuffled.DESCRIPTOR.fields) == []
+
+
+def test_the_omniscient_log_needs_the_admin_token_and_never_opens_for_a_cancelled_table() -> None:
+    """Issue 9: a cancelled live table's omniscient log was readable with no credentials, and a cancelled
+    table's deals may be played again. Watch(omniscient) and GetTableReplay now need the admin token, and a
+    cancelled table's log never opens, token or not."""
+
+    async def scenario(running: Running) -> dict[str, str]:
+        admin = running.referee.admin_token
+        finished = running.referee.create_table(Rules(), SEED_BASE + 1, ["a", "b", "c", "d"])
+        await asyncio.gather(
+            *(WireSeat(running.address, state.token, seed=seat).run() for seat, state in enumerate(finished.seats))
+        )
+        cancelled = running.referee.create_table(Rules(), SEED_BASE + 2, ["a", "b", "c", "d"])
+        seats = [WireSeat(running.address, state.token, seed=seat) for seat, state in enumerate(cancelled.seats)]
+        seats[0].gate.clear()
+        playing = [asyncio.create_task(seat.run()) for seat in seats]
+        await until(lambda: 0 in cancelled.decisions, what="the match to run")
+        cancelled.cancel("test")
+        await asyncio.gather(*playing, return_exceptions=True)
+        results = {
+            "finished, no token": (await read_watch(running.address, finished.table_id, omniscient=True))[1],
+            "finished, wrong token": (
+                await read_watch(running.address, finished.table_id, omniscient=True, admin_token="x" * 32)
+            )[1],
+            "finished, admin": (
+                await read_watch(running.address, finished.table_id, omniscient=True, admin_token=admin)
+            )[1],
+            "cancelled, no token": (await read_watch(running.address, cancelled.table_id, omniscient=True))[1],
+            "cancelled, admin": (
+                await read_watch(running.address, cancelled.table_id, omniscient=True, admin_token=admin)
+            )[1],
+        }
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            stub = admin_pb2_grpc.TableAdminServiceStub(channel)
+            for label, table_id, metadata in (
+                ("replay finished, no token", finished.table_id, None),
+                ("replay cancelled, admin", cancelled.table_id, (("authorization", f"Bearer {admin}"),)),
+            ):
+                try:
+                    await stub.GetTableReplay(admin_pb2.GetTableReplayRequest(table_id=table_id), metadata=metadata)
+                    results[label] = "OK"
+                except grpc.aio.AioRpcError as error:
+                    results[label] = f"{error.code().name}: {error.details()}"
+        return results
+
+    results = with_referee(scenario, timeout=30)
+    assert results["finished, admin"] == "OK"
+    for label in ("finished, no token", "finished, wrong token", "cancelled, no token", "replay finished, no token"):
+        assert results[label].startswith("UNAUTHENTICATED"), (label, results[label])
+    for label in ("cancelled, admin", "replay cancelled, admin"):
+        assert results[label].startswith("FAILED_PRECONDITION") and "cancelled" in results[label], (label, results)
+
+
+def test_a_live_watch_shows_no_sena_and_the_finished_log_shows_the_leaked_ones() -> None:
+    """rules §12.3 item 5: nobody is told whether a seña leaked, so while the match is played a Watch sends no
+    SenaDelivered at all (every seña leaks here); once it is over, the spectators' log may show them."""
+    rules = Rules.from_options({"sena_leak_probability": 1.0, "senas_mode": "automatic"})
+
+    async def scenario(running: Running) -> tuple[list[watch_pb2.WatchResponse], list[watch_pb2.WatchResponse], Table]:
+        table = running.referee.create_table(rules, SEED_BASE + 3, ["a", "b", "c", "d"])
+        live = asyncio.create_task(read_watch(running.address, table.table_id, omniscient=False))
+        await asyncio.gather(
+            *(WireSeat(running.address, state.token, seed=seat).run() for seat, state in enumerate(table.seats))
+        )
+        after, status = await read_watch(running.address, table.table_id, omniscient=False)
+        assert status == "OK"
+        return (await live)[0], after, table
+
+    live, after, table = with_referee(scenario, timeout=30)
+    delivered = [event for event in match_of(table).events if event.kind is EventKind.SENA_DELIVERED]
+    assert delivered and all(event.to is None for event in delivered), "every seña leaked"
+    assert not [message for message in live if message.event.HasField("sena_delivered")]
+    assert [message.event.seq for message in live[:-1]] == list(range(len(live) - 1))
+    assert len([message for message in after if message.event.HasField("sena_delivered")]) == len(delivered)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from mus.v1 import admin_pb2, admin_pb2_grpc, lobby_pb2, lobby_pb2_grpc
 from referee.service.lobby import token_sha256
 from tests.service.conftest import Running, with_referee
+from tests.support.stream import PlayStream, StreamResult
 from tests.support.wire import play_seat
 
 
@@ -135,3 +137,110 @@ def test_creating_a_table_for_an_unregistered_remote_bot_fails_with_a_clear_stat
         assert "'far' is not registered" in (raised.value.details() or "")
 
     with_referee(scenario)
+
+
+async def refused_join(address: str, token: str, label: str) -> StreamResult:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stream = PlayStream(channel, label)
+        await stream.join(token)
+        return await stream.refused()
+
+
+async def register(running: Running, token: str) -> None:
+    stub, auth = admin(running)
+    request = admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256(token))
+    await stub.RegisterRemoteBot(request, metadata=auth)
+
+
+def test_a_revoked_token_is_refused_its_lobby_stream_ends_and_its_offer_is_withdrawn_with_its_seat_token() -> None:
+    """Issue 9: after `mus bot remove` and a re-add, the old token still worked and its open lobby session kept
+    getting seats. RevokeRemoteBot forgets the token, ends the session with UNAUTHENTICATED and withdraws the
+    offer it held: that offer's seat token never joins, and the seat goes to the bot's new registration."""
+
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await register(running, "old")
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "old")
+            await lobby.read()
+            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
+            offer = (await lobby.read()).assignment
+            revoked = await stub.RevokeRemoteBot(admin_pb2.RevokeRemoteBotRequest(bot_name="far"), metadata=auth)
+            assert (revoked.was_registered, revoked.sessions_closed) == (True, 1)
+            assert (await lobby.read()).withdrawn.assignment_id == offer.assignment_id
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                await lobby.read()
+            assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED and "revoked" in (ended.value.details() or "")
+            again = LobbyClient(channel, "old")
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await again.read()
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            stale = await refused_join(running.address, offer.seat_token, "withdrawn_offer")
+            assert stale.code == "UNAUTHENTICATED", stale
+
+            await register(running, "new")
+            fresh = LobbyClient(channel, "new")
+            await fresh.read()
+            offered_again = (await fresh.read()).assignment
+            assert offered_again.table_id == created.table_id and offered_again.seat == 1
+            assert offered_again.seat_token != offer.seat_token
+            fresh.send(None)
+            unknown = await stub.RevokeRemoteBot(admin_pb2.RevokeRemoteBotRequest(bot_name="nobody"), metadata=auth)
+            assert (unknown.was_registered, unknown.sessions_closed) == (False, 0)
+            with pytest.raises(grpc.aio.AioRpcError) as no_admin:
+                await stub.RevokeRemoteBot(admin_pb2.RevokeRemoteBotRequest(bot_name="far"))
+            assert no_admin.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+    with_referee(scenario)
+
+
+def test_registering_a_new_token_for_a_known_bot_revokes_the_old_one() -> None:
+    async def scenario(running: Running) -> None:
+        await register(running, "old")
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "old")
+            await lobby.read()
+            await register(running, "old")  # the same hash again changes nothing
+            assert running.referee.lobby.connected("far") == 1
+            await register(running, "new")
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                await lobby.read()
+            assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert running.referee.lobby.authenticate("old") is None
+            assert running.referee.lobby.authenticate("new") == "far"
+
+    with_referee(scenario)
+
+
+def test_a_declined_assignments_seat_token_never_joins() -> None:
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await register(running, "secret")
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "secret")
+            await lobby.read()
+            await stub.CreateTable(remote_table_request({2}), metadata=auth)
+            offer = (await lobby.read()).assignment
+            lobby.send(lobby_pb2.ConnectRequest(decline=lobby_pb2.DeclineAssignment(assignment_id=offer.assignment_id)))
+            assert (await lobby.read()).withdrawn.assignment_id == offer.assignment_id
+            result = await refused_join(running.address, offer.seat_token, "declined")
+            assert result.code == "UNAUTHENTICATED", result
+            lobby.send(None)
+
+    with_referee(scenario)
+
+
+def test_a_garbage_first_lobby_message_gets_a_status_not_a_traceback() -> None:
+    async def scenario(running: Running) -> tuple[grpc.StatusCode, str]:
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            connect: Any = channel.stream_stream(
+                "/mus.v1.LobbyService/Connect", request_serializer=None, response_deserializer=None
+            )
+            call = connect(iter([b"\x0a\xff\xff\xff\xff\x0f"]))
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                async for _ in call:
+                    pass
+            return raised.value.code(), raised.value.details() or ""
+
+    code, details = with_referee(scenario)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "unreadable first message" in details, (code, details)

@@ -394,6 +394,23 @@ def test_a_flood_is_cut_with_resource_exhausted_and_recorded_as_a_protocol_error
     assert_forfeit_by_timeouts(result.bad)
 
 
+def test_an_act_with_more_senas_than_a_window_takes_is_a_protocol_error_and_the_other_table_plays_on() -> None:
+    """Issue 9: 60,000 unknown señas in one Act (under the 64 KiB limit) froze the referee for seconds. Now an Act
+    carries at most max_senas_per_window señas: more is a protocol error, refused before anything is recorded,
+    and the other table's decisions go on."""
+    result = with_referee(
+        lambda running: side_by_side(running, "sena_flood", FAST, seed=21), timeout=40, reconnect_grace_s=SHORT_GRACE
+    )
+    assert_honest_seats_untouched(result)
+    report = result.culprit
+    assert_named_statuses(report)
+    seat = report.stream("seat")
+    assert seat.code == "INVALID_ARGUMENT" and "max_senas_per_window" in seat.details, seat
+    assert incidents(result.bad) == [(BAD, "protocol_error"), (BAD, "disconnect")]
+    assert all(event.kind.value != "sena_rejected" for event in match_of(result.bad).events)
+    assert_forfeit_by_timeouts(result.bad)
+
+
 def test_a_seat_whose_bot_never_joins_is_absent_and_its_team_forfeits() -> None:
     """The launcher could not start the bot of seat 1: the join deadline passes, the seat is absent, its decisions
     time out at once. The honest seats are in-process here, so that a short join deadline does not race the
@@ -512,7 +529,9 @@ def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() ->
     assert windows, "the seat was asked at least once where señas ride"
     assert sender.of("action_rejected") == [], "a list with unknown señas is still a legal answer"
     assert table.all_faults() == []
-    rejected = [event.sena_rejected for event in sender.events() if event.WhichOneof("payload") == "sena_rejected"]
+    events = [event.sena_rejected for event in sender.events() if event.WhichOneof("payload") == "sena_rejected"]
+    assert len(events) == len(windows), "one event per Act"
+    rejected = [rejection for event in events for rejection in event.senas]
     assert len(rejected) == len(unknown) * len(windows)
     assert {rejection.reason for rejection in rejected} == {pb.SENA_REJECTION_REASON_UNKNOWN_SENA}
     for seat in seats[1:]:
@@ -540,8 +559,9 @@ def test_senas_on_a_bet_or_a_discard_are_rejected_to_their_sender_and_the_action
     ]
     assert strays, "the seat bet or discarded at least once"
     assert sender.of("action_rejected") == [] and table.all_faults() == []
-    rejected = [event.sena_rejected for event in sender.events() if event.HasField("sena_rejected")]
-    reasons = [rejection.reason for rejection in rejected]
+    events = [event.sena_rejected for event in sender.events() if event.HasField("sena_rejected")]
+    assert len(events) == len(strays), "one event per Act, its unknown and its misplaced señas together"
+    reasons = [rejection.reason for event in events for rejection in event.senas]
     assert reasons.count(pb.SENA_REJECTION_REASON_OUTSIDE_WINDOW) == len(strays)
     assert reasons.count(pb.SENA_REJECTION_REASON_UNKNOWN_SENA) == len(strays)
     assert all(not event.HasField("sena_rejected") for seat in seats[1:] for event in seat.events())
@@ -578,7 +598,9 @@ def test_la_bonita_where_the_rules_leave_it_out_is_rejected_to_its_sender_and_th
         f"incidents {incidents(table)}, seat 0's stream {seats[0].streams}"
     )
     assert table.all_faults() == []
-    rejected = [event.sena_rejected for event in seats[0].events() if event.HasField("sena_rejected")]
+    rejected = [
+        item for event in seats[0].events() if event.HasField("sena_rejected") for item in event.sena_rejected.senas
+    ]
     assert rejected and {rejection.reason for rejection in rejected} == {pb.SENA_REJECTION_REASON_UNKNOWN_SENA}
     assert all(not event.HasField("sena_rejected") for seat in seats[1:] for event in seat.events())
 

@@ -24,6 +24,8 @@ Modes (each plays its own seat with the random policy of tests/support/wire.py u
   again on second streams.
 - garbage: sends bytes that are not a PlayRequest: as the first message of a stream, then in a running match.
 - oversized: sends a message above the referee's 64 KiB limit: as the first message, then in a running match.
+- sena_flood: on its first decision, answers with a legal kind carrying 60,000 unknown señas (60 KB, under the
+  64 KiB message limit, far over max_senas_per_window), then never comes back.
 - flood: once the match runs, sends thousands of pings and stale acts as fast as the stream takes them (over
   grpc's synchronous API: see `flood`).
 """
@@ -452,6 +454,26 @@ class OversizedBot(SeatBot):
             await self.stream.send(act)
 
 
+SENA_FLOOD = 60_000
+"""Unknown señas in one Act: a varint each, 60 KB, just under the referee's 64 KiB message limit."""
+
+
+class SenaFloodBot(SeatBot):
+    """Sends one Act as heavy as the message limit lets it be with señas, the attack of issue 9."""
+
+    sent = False
+
+    async def on_decision(self, request: play_pb2.DecisionRequest) -> None:
+        if self.sent:
+            return
+        self.sent = True
+        action = random_wire_action(self.rng, request)
+        action.senas.extend([99] * SENA_FLOOD)  # type: ignore[list-item]
+        act = play_pb2.PlayRequest(act=play_pb2.Act(decision_id=request.decision_id, action=action))
+        assert 60_000 <= act.ByteSize() < 64 * 1024
+        await self.act(request.decision_id, action, "sena_flood")
+
+
 def flood(address: str, token: str, report: Report, rng: random.Random) -> int:
     """Answer the first decision, then send pings and stale re-sends of that answer as fast as grpc takes them.
 
@@ -524,6 +546,7 @@ BOTS: dict[str, Callable[[grpc.aio.Channel, str, Report, random.Random], SeatBot
     "other_seat": OtherSeatBot,
     "garbage": GarbageBot,
     "oversized": OversizedBot,
+    "sena_flood": SenaFloodBot,
 }
 MODES = (*BOTS, "flood")
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from workers.tournament.errors import TournamentError
+from workers.tournament.ratings import elo_over_time, fit_elo
 from workers.tournament.results import MatchScore, Observation, observations
+from workers.tournament.standings import standings
 
 
 def match(team0: str, team1: str, winner: int, pair: int | None, finished: int) -> MatchScore:
@@ -65,3 +67,21 @@ def test_a_pair_holds_at_most_two_matches_and_finish_indexes_are_unique() -> Non
 def test_a_match_score_rejects_impossible_values(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         MatchScore(duplicate_pair=None, finished=0, **kwargs)  # type: ignore[arg-type]
+
+
+def test_twins_played_on_different_deals_are_two_single_matches_not_a_pair() -> None:
+    """A voided twin replayed on a fresh deal while the other had finished: both results stand, each rated
+    alone (the luck of the deal no longer cancels between them), and neither is a complete pair."""
+    finished_twin = MatchScore("a", "b", 0, 4, 0, deal=0)
+    replayed_twin = MatchScore("b", "a", 0, 4, 1, deal=1)
+    assert observations([finished_twin, replayed_twin]) == [
+        Observation("a", "b", 0.0, 1, 4),
+        Observation("a", "b", 1.0, 1, 4),
+    ]
+    rows = {row.bot: row for row in standings([finished_twin, replayed_twin], fit_elo([finished_twin, replayed_twin]))}
+    assert rows["a"].pairs == rows["b"].pairs == 0 and rows["a"].matches == rows["b"].matches == 2
+    series = elo_over_time([finished_twin, replayed_twin])
+    assert series["a"][-1].elo == pytest.approx(fit_elo([finished_twin, replayed_twin])["a"].elo)
+    # Both twins moved to the same fresh deal together: a pair again.
+    together = [MatchScore("a", "b", 0, 4, 0, deal=1), MatchScore("b", "a", 0, 4, 1, deal=1)]
+    assert observations(together) == [Observation("a", "b", 0.5, 2, 4)]

@@ -45,13 +45,25 @@ def referee_command(
     profile: Annotated[
         Path | None, typer.Option(help="Profile the referee's process with cProfile during the load levels.")
     ] = None,
+    flood: Annotated[
+        bool,
+        typer.Option(
+            "--flood",
+            help="Instead: honest tables' decision latency and the referee's memory, before and during a flood "
+            "by one table of the worst messages the limits allow.",
+        ),
+    ] = False,
+    tables: Annotated[
+        int | None, typer.Option(min=1, max=200, help="With --flood: honest tables (default 16; 4 with --quick).")
+    ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """The referee's decision round trip against a raw gRPC ping-pong, and decisions per second under load."""
     from bench import referee
 
-    result = referee.run(quick=quick, profile=profile)
-    print_result("mus bench referee", result if json_output else referee.table_rows(result), json_output)
+    result = referee.run(quick=quick, profile=profile, flood=flood, tables=tables)
+    rows = referee.flood_rows(result) if flood else referee.table_rows(result)
+    print_result("mus bench referee", result if json_output else rows, json_output)
 
 
 @app.command("league")

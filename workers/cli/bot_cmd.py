@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
+import grpc
 import typer
 from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
+from mus.v1 import admin_pb2, admin_pb2_grpc
 from workers.cli.db import echo_json, iso, open_session, when
 from workers.cli.errors import fail
 from workers.db import repo
-from workers.db.models import BotVersion
+from workers.db.errors import NotFound
+from workers.db.models import Bot, BotVersion
 
 app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
 
@@ -120,6 +124,50 @@ def relative_command(command: list[str], folder: Path | None) -> list[str]:
     return words
 
 
+REFEREE_ADDRESS_VARIABLE = "MUS_REFEREE_ADDRESS"
+ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
+
+
+def _existing(session: Session, name: str) -> Bot | None:
+    """The bot of this name, removed or not, or None."""
+    try:
+        return repo.get_bot(session, name).bot
+    except NotFound:
+        return None
+
+
+def revoke_on_referee(name: str) -> str:
+    """Tell the standalone referee (MUS_REFEREE_ADDRESS, with MUS_ADMIN_TOKEN) to forget the remote bot's old
+    token and end its lobby sessions; returns one line saying what happened, for the user."""
+    address = os.environ.get(REFEREE_ADDRESS_VARIABLE, "")
+    if not address:
+        return (
+            f"No referee is configured ({REFEREE_ADDRESS_VARIABLE}): a referee that knew {name}'s old token still"
+            " accepts it until it next registers the bot (at its next match)."
+        )
+    token = os.environ.get(ADMIN_TOKEN_VARIABLE, "")
+    if not token:
+        return (
+            f"warning: {REFEREE_ADDRESS_VARIABLE} is set but {ADMIN_TOKEN_VARIABLE} is not: the referee at {address}"
+            f" still accepts {name}'s old token until it next registers the bot."
+        )
+    auth = (("authorization", f"Bearer {token}"),)
+    try:
+        with grpc.insecure_channel(address) as channel:
+            stub = admin_pb2_grpc.TableAdminServiceStub(channel)
+            response = stub.RevokeRemoteBot(admin_pb2.RevokeRemoteBotRequest(bot_name=name), metadata=auth, timeout=10)
+    except grpc.RpcError as error:
+        code = error.code().name if isinstance(error, grpc.Call) else "UNAVAILABLE"
+        details = error.details() if isinstance(error, grpc.Call) else str(error)
+        return (
+            f"warning: the referee at {address} did not revoke {name}'s old token ({code}: {details}); it still"
+            " accepts it until it next registers the bot."
+        )
+    ended = response.sessions_closed
+    sessions = f"{ended} lobby session{'s' if ended != 1 else ''} ended"
+    return f"The referee at {address} revoked {name}'s old token ({sessions})."
+
+
 @app.command("add")
 def add_command(
     name: Annotated[str, typer.Argument(help="The bot's name: letters, digits, '_', '.', '+', '-'.")],
@@ -155,13 +203,17 @@ def add_command(
         if words or directory is not None:
             fail("a remote bot runs elsewhere: give it no command and no --dir")
         with open_session() as session:
+            readded = _existing(session, name) is not None
             token = repo.add_remote_bot(session, name, language=language or "unknown")
+        revoked = revoke_on_referee(name) if readded else ""
         if json_output:
-            echo_json({"bot": name, "remote": True, "token": token})
+            echo_json({"bot": name, "remote": True, "token": token, **({"referee": revoked} if revoked else {})})
             return
         typer.echo(f"Remote bot {name} added. Its token, shown only this once (keep it secret):")
         typer.echo(token)
         typer.echo("The bot joins through the lobby with MUS_REFEREE=HOST:PORT and MUS_TOKEN=<the token>.")
+        if revoked:
+            typer.echo(revoked)
         return
     if not words:
         fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")
@@ -311,5 +363,9 @@ def remove_command(name: Annotated[str, typer.Argument(help="The bot's name.")])
     Refused while a league that has not finished needs it.
     """
     with open_session() as session:
+        found = _existing(session, name)
+        remote = found is not None and found.remote
         repo.remove_bot(session, name)
     typer.echo(f"Bot {name} removed; its results stay. `mus bot add` with the same name brings it back.")
+    if remote:
+        typer.echo(revoke_on_referee(name))

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,8 +21,9 @@ from sqlmodel import Session
 
 from referee.engine.errors import MusError
 from workers.cli.errors import fail
-from workers.db.errors import DbError
-from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.db import repo
+from workers.db.errors import DatabaseInBotFolder, DbError
+from workers.db.session import ensure_schema, make_engine, session_scope, sqlite_file
 from workers.replays.html import ReplayFormatError
 from workers.tournament.errors import TournamentError
 
@@ -43,15 +45,26 @@ def open_session() -> Iterator[Session]:
     """A session on the database of `MUS_DATABASE_URL`, migrated to head; the block is one transaction.
 
     The transaction commits when the block ends and rolls back if it raises, a `typer.Exit` from `fail` included.
-    Domain errors and a database that cannot be opened become a one-line error and exit code 1.
+    Domain errors and a database that cannot be opened become a one-line error and exit code 1. A SQLite file
+    this command creates is made with mode 0600, and is marked in `session.info` so that `repo.add_bot` can
+    refuse to create it inside the bot's own folder (`mus bot add` run from there); it is then removed again.
     """
+    path = sqlite_file()
+    existed = path is None or path.exists()
     with domain_errors():
         engine = make_engine()
+    created = path if not existed and path is not None and path.exists() else None
+    refused = False
     try:
         try:
             ensure_schema(engine)
             with session_scope(engine) as session:
+                if created is not None:
+                    session.info[repo.NEW_DATABASE] = str(created)
                 yield session
+        except DatabaseInBotFolder as error:
+            refused = True
+            fail(one_line(str(error)))
         except DOMAIN_ERRORS as error:
             fail(one_line(str(error)))
         except sa.exc.OperationalError as error:
@@ -59,6 +72,14 @@ def open_session() -> Iterator[Session]:
             fail(one_line(f"cannot use the database {shown}: {error.orig}"))
     finally:
         engine.dispose()
+        if refused and created is not None:
+            _remove_database(created)
+
+
+def _remove_database(path: Path) -> None:
+    """Take back a database file this command created where it must not be, with its WAL files."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def one_line(message: str) -> str:

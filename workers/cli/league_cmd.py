@@ -1,4 +1,8 @@
-"""`mus league ...`: create a round robin of duplicate pairs, follow it, rank it, export it.
+"""`mus league ...`: create a round robin, follow it, rank it, export it.
+
+Deals are secret until played: each league's seeds derive from its secret, of which `create` prints only the
+SHA-256 commitment; no output shows the secret before the league has finished, nor the seed of a deal that a
+match has yet to play (docs/leagues.md).
 
 A league is expanded into match rows when it is created (`workers.tournament.schedule_round_robin`), so
 status, standings and exports are queries over those rows and the results stored for them. Standings and Elo are
@@ -10,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import secrets
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +28,9 @@ from workers.cli.db import domain_errors, echo_json, iso, one_line, open_session
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.db import repo
-from workers.db.models import League, Match, MatchStatus
+from workers.db.models import DealMode, League, Match, MatchStatus
 from workers.tournament import (
+    MAX_MATCHES_PER_PAIRING,
     MatchScore,
     StandingRow,
     elo_over_time,
@@ -55,6 +59,7 @@ CSV_COLUMNS = (
     "index",
     "seed",
     "duplicate_pair",
+    "deal",
     "status",
     "team0_bot",
     "team0_version",
@@ -82,18 +87,47 @@ def describe_rules(rules: dict[str, Any]) -> str:
 
 
 def league_json(league: League) -> dict[str, Any]:
-    """A league's stored settings as JSON."""
-    return {
+    """A league's stored settings as JSON: its commitment always, its secret only once it has finished."""
+    data: dict[str, Any] = {
         "league": league.name,
         "id": league.id,
         "status": league.status.value,
-        "seed": league.seed,
+        "deal_mode": league.deal_mode.value,
+        "sandbox": league.sandbox,
+        "commitment": league.commitment,
+        "secret": repo.revealed_secret(league),
         "matches_per_pairing": league.matches_per_pairing,
         "rules": dict(league.rules),
         "absent_limit_s": league.absent_limit_s,
         "created_at": iso(league.created_at),
         "finished_at": iso(league.finished_at),
     }
+    if league.secret is None:
+        data["seed"] = league.seed  # a league from before secrets: its seeds were public anyway
+    return data
+
+
+def describe_deals(league: League) -> str:
+    """How a league deals, for its text outputs."""
+    if league.deal_mode is DealMode.DUPLICATE:
+        return "duplicate pairs (each deal twice, partnerships swapped)"
+    return "independent (every match its own deal)"
+
+
+def describe_sandbox(league: League) -> str:
+    """Whether a league's hosted bots run confined, for its text outputs."""
+    return "on" if league.sandbox else "off (--no-sandbox): hosted bots run unconfined"
+
+
+def describe_commitment(league: League) -> str:
+    """The league's commitment and, once it has finished, its revealed secret."""
+    if league.commitment is None:
+        return f"none (created before secret deals; public seed {league.seed})"
+    secret = repo.revealed_secret(league)
+    shown = f"commitment {league.commitment}"
+    if secret is not None:
+        return f"{shown}; secret (revealed) {secret}"
+    return f"{shown}; the secret is revealed when the league finishes"
 
 
 def entrants_json(entrants: list[repo.Entrant]) -> list[dict[str, Any]]:
@@ -110,27 +144,48 @@ def create_command(
     ],
     matches_per_pairing: Annotated[
         int,
-        typer.Option(help="Matches per pairing: even (duplicate pairs); a multiple of 8 balances the mano exactly."),
+        typer.Option(help="Matches per pairing: even, at most 1000; a multiple of 8 balances the mano exactly."),
     ] = DEFAULT_MATCHES_PER_PAIRING,
     option: OptionList = None,
-    seed: Annotated[
-        int | None, typer.Option(help="The league seed, root of every match's deals (default: a random one).")
+    deals: Annotated[
+        str | None,
+        typer.Option(
+            "--deals",
+            help="duplicate (each deal twice, partnerships swapped) or independent (every match its own deal). "
+            "Default: independent if an entrant is a remote bot (it could remember the twin), else duplicate.",
+        ),
     ] = None,
+    no_sandbox: Annotated[
+        bool,
+        typer.Option(
+            "--no-sandbox", help="Run this league's hosted bots unconfined (only for bots you trust); recorded."
+        ),
+    ] = False,
+    seed: Annotated[int | None, typer.Option(hidden=True, help="Removed: deals come from the league's secret.")] = None,
     absent_limit: Annotated[
         float, typer.Option(help="Seconds a match with a remote bot waits for it to show up.")
     ] = 600.0,
     json_output: JsonFlag = False,
 ) -> None:
-    """Create a round robin between bots: every pairing played as duplicate pairs, expanded into matches now."""
+    """Create a round robin between bots, expanded into matches now, its deals fixed by a secret.
+
+    Prints the SHA-256 commitment to the league's secret; the secret is revealed when the league finishes, and
+    `mus replay verify --league NAME` then checks that every deal came from it.
+    """
+    if seed is not None:
+        fail(
+            "--seed is gone: every league's deals come from its own secret, committed to when it is created "
+            "(see docs/leagues.md)"
+        )
+    if deals is not None and deals not in {mode.value for mode in DealMode}:
+        fail(f"unknown --deals {deals!r}: use duplicate or independent")
+    if matches_per_pairing > MAX_MATCHES_PER_PAIRING:
+        fail(f"--matches-per-pairing must be at most {MAX_MATCHES_PER_PAIRING}, got {matches_per_pairing}")
     names = sorted(bot.strip() for bot in bots.split(",") if bot.strip())
     options = parse_options(option)
-    league_seed = seed if seed is not None else secrets.randbelow(2**31)
     with domain_errors():
-        plan = schedule_round_robin(names, matches_per_pairing, league_seed)
-    matches = [
-        {"team0": match.team0, "team1": match.team1, "seed": match.seed, "duplicate_pair": match.duplicate_pair}
-        for match in plan
-    ]
+        plan = schedule_round_robin(names, matches_per_pairing)
+    matches = [{"team0": match.team0, "team1": match.team1, "duplicate_pair": match.duplicate_pair} for match in plan]
     with open_session() as session:
         league = repo.create_league(
             session,
@@ -139,20 +194,35 @@ def create_command(
             matches=matches,
             options=options,
             matches_per_pairing=matches_per_pairing,
-            seed=league_seed,
             absent_limit_s=absent_limit,
+            deal_mode=deals,
+            sandbox=not no_sandbox,
         )
         entrants = repo.league_entrants(session, league)
+    remote = [entrant.bot_name for entrant in entrants if entrant.remote]
+    warning = None
+    if remote and league.deal_mode is DealMode.DUPLICATE:
+        warning = (
+            f"remote bot(s) {', '.join(remote)} play duplicate deals: a remote program can remember the cards of "
+            "a twin it has played and use them in the other; use --deals independent unless you trust it"
+        )
+        typer.echo(f"warning: {warning}", err=True)
     if json_output:
-        echo_json({**league_json(league), "matches": len(plan), "entrants": entrants_json(entrants)})
+        echo_json(
+            {**league_json(league), "matches": len(plan), "entrants": entrants_json(entrants), "warning": warning}
+        )
         return
     pairings = len(names) * (len(names) - 1) // 2
-    typer.echo(
-        f"League {name} created: {len(plan)} matches ({pairings} pairings x {matches_per_pairing}, as duplicate "
-        f"pairs), seed {league_seed}."
-    )
+    typer.echo(f"League {name} created: {len(plan)} matches ({pairings} pairings x {matches_per_pairing}).")
     typer.echo("Entrants: " + ", ".join(f"{entrant.bot_name} v{entrant.version_number}" for entrant in entrants))
     typer.echo(f"Rules: {describe_rules(league.rules)}")
+    typer.echo(f"Deals: {describe_deals(league)}")
+    typer.echo(f"Sandbox: {describe_sandbox(league)}")
+    typer.echo(f"Commitment (SHA-256 of the league's secret): {league.commitment}")
+    typer.echo(
+        "  Every match's deals derive from that secret, revealed when the league finishes: "
+        f"`mus replay verify --league {name}` then checks them."
+    )
     typer.echo(f"Run it with `mus league run {name}`.")
 
 
@@ -176,7 +246,7 @@ def list_command(json_output: JsonFlag = False) -> None:
         typer.echo("No leagues yet: create one with `mus league create NAME --bots a,b,c`.")
         return
     table = Table(title="Leagues")
-    for column in ("league", "status", "entrants", "finished", "failed", "seed", "rules", "created (UTC)"):
+    for column in ("league", "status", "entrants", "finished", "failed", "deals", "sandbox", "rules", "created (UTC)"):
         table.add_column(column, justify="right" if column in ("entrants", "finished", "failed") else "left")
     for league, progress, n in rows:
         table.add_row(
@@ -185,7 +255,8 @@ def list_command(json_output: JsonFlag = False) -> None:
             str(n),
             f"{progress['finished']}/{progress['total']}",
             str(progress["failed"]),
-            str(league.seed),
+            league.deal_mode.value,
+            "on" if league.sandbox else "off",
             describe_rules(league.rules),
             when(league.created_at),
         )
@@ -231,7 +302,10 @@ def status_command(
     percent = 100.0 * finished / total if total else 0.0
     typer.echo(f"League {league.name}: {league.status.value}, {finished} of {total} matches finished ({percent:.0f}%)")
     typer.echo("Entrants: " + ", ".join(f"{entrant.bot_name} v{entrant.version_number}" for entrant in entrants))
-    typer.echo(f"Rules: {describe_rules(league.rules)}; seed {league.seed}")
+    typer.echo(f"Rules: {describe_rules(league.rules)}")
+    typer.echo(f"Deals: {describe_deals(league)}")
+    typer.echo(f"Sandbox: {describe_sandbox(league)}")
+    typer.echo(f"Deals fixed in advance: {describe_commitment(league)}")
     table = Table()
     table.add_column("status")
     table.add_column("matches", justify="right")
@@ -257,8 +331,13 @@ def status_command(
 def match_rows(
     planned: list[Match], entrants: list[repo.Entrant], results: dict[int, repo.FinishedMatch]
 ) -> list[dict[str, Any]]:
-    """Every match of the plan with its teams and, once finished, its result, as JSON."""
+    """Every match of the plan with its teams and, once finished, its result, as JSON.
+
+    A match's seed is shown only once every match played on that deal has finished (`published_seed`): before,
+    it would tell a bot the deals of a match it has yet to play.
+    """
     teams = {entrant.version_id: (entrant.bot_name, entrant.version_number) for entrant in entrants}
+    unplayed = unplayed_deals(planned)
     rows: list[dict[str, Any]] = []
     for match in planned:
         assert match.id is not None
@@ -268,8 +347,9 @@ def match_rows(
         row: dict[str, Any] = {
             "match_id": match.id,
             "index": match.index,
-            "seed": match.seed,
+            "seed": published_seed(match, unplayed),
             "duplicate_pair": match.duplicate_pair,
+            "deal": match.deal,
             "status": match.status.value,
             "attempt": match.attempt,
             "teams": [{"bot": team0[0], "version": team0[1]}, {"bot": team1[0], "version": team1[1]}],
@@ -289,6 +369,21 @@ def match_rows(
             }
         rows.append(row)
     return rows
+
+
+def unplayed_deals(planned: list[Match]) -> set[tuple[int | None, int]]:
+    """The deals some match has yet to finish, as (duplicate pair, seed)."""
+    return {(match.duplicate_pair, match.seed) for match in planned if match.status is not MatchStatus.FINISHED}
+
+
+def published_seed(match: Match, unplayed: set[tuple[int | None, int]]) -> int | None:
+    """A match's seed if it may be shown: the match has finished, and so has every match on the same deal (its
+    duplicate twin, when they share it); else None."""
+    if match.status is not MatchStatus.FINISHED:
+        return None
+    if match.duplicate_pair is not None and (match.duplicate_pair, match.seed) in unplayed:
+        return None
+    return match.seed
 
 
 def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
@@ -338,6 +433,7 @@ def match_score(finished: int, result: repo.FinishedMatch) -> MatchScore:
         team1=result.team1_bot,
         winner=result.winner_team,
         duplicate_pair=result.duplicate_pair,
+        deal=result.deal,
         finished=finished,
         games=result.games,
         points=result.points,
@@ -386,7 +482,18 @@ def standings_command(
         except OSError as error:
             fail(f"cannot write the plot to {plot}: {error.strerror or error}")
     if json_output:
-        echo_json([{**row.to_json(), "version": versions.get(row.bot)} for row in table_data.rows])
+        league = table_data.league
+        echo_json(
+            [
+                {
+                    **row.to_json(),
+                    "version": versions.get(row.bot),
+                    "deal_mode": league.deal_mode.value,
+                    "sandbox": league.sandbox,
+                }
+                for row in table_data.rows
+            ]
+        )
         return
     league = table_data.league
     table = Table(
@@ -411,6 +518,7 @@ def standings_command(
             _faults_text(dict(row.faults)),
         )
     Console().print(table)
+    typer.echo(f"Deals: {describe_deals(league)}. Sandbox: {describe_sandbox(league)}.")
     if plot is not None:
         typer.echo(f"Elo over time written to {plot}")
 
@@ -470,6 +578,7 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
             "index": row["index"],
             "seed": row["seed"],
             "duplicate_pair": row["duplicate_pair"],
+            "deal": row["deal"],
             "status": row["status"],
             "team0_bot": row["teams"][0]["bot"],
             "team0_version": row["teams"][0]["version"],

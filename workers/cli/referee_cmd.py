@@ -5,23 +5,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from referee.service.server import start_server
 from referee.service.servicer import Referee
+from workers.cli.errors import fail
 
 app = typer.Typer(help="The gRPC referee service.", no_args_is_help=True)
+
+
+ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
+
+
+def read_admin_token(path: Path | None) -> str | None:
+    """The admin token from `path` (its first line, trimmed) or MUS_ADMIN_TOKEN, never from the command line,
+    which `ps` shows to every user of the machine; None when neither is given (one is generated)."""
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            fail(f"cannot read the admin token file {path}: {error.__class__.__name__}")
+        lines = text.strip().splitlines()
+        token = lines[0].strip() if lines else ""
+        if len(token) < 16:
+            fail(f"the admin token file {path} must hold a token of at least 16 characters on its first line")
+        return token
+    return os.environ.get(ADMIN_TOKEN_VARIABLE) or None
 
 
 @app.command("serve")
 def serve_command(
     address: Annotated[str, typer.Option(help="host:port to listen on.")] = "127.0.0.1:50051",
-    admin_token: Annotated[
-        str | None,
-        typer.Option(envvar="MUS_ADMIN_TOKEN", help="Token for the TableAdmin API; printed if generated."),
+    admin_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="A file whose first line is the token for the TableAdmin API and the omniscient Watch. "
+            f"Default: ${ADMIN_TOKEN_VARIABLE}, else one is generated and printed.",
+        ),
     ] = None,
     reconnect_grace_s: Annotated[float, typer.Option(help="How long a dropped seat may take to rejoin.")] = 5.0,
     public_address: Annotated[
@@ -30,6 +55,7 @@ def serve_command(
     ] = None,
 ) -> None:
     """Serve Play, Lobby, Watch and TableAdmin (plus health and reflection) until interrupted."""
+    admin_token = read_admin_token(admin_token_file)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_serve(address, admin_token, reconnect_grace_s, public_address))
 

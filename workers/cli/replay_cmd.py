@@ -25,8 +25,11 @@ from referee.engine.transcript import TEAM_LABEL, render_transcript
 from workers.cli.db import echo_json, one_line, open_session
 from workers.cli.errors import fail
 from workers.db import repo
+from workers.db.models import League
+from workers.db.models import Match as MatchRow
 from workers.db.repo import MatchDetails, MatchSetup
 from workers.replays.html import render_html
+from workers.tournament.deals import commitment, parse_secret
 
 app = typer.Typer(help="Replays of finished matches: show, export, verify.", no_args_is_help=True)
 
@@ -37,6 +40,9 @@ MatchArgument = Annotated[
 LeagueOption = Annotated[str | None, typer.Option("--league", help="Every finished match of this league instead.")]
 
 EXPORT_FORMATS = ("json", "html")
+
+MAX_MATCH_ID = 2**63 - 1
+"""Ids are signed 64-bit integers on both backends; a larger one names no match (and SQLite cannot take it)."""
 
 RESIMULATION_ERRORS = (MusError, KeyError, TypeError, ValueError)
 """What re-simulating a damaged or forged replay record can raise: an illegal step, a malformed one."""
@@ -68,14 +74,23 @@ def parse_match_id(text: str) -> int:
         match_id = int(text)
     except ValueError:
         fail(f"a match id is a number (see `mus league status NAME --matches`), got {text!r}")
-    if match_id < 1:
-        fail(f"no match with id {match_id}")
+    if not 1 <= match_id <= MAX_MATCH_ID:
+        fail(f"no match with id {match_id}: match ids run from 1 to 2**63-1")
     return match_id
 
 
 def load_replay(session: Session, match_id: int) -> StoredReplay:
-    """A finished match's stored replay (NotFound for an unknown match or one without a replay)."""
+    """A finished match's stored replay (NotFound for an unknown match or one without a replay).
+
+    Refused while its duplicate twin, dealt the same cards, has not finished: the replay would show the deals.
+    """
     record = repo.get_replay(session, match_id)
+    twin = repo.unplayed_twin(session, match_id)
+    if twin is not None:
+        fail(
+            f"match {match_id}'s replay opens when its duplicate twin, match {twin.id}, dealt the same cards, has "
+            "finished"
+        )
     return StoredReplay(repo.match_setup(session, match_id), record)
 
 
@@ -182,8 +197,12 @@ def export_command(
     if (match is None) == (league is None):
         fail("give either a match id or --league NAME")
     match_id = parse_match_id(match) if match is not None else None
+    withheld = 0
     with open_session() as session:
         match_ids = [match_id] if match_id is not None else repo.replay_match_ids(session, league or "")
+        if match_id is None:
+            shown = [one for one in match_ids if repo.unplayed_twin(session, one) is None]
+            withheld, match_ids = len(match_ids) - len(shown), shown
         stored = [load_replay(session, one) for one in match_ids]
     if league is not None:
         folder = output if output is not None else Path(f"replays-{league}")
@@ -194,6 +213,8 @@ def export_command(
         for replay in stored:
             _write(folder / f"match-{replay.setup.match_id}.{export_format}", _export_text(replay, export_format))
         typer.echo(f"League {league}: {len(stored)} replay(s) written to {folder}")
+        if withheld:
+            typer.echo(f"{withheld} more withheld until their duplicate twins, dealt the same cards, have finished.")
         return
     replay = stored[0]
     text = _export_text(replay, export_format)
@@ -227,7 +248,8 @@ def verify_command(
     league: LeagueOption = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Re-simulate matches from the rules, the seed and the actions, and check their stored results.
+    """Re-simulate matches from the rules, the seed and the actions, and check their stored results; once the
+    league has finished, also check its revealed secret against its commitment and every seed against the secret.
 
     Prints OK or MISMATCH (with what differs) per match; exits with code 1 if any match does not verify.
     """
@@ -240,17 +262,22 @@ def verify_command(
         for one in match_ids:
             details = repo.get_match_details(session, one)
             record = repo.get_replay(session, one)
-            rules = repo.get_league(session, details.match.league_id).rules
-            problems = verify_replay(details, record, rules)
+            league_row = repo.get_league(session, details.match.league_id)
+            problems = verify_replay(details, record, league_row.rules)
+            seed_problems, seed_note = verify_deal(session, league_row, details.match)
+            problems.extend(seed_problems)
             entry: dict[str, Any] = {
                 "match_id": one,
                 "index": details.match.index,
                 "ok": not problems,
+                "seed_verified": seed_note is None and not seed_problems,
                 "problems": problems,
             }
             note = older_events_note(record)
             if note is not None:
                 entry["note"] = note
+            if seed_note is not None:
+                entry["seed_note"] = seed_note
             checked.append(entry)
     mismatches = sum(1 for entry in checked if not entry["ok"])
     if json_output:
@@ -266,8 +293,34 @@ def verify_command(
                 typer.echo(f"{where}: OK" + (f" ({entry['note']})" if "note" in entry else ""))
             else:
                 typer.echo(f"{where}: MISMATCH: {'; '.join(entry['problems'])}")
+        verified = sum(1 for entry in checked if entry["seed_verified"])
+        if verified:
+            typer.echo(f"Seeds: {verified} of {len(checked)} derive from the league's revealed secret.")
+        for seed_note in sorted({entry["seed_note"] for entry in checked if "seed_note" in entry}):
+            typer.echo(f"Seeds not checked: {seed_note}.")
     if mismatches:
         fail(f"{mismatches} of {len(checked)} match(es) do not replay to their stored result")
+
+
+def verify_deal(session: Session, league: League, match: MatchRow) -> tuple[list[str], str | None]:
+    """Whether the match's seed is the one its league's secret derives for it: (problems, note).
+
+    Only a finished league's secret is revealed, so before the end the seed cannot be checked (a note says so);
+    a league from before secret deals has public seeds and nothing to check.
+    """
+    if league.secret is None or league.commitment is None:
+        return [], "the league predates secret deals: its seeds were public"
+    secret = repo.revealed_secret(league)
+    if secret is None:
+        return [], "the league has not finished: its secret, which the seeds derive from, is revealed when it does"
+    try:
+        hashed = commitment(parse_secret(secret))
+    except ValueError as error:
+        return [f"the league's revealed secret is malformed: {error}"], None
+    if hashed != league.commitment:
+        return [f"the league's revealed secret does not hash to its commitment {league.commitment}"], None
+    problem = repo.check_league_seed(session, league, match, secret)
+    return ([problem] if problem else []), None
 
 
 def verify_replay(details: MatchDetails, record: Mapping[str, Any], league_rules: Mapping[str, Any]) -> list[str]:

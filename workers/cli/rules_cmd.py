@@ -34,6 +34,8 @@ def parse_options(assignments: list[str] | None) -> dict[str, Any]:
         Rules.from_options(options)
     except MusError as error:
         fail(str(error))
+    except RecursionError:
+        fail("an --option value nests its JSON too deeply to be a rules option")
     return options
 
 

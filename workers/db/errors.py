@@ -20,3 +20,7 @@ class NotFound(DbError, LookupError):
 
 class Conflict(DbError):
     """The input is well formed but not allowed now: a name is taken, a bot is still needed by a league."""
+
+
+class DatabaseInBotFolder(InvalidInput):
+    """A command was about to create its new SQLite database inside a bot's folder, where the bot could read it."""

@@ -45,10 +45,11 @@ from referee.engine.match import GameResult as EngineGameResult
 from referee.engine.match import GameTermination, MatchOutcome, MatchTermination
 from referee.engine.match import VacaResult as EngineVacaResult
 from referee.engine.rules import Rules
-from workers.db.errors import Conflict, DbError, InvalidInput, NotFound
+from workers.db.errors import Conflict, DatabaseInBotFolder, DbError, InvalidInput, NotFound
 from workers.db.models import (
     Bot,
     BotVersion,
+    DealMode,
     GameResult,
     League,
     LeagueEntrant,
@@ -61,6 +62,7 @@ from workers.db.models import (
     VacaResult,
     utc_now,
 )
+from workers.tournament.deals import commitment, derived_seed, new_secret, parse_secret
 
 __all__ = [
     "BotInfo",
@@ -76,6 +78,7 @@ __all__ = [
     "TeamSetup",
     "add_bot",
     "add_remote_bot",
+    "check_league_seed",
     "claim_match",
     "content_hash",
     "create_league",
@@ -103,11 +106,13 @@ __all__ = [
     "replay_match_ids",
     "requeue_expired",
     "requeue_failed",
+    "revealed_secret",
     "rotate_remote_token",
     "save_rating_snapshot",
     "start_league",
     "token_sha256",
     "unfinished_match_ids",
+    "unplayed_twin",
     "void_match",
 ]
 
@@ -119,11 +124,21 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 SKIPPED_DIRS = frozenset({"__pycache__", ".git"})
 """Folders left out of a bot's content hash: caches and history, not the program."""
 
+SKIPPED_FILES = frozenset({"mus.db", "mus.db-wal", "mus.db-shm", "mus.db-journal"})
+"""Files left out of a bot's content hash: the default league database and its WAL files, which change while
+leagues run and are never the program (a bot's own data files, whatever their names, are hashed)."""
+
+NEW_DATABASE = "mus_new_database"
+"""`session.info` key set by the CLI when this command created the SQLite database file it uses (a path)."""
+
 REMOTE_COMMAND: tuple[str, ...] = ()
 """A remote bot's single version has no command: it runs elsewhere and dials in."""
 
 MAX_SEED = 2**63 - 1
 """Seeds are stored as BIGINT, signed on both backends."""
+
+MAX_ABSENT_LIMIT_S = 86_400.0
+"""A match waits at most a day for an absent remote bot (its worker holds the match all that time)."""
 
 MAX_ERROR_CHARS = 4000
 """An infrastructure error is kept for the operator; a whole traceback is cut to this length."""
@@ -201,6 +216,7 @@ class FinishedMatch:
     index: int
     seed: int
     duplicate_pair: int | None
+    deal: int
     team0_bot: str
     team1_bot: str
     team0_version_id: int
@@ -224,6 +240,7 @@ class FinishedMatch:
             "index": self.index,
             "seed": self.seed,
             "duplicate_pair": self.duplicate_pair,
+            "deal": self.deal,
             "teams": [
                 {"bot": self.team0_bot, "version": self.team0_version, "version_id": self.team0_version_id},
                 {"bot": self.team1_bot, "version": self.team1_version, "version_id": self.team1_version_id},
@@ -259,7 +276,8 @@ def token_sha256(token: str) -> str:
 
 
 def content_hash(command: Sequence[str], folder: str | Path | None) -> str:
-    """SHA-256 over the command line and every file under `folder` (path-sorted), skipping caches and .git.
+    """SHA-256 over the command line and every file under `folder` (path-sorted), skipping caches, .git and
+    the default database files (`SKIPPED_FILES`).
 
     Each part is framed (its relative path and length go in before its bytes), so moving bytes from one file
     to another, or renaming a file, changes the hash. The folder's own location does not count: the same
@@ -288,6 +306,8 @@ def _bot_files(root: Path) -> list[tuple[str, Path]]:
     for directory, subdirectories, names in os.walk(root):
         subdirectories[:] = [name for name in subdirectories if name not in SKIPPED_DIRS]
         for name in names:
+            if name in SKIPPED_FILES:
+                continue
             path = Path(directory) / name
             if path.is_file():
                 files.append((path.relative_to(root).as_posix(), path))
@@ -308,6 +328,7 @@ def add_bot(
     if not words:
         raise InvalidInput(f"bot {name!r} needs a command to run")
     language = _check_language(language)
+    _refuse_new_database_in(session, folder)
     digest = content_hash(words, folder)
     stored_folder = str(Path(folder).resolve()) if folder is not None else None
     bot = _find_bot(session, name)
@@ -340,6 +361,20 @@ def add_bot(
     session.add(version)
     _flush_or_conflict(session, f"bot {name!r} got a new version at the same time from someone else; try again")
     return version
+
+
+def _refuse_new_database_in(session: Session, folder: str | Path | None) -> None:
+    """Refuse a command that just created its SQLite database inside the bot's folder (`mus bot add` run from
+    the bot's own folder with the default `./mus.db`): the bot could read it, and it is not the project's."""
+    created = session.info.get(NEW_DATABASE)
+    if folder is None or not created:
+        return
+    database, root = Path(created).resolve(), Path(folder).resolve()
+    if database.is_relative_to(root):
+        raise DatabaseInBotFolder(
+            f"refusing to create the database {database} inside the bot's folder {root}: run mus from the "
+            "project folder, or set MUS_DATABASE_URL"
+        )
 
 
 def add_remote_bot(session: Session, name: str, *, language: str = "unknown") -> str:
@@ -489,17 +524,28 @@ def create_league(
     matches: Sequence[Mapping[str, Any]],
     options: Mapping[str, Any] | None,
     matches_per_pairing: int,
-    seed: int,
+    seed: int = 0,
     absent_limit_s: float = 600.0,
+    deal_mode: DealMode | str | None = None,
     sandbox: bool = True,
+    secret: bytes | None = None,
 ) -> League:
     """Create a league with its entrants (each bot's current version) and every match, all or nothing.
 
     `matches` is the plan from `workers/tournament`, in order: mappings with `team0` and `team1` (bot names;
-    team 0 holds seats 0 and 2), `seed`, and `duplicate_pair` (None, or an id shared by the two matches of a
-    pair, which have the same seed and swapped teams). `options` are rules options (rules §14, time
-    control included); only those that differ from the defaults are stored. Everything is checked before the
-    first row is written, so an unknown bot or a bad plan leaves nothing behind.
+    team 0 holds seats 0 and 2) and `duplicate_pair` (None, or an id shared by the two matches of a pair, which
+    swap the teams). A `seed` in a plan entry is ignored: every match's seed is derived from the league's
+    secret (`workers/tournament/deals.py`; `secret` is for tests, default: 32 fresh random bytes), and only its
+    SHA-256, the league's commitment, is ever shown before the league finishes. `seed` is kept for callers of
+    the old signature and stored as the league's legacy seed; no deal depends on it.
+
+    `deal_mode`: duplicate pairs (as planned), or independent deals (every match its own deal, no pairs). By
+    default a league with a remote entrant plays independent deals (a remote program can remember the twin's
+    cards), any other duplicate pairs. `sandbox=False` records `--no-sandbox`: its hosted bots run unconfined.
+
+    `options` are rules options (rules §14, time control included); only those that differ from the defaults
+    are stored. Everything is checked before the first row is written, so an unknown bot or a bad plan leaves
+    nothing behind.
     """
     _check_name("league", name)
     rules = _check_rules(options)
@@ -509,6 +555,16 @@ def create_league(
         raise InvalidInput(f"absent_limit_s must be a number of seconds, got {absent_limit_s!r}")
     if not (math.isfinite(absent_limit_s) and absent_limit_s > 0):
         raise InvalidInput(f"absent_limit_s must be above 0, got {absent_limit_s}")
+    if absent_limit_s > MAX_ABSENT_LIMIT_S:
+        raise InvalidInput(f"absent_limit_s must be at most {MAX_ABSENT_LIMIT_S:g} seconds, got {absent_limit_s:g}")
+    if not isinstance(sandbox, bool):
+        raise InvalidInput(f"sandbox must be True or False, got {sandbox!r}")
+    if deal_mode is not None:
+        try:
+            deal_mode = DealMode(deal_mode)
+        except ValueError:
+            modes = " or ".join(mode.value for mode in DealMode)
+            raise InvalidInput(f"unknown deal mode {deal_mode!r}: use {modes}") from None
     if isinstance(bot_names, str):
         raise InvalidInput("bot_names must be a list of names, not one string")
     names = list(bot_names)
@@ -523,6 +579,16 @@ def create_league(
     if session.exec(select(League.id).where(col(League.name) == name)).first() is not None:
         raise Conflict(f"a league named {name!r} already exists")
     versions = _entrant_versions(session, names)
+    remote = session.exec(select(Bot.name).where(col(Bot.name).in_(names), col(Bot.remote).is_(True))).all()
+    mode = deal_mode if deal_mode is not None else DealMode.INDEPENDENT if remote else DealMode.DUPLICATE
+    if mode is DealMode.INDEPENDENT:
+        plan = [(team0, team1, None) for team0, team1, _ in plan]
+    secret = new_secret() if secret is None else secret
+    try:
+        committed = commitment(secret)
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
+    pairings = _pairings(len(names))
 
     league = League(
         name=name,
@@ -530,7 +596,10 @@ def create_league(
         matches_per_pairing=matches_per_pairing,
         seed=seed,
         absent_limit_s=float(absent_limit_s),
-        sandbox=bool(sandbox),
+        secret=secret.hex(),
+        commitment=committed,
+        sandbox=sandbox,
+        deal_mode=mode,
     )
     session.add(league)
     _flush_or_conflict(session, f"a league named {name!r} was created at the same time; pick another name")
@@ -542,13 +611,44 @@ def create_league(
             index=index,
             team0_version_id=_id(versions[team0]),
             team1_version_id=_id(versions[team1]),
-            seed=match_seed,
+            seed=derived_seed(secret, league=name, duplicate_pair=pair, index=index, deal=0, pairings=pairings),
             duplicate_pair=pair,
+            deal=0,
         )
-        for index, (team0, team1, match_seed, pair) in enumerate(plan)
+        for index, (team0, team1, pair) in enumerate(plan)
     )
     session.flush()
     return league
+
+
+def _pairings(entrants: int) -> int:
+    """How many pairings a round robin of `entrants` has (at least 1: it fixes each slot's first dealer)."""
+    return max(entrants * (entrants - 1) // 2, 1)
+
+
+def revealed_secret(league: League) -> str | None:
+    """The league's secret (hex), but only once the league has finished: before that, nobody sees it."""
+    return league.secret if league.status is LeagueStatus.FINISHED else None
+
+
+def check_league_seed(session: Session, league: League, match: Match, secret_hex: str) -> str | None:
+    """Why `match`'s seed is not the one its identity and deal derive from the revealed secret; None if it is."""
+    try:
+        secret = parse_secret(secret_hex)
+    except ValueError as error:
+        return str(error)
+    pairings = _pairings(len(league_entrants(session, league)))
+    expected = derived_seed(
+        secret,
+        league=league.name,
+        duplicate_pair=match.duplicate_pair,
+        index=match.index,
+        deal=match.deal,
+        pairings=pairings,
+    )
+    if expected != match.seed:
+        return f"the seed {match.seed} is not derived from the league's secret (deal {match.deal})"
+    return None
 
 
 def _check_rules(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -558,37 +658,38 @@ def _check_rules(options: Mapping[str, Any] | None) -> dict[str, Any]:
         raise InvalidInput(str(error)) from None
 
 
-def _check_plan(matches: Sequence[Mapping[str, Any]], entrants: set[str]) -> list[tuple[str, str, int, int | None]]:
+def _check_plan(matches: Sequence[Mapping[str, Any]], entrants: set[str]) -> list[tuple[str, str, int | None]]:
     if not matches:
         raise InvalidInput("a league needs at least one match")
-    plan: list[tuple[str, str, int, int | None]] = []
+    plan: list[tuple[str, str, int | None]] = []
     for index, match in enumerate(matches):
         where = f"match {index} of the plan"
         if not isinstance(match, Mapping):
-            raise InvalidInput(f"{where} must be a mapping with team0, team1, seed and duplicate_pair")
-        missing = [key for key in ("team0", "team1", "seed") if key not in match]
+            raise InvalidInput(f"{where} must be a mapping with team0, team1 and duplicate_pair")
+        missing = [key for key in ("team0", "team1") if key not in match]
         if missing:
             raise InvalidInput(f"{where} lacks {', '.join(missing)}")
         team0, team1 = match["team0"], match["team1"]
         for team in (team0, team1):
             if not isinstance(team, str) or team not in entrants:
                 raise InvalidInput(f"{where}: {team!r} is not an entrant of the league")
-        _check_seed(f"the seed of {where}", match["seed"])
+        if team0 == team1:
+            raise InvalidInput(f"{where}: {team0!r} cannot play against itself")
         pair = match.get("duplicate_pair")
         if pair is not None:
             _check_int(f"the duplicate_pair of {where}", pair, low=0)
-        plan.append((team0, team1, match["seed"], pair))
-    pairs: dict[int, list[tuple[str, str, int, int | None]]] = {}
+        plan.append((team0, team1, pair))
+    pairs: dict[int, list[tuple[str, str, int | None]]] = {}
     for entry in plan:
-        if entry[3] is not None:
-            pairs.setdefault(entry[3], []).append(entry)
+        if entry[2] is not None:
+            pairs.setdefault(entry[2], []).append(entry)
     for pair, members in sorted(pairs.items()):
         if len(members) > 2:
             raise InvalidInput(f"duplicate pair {pair} has {len(members)} matches; a pair has at most two")
         if len(members) == 2:
-            (a0, a1, a_seed, _), (b0, b1, b_seed, _) = members
-            if a_seed != b_seed or (a0, a1) != (b1, b0):
-                raise InvalidInput(f"the matches of duplicate pair {pair} must share a seed and swap the teams")
+            (a0, a1, _), (b0, b1, _) = members
+            if (a0, a1) != (b1, b0):
+                raise InvalidInput(f"the matches of duplicate pair {pair} must swap the teams")
     return plan
 
 
@@ -772,31 +873,39 @@ def claim_match(
 ) -> Match | None:
     """Take a match to play: a queued one, or a running one whose lease has expired. None if it is not free.
 
-    One conditional UPDATE decides, so of two workers racing for the same match exactly one gets it (on
+    A conditional UPDATE decides, so of two workers racing for the same match exactly one gets it (on
     PostgreSQL the loser waits for the winner's row lock, then re-checks the condition and finds it false).
+    Taking over an expired lease also moves the match to a fresh deal: the old holder's bots may have seen it.
     The attempt count goes up by one; the lease runs `lease_s` seconds from now. Commits.
     """
     _check_worker(worker)
     lease = _check_lease(lease_s)
     now = now or database_now(session)
-    claimable = sa.or_(
-        col(Match.status) == MatchStatus.QUEUED,
-        sa.and_(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now),
-    )
-    result = session.exec(
-        sa.update(Match)
-        .where(col(Match.id) == match_id, claimable)
-        .values(
-            status=MatchStatus.RUNNING,
-            attempt=col(Match.attempt) + 1,
-            worker=worker,
-            lease_expires_at=now + lease,
-            heartbeat_at=now,
-            started_at=now,
+    claimed = taken_over = False
+    for takeover, claimable in (
+        (False, col(Match.status) == MatchStatus.QUEUED),
+        (True, sa.and_(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)),
+    ):
+        result = session.exec(
+            sa.update(Match)
+            .where(col(Match.id) == match_id, claimable)
+            .values(
+                status=MatchStatus.RUNNING,
+                attempt=col(Match.attempt) + 1,
+                worker=worker,
+                lease_expires_at=now + lease,
+                heartbeat_at=now,
+                started_at=now,
+            )
+            .execution_options(synchronize_session=False)
         )
-        .execution_options(synchronize_session=False)
-    )
-    claimed = result.rowcount == 1
+        if result.rowcount == 1:
+            claimed, taken_over = True, takeover
+            break
+    if claimed and taken_over:
+        # The expired holder's bots may have seen the deal: this attempt plays a fresh one.
+        _fresh_deal(session, match_id)
+        _expire_matches(session)
     match = session.get(Match, match_id, populate_existing=True)
     session.commit()
     if match is None:
@@ -826,25 +935,30 @@ def heartbeat(session: Session, match_id: int, worker: str, lease_s: float, *, n
 def requeue_expired(session: Session, league: LeagueRef | None = None, *, now: datetime | None = None) -> int:
     """Put running matches whose lease has expired (their worker died or hung) back in the queue; how many.
 
-    Their attempt is not charged to any bot: the match is simply played again. Commits.
+    Their attempt is not charged to any bot: the match is played again, on a fresh deal (as `void_match`).
+    Commits.
     """
     now = now or database_now(session)
     query = sa.update(Match).where(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)
     if league is not None:
         query = query.where(col(Match.league_id) == _league_id(session, league))
-    result = session.exec(
+    requeued = session.exec(
         query.values(
             status=MatchStatus.QUEUED,
             worker=None,
             lease_expires_at=None,
             error=sa.literal("the lease expired; worker ") + sa.func.coalesce(col(Match.worker), "unknown"),
-        ).execution_options(synchronize_session=False)
-    )
+        )
+        .returning(col(Match.id))
+        .execution_options(synchronize_session=False)
+    ).all()
+    for (match_id,) in requeued:
+        _fresh_deal(session, match_id)
     _expire_matches(session)
     session.commit()
-    if result.rowcount:
-        log.warning("requeued %s match(es) whose worker's lease expired", result.rowcount)
-    return int(result.rowcount)
+    if requeued:
+        log.warning("requeued %s match(es) whose worker's lease expired", len(requeued))
+    return len(requeued)
 
 
 def requeue_failed(session: Session, league: LeagueRef) -> int:
@@ -863,9 +977,11 @@ def requeue_failed(session: Session, league: LeagueRef) -> int:
 def void_match(session: Session, match_id: int, worker: str, error: str, *, max_attempts: int | None = None) -> bool:
     """End an attempt that failed for an infrastructure reason: no result, nothing charged to a bot.
 
-    The match goes back to the queue with the error kept for the operator, or to `failed` once it has been
-    attempted `max_attempts` times, so a match that can never run does not loop forever. False (and nothing
-    changed) if this worker no longer holds the match. Commits.
+    Its bots may have seen its deal, so the match moves on to a fresh one (`_fresh_deal`), and so does its
+    duplicate twin if the twin is not finished or being played. The match goes back to the queue with the
+    error kept for the operator, or to `failed` once it has been attempted `max_attempts` times, so a match that
+    can never run does not loop forever. False (and nothing changed) if this worker no longer holds the match.
+    Commits.
     """
     if max_attempts is not None:
         _check_int("max_attempts", max_attempts, low=1)
@@ -878,9 +994,11 @@ def void_match(session: Session, match_id: int, worker: str, error: str, *, max_
         .values(status=status, worker=None, lease_expires_at=None, error=str(error)[:MAX_ERROR_CHARS] or "voided")
         .execution_options(synchronize_session=False)
     )
-    _expire_matches(session, match_id)
-    session.commit()
     voided = result.rowcount == 1
+    if voided:
+        _fresh_deal(session, match_id)
+    _expire_matches(session)
+    session.commit()
     if voided:
         log.warning("match_id=%s voided by worker %s (not charged to a bot): %s", match_id, worker, error)
     return voided
@@ -902,7 +1020,8 @@ def record_result(
     Idempotent: if the match already has a result this returns False and changes nothing. The UNIQUE key on
     `match_result.match_id` makes that hold even when two workers finish the same match at once: the second
     insert fails, its transaction is rolled back whole. A result from a worker whose lease has expired is
-    still accepted if it comes first: the match was played to the end.
+    still accepted if it comes first and the match is still on the deal it played; once the match has moved to
+    a fresh deal (requeued, or taken over), such a stale result returns False and is not written.
 
     `outcome` is the engine's `MatchOutcome` or its `outcome_record` mapping; `replay` the `match_record`;
     `faults` every fault charged, in order, as {seat, cause, detail}; `decision_seconds` each seat's decision
@@ -913,6 +1032,12 @@ def record_result(
     match = get_match(session, match_id)
     if match.status is MatchStatus.FINISHED or _has_result(session, match_id):
         session.rollback()
+        return False
+    stale_seed = isinstance(replay, Mapping) and "seed" in replay and replay["seed"] != match.seed
+    if stale_seed and not (match.status is MatchStatus.RUNNING and match.worker == worker):
+        # An attempt that lost its lease, on a deal the match has since left: its result is not this deal's.
+        session.rollback()
+        log.warning("match_id=%s: worker %s's result is of a deal the match has left; not written", match_id, worker)
         return False
     parsed = _parse_outcome(outcome)
     fault_rows = _parse_faults(faults)
@@ -975,6 +1100,68 @@ def record_result(
         raise
     log.info("match_id=%s result recorded by worker %s: team %s won", match_id, worker, parsed.winner)
     return True
+
+
+def _fresh_deal(session: Session, match_id: int) -> None:
+    """Move a match its caller holds (or has just requeued, in this transaction) on to a fresh deal.
+
+    No bot ever sees a deal twice: the match's deal number goes past its own and its twin's, and its seed is
+    derived again from the league's secret. Its duplicate twin moves with it, to the same fresh deal, if the twin
+    is queued or failed; a twin that is finished or being played keeps its deal (its result stands), and the two
+    are then no longer a pair (`workers/tournament/results.py`). A league created before secrets existed keeps
+    its public seeds. Does not commit.
+    """
+    match = session.get(Match, match_id, populate_existing=True)
+    assert match is not None, "the caller holds the match"
+    league = session.get(League, match.league_id)
+    assert league is not None, "a match's league is a foreign key"
+    if league.secret is None:
+        return
+    twin = None
+    if match.duplicate_pair is not None:
+        twin = session.exec(
+            select(Match)
+            .where(
+                col(Match.league_id) == match.league_id,
+                col(Match.duplicate_pair) == match.duplicate_pair,
+                col(Match.id) != match_id,
+            )
+            .execution_options(populate_existing=True)
+        ).first()
+    deal = max(match.deal, twin.deal if twin is not None else 0) + 1
+    seed = derived_seed(
+        parse_secret(league.secret),
+        league=league.name,
+        duplicate_pair=match.duplicate_pair,
+        index=match.index,
+        deal=deal,
+        pairings=_pairings(len(league_entrants(session, league))),
+    )
+    session.exec(
+        sa.update(Match)
+        .where(col(Match.id) == match_id)
+        .values(deal=deal, seed=seed)
+        .execution_options(synchronize_session=False)
+    )
+    if twin is not None:
+        moved = session.exec(
+            sa.update(Match)
+            .where(
+                col(Match.id) == twin.id,
+                col(Match.deal) == twin.deal,
+                col(Match.status).in_([MatchStatus.QUEUED, MatchStatus.FAILED]),
+            )
+            .values(deal=deal, seed=seed)
+            .execution_options(synchronize_session=False)
+        )
+        if moved.rowcount != 1:
+            log.info(
+                "match_id=%s moved to deal %s without its twin %s (finished or being played): the pair is broken",
+                match_id,
+                deal,
+                twin.id,
+            )
+    log.info("match_id=%s moved to a fresh deal %s", match_id, deal)
 
 
 def _expire_matches(session: Session, match_id: int | None = None) -> None:
@@ -1177,6 +1364,23 @@ def replay_match_ids(session: Session, league: LeagueRef) -> list[int]:
     return [match_id for match_id in ids if match_id is not None]
 
 
+def unplayed_twin(session: Session, match_id: int) -> Match | None:
+    """The match's duplicate twin if it is dealt the same cards and has not finished yet: until it has, the
+    match's replay (and its seed) would show the twin's bots the deals they are about to play."""
+    match = get_match(session, match_id)
+    if match.duplicate_pair is None:
+        return None
+    return session.exec(
+        select(Match).where(
+            col(Match.league_id) == match.league_id,
+            col(Match.duplicate_pair) == match.duplicate_pair,
+            col(Match.id) != match_id,
+            col(Match.seed) == match.seed,
+            col(Match.status) != MatchStatus.FINISHED,
+        )
+    ).first()
+
+
 def get_match_details(session: Session, match_id: int) -> MatchDetails:
     """A finished match's stored result, games and vacas (to show a replay next to it, or verify it)."""
     match = get_match(session, match_id)
@@ -1224,6 +1428,7 @@ def league_results(session: Session, league: LeagueRef) -> list[FinishedMatch]:
                 index=match.index,
                 seed=match.seed,
                 duplicate_pair=match.duplicate_pair,
+                deal=match.deal,
                 team0_bot=bot0,
                 team1_bot=bot1,
                 team0_version_id=match.team0_version_id,

@@ -50,12 +50,46 @@ def database_url() -> str:
     return f"sqlite:///{Path.cwd() / DEFAULT_DATABASE_FILE}"
 
 
+DATABASE_FILE_MODE = 0o600
+"""A new SQLite database file is readable and writable by its owner only (SQLite gives its -wal, -shm and
+-journal files the database file's mode)."""
+
+
+def sqlite_file(url: str | sa.URL | None = None) -> Path | None:
+    """The file a SQLite URL (default `database_url()`) names, resolved; None for another backend, memory or URI."""
+    try:
+        parsed = sa.make_url(url if url is not None else database_url())
+    except sa.exc.ArgumentError:
+        return None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database).resolve()
+
+
+def create_private_file(path: Path) -> bool:
+    """Create `path` empty with mode 0600 if it does not exist (never loosening an existing file); True if
+    this call created it. SQLite then opens the empty file as a new database and creates its WAL files with
+    the same mode."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DATABASE_FILE_MODE)
+    except FileExistsError:
+        return False
+    except OSError as error:
+        raise InvalidInput(f"cannot create the database file {path}: {error.strerror or error}") from None
+    os.close(descriptor)
+    os.chmod(path, DATABASE_FILE_MODE)  # the umask can only take bits away; this makes the mode exact
+    return True
+
+
 def make_engine(url: str | sa.URL | None = None) -> Engine:
     """An engine for `url` (default `database_url()`): SQLite or PostgreSQL through psycopg 3.
 
-    SQLite gets WAL (readers never block the writer), foreign keys enforced, a busy timeout so concurrent writers
-    queue instead of failing, and connections usable from any thread. PostgreSQL gets `pool_pre_ping`, so a
-    connection the server dropped is replaced instead of failing a match. `postgresql://` means psycopg 3.
+    A SQLite file that does not exist yet is created with mode 0600 (`create_private_file`): the database holds
+    every league's secret. SQLite gets WAL (readers never block the writer), foreign keys enforced, a busy
+    timeout so concurrent writers queue instead of failing, and connections usable from any thread. PostgreSQL
+    gets `pool_pre_ping`, so a connection the server dropped is replaced instead of failing a match.
+    `postgresql://` means psycopg 3.
     """
     try:
         parsed = sa.make_url(url if url is not None else database_url())
@@ -68,7 +102,10 @@ def make_engine(url: str | sa.URL | None = None) -> Engine:
             raise InvalidInput(f"unsupported SQLite driver in {shown}: use sqlite:///PATH")
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
-            parsed = parsed.set(database=str(Path(database).resolve()))
+            path = Path(database).resolve()
+            parsed = parsed.set(database=str(path))
+            if path.parent.is_dir():
+                create_private_file(path)
         engine = sa.create_engine(parsed, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S})
         sa.event.listen(engine, "connect", _configure_sqlite_connection)
         return engine

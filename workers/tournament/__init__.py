@@ -8,13 +8,15 @@ of truth).
 
 from __future__ import annotations
 
+from workers.tournament.deals import commitment, deal_key, derived_seed, new_secret, parse_secret
 from workers.tournament.errors import TournamentError
 from workers.tournament.ratings import EloPoint, Rating, elo_over_time, fit_elo
 from workers.tournament.results import MatchScore, Observation, observations
-from workers.tournament.schedule import MatchPlan, duplicate_seed, schedule_round_robin
+from workers.tournament.schedule import MAX_MATCHES_PER_PAIRING, MatchPlan, duplicate_seed, schedule_round_robin
 from workers.tournament.standings import StandingRow, plot_elo_over_time, standings
 
 __all__ = [
+    "MAX_MATCHES_PER_PAIRING",
     "EloPoint",
     "MatchPlan",
     "MatchScore",
@@ -22,10 +24,15 @@ __all__ = [
     "Rating",
     "StandingRow",
     "TournamentError",
+    "commitment",
+    "deal_key",
+    "derived_seed",
     "duplicate_seed",
     "elo_over_time",
     "fit_elo",
+    "new_secret",
     "observations",
+    "parse_secret",
     "plot_elo_over_time",
     "schedule_round_robin",
     "standings",

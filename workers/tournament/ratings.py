@@ -43,6 +43,7 @@ from workers.tournament.results import (
     Observation,
     check_scores,
     observations,
+    pair_key,
     pair_observation,
     single_observation,
 )
@@ -146,13 +147,13 @@ def elo_over_time(
     bots = _bots(listed, entrants)
     _check_fit_args(bots, anchor, prior_draws)
     totals = _Totals()
-    waiting: dict[int, MatchScore] = {}  # incomplete pairs: their finished twin
+    waiting: dict[tuple[int, int], MatchScore] = {}  # incomplete pairs (by pair and deal): their finished twin
     played: set[str] = set()
     series: dict[str, list[EloPoint]] = {}
     for n, score in enumerate(listed, start=1):
         # The same observations as `observations(listed[:n])`: an incomplete pair's single observation is
         # replaced by the pair observation when its twin finishes.
-        pair = score.duplicate_pair
+        pair = pair_key(score)
         if pair is not None and pair in waiting:
             twin = waiting.pop(pair)
             totals.add(single_observation(twin), -1)

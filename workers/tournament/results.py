@@ -10,6 +10,11 @@ match observation, score 1 or 0, until its twin finishes; the pair observation t
 that is running or was stopped part way has a rating from everything it has played, and the weight of a pair
 never exceeds one observation. A match with `duplicate_pair=None` (not part of a pair) is always a single match
 observation.
+
+**A broken pair.** A voided match is replayed on a fresh deal (its `deal` number goes up), and so is its twin
+if the twin has not been played yet. If the twin had already finished (or was being played), its result stands,
+and the two matches no longer share a deal: twins count as a pair only when they were played on the same deal,
+so each is then rated as a single match observation and neither counts as a complete pair.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class MatchScore:
     a forfeit included. `finished` orders the league's results by when they finished (unique in a league): it
     is only used by `elo_over_time`, never by the fit. `games` and `points` are per team (points: the tanteo
     scored over the match's games); `faults` per team, by cause (`timeout`, `illegal_action`, `crash`, ...).
+    `deal` is how many times the match was moved to a fresh deal (0 for most).
     The mappings make the value unhashable; it is compared, never hashed.
     """
 
@@ -44,6 +50,8 @@ class MatchScore:
     games: tuple[int, int] = (0, 0)
     points: tuple[int, int] = (0, 0)
     faults: tuple[Mapping[str, int], Mapping[str, int]] = field(default_factory=_no_faults)
+    deal: int = 0
+    """The match's deal number: twins are a pair only when played on the same deal (see the module docstring)."""
 
     def __post_init__(self) -> None:
         if not self.team0 or not self.team1 or self.team0 == self.team1:
@@ -102,9 +110,14 @@ def pair_observation(a: MatchScore, b: MatchScore) -> Observation:
     return Observation(first, second, wins / 2, 2, a.duplicate_pair)
 
 
+def pair_key(score: MatchScore) -> tuple[int, int] | None:
+    """What groups twins: their duplicate pair and the deal they were played on; None for a match on its own."""
+    return None if score.duplicate_pair is None else (score.duplicate_pair, score.deal)
+
+
 def check_twins(a: MatchScore, b: MatchScore) -> None:
-    """The two matches of a pair are the same two bots with the partnerships swapped."""
-    if a.duplicate_pair != b.duplicate_pair or a.duplicate_pair is None:
+    """The two matches of a pair are the same two bots with the partnerships swapped, on the same deal."""
+    if a.duplicate_pair != b.duplicate_pair or a.duplicate_pair is None or a.deal != b.deal:
         raise TournamentError(f"matches of pairs {a.duplicate_pair} and {b.duplicate_pair} are not twins")
     if (a.team0, a.team1) != (b.team1, b.team0):
         raise TournamentError(
@@ -120,9 +133,11 @@ def check_scores(scores: Sequence[MatchScore]) -> None:
         if score.finished in seen:
             raise TournamentError(f"two results share the finish index {score.finished}")
         seen.add(score.finished)
-    for pair, matches in _by_pair(scores).items():
+    for (pair, deal), matches in _by_pair(scores).items():
         if len(matches) > 2:
-            raise TournamentError(f"duplicate pair {pair} has {len(matches)} results; a pair is two matches")
+            raise TournamentError(
+                f"duplicate pair {pair} has {len(matches)} results on deal {deal}; a pair is two matches"
+            )
         if len(matches) == 2:
             check_twins(*matches)
 
@@ -145,11 +160,12 @@ def observations(scores: Iterable[MatchScore]) -> list[Observation]:
     return out
 
 
-def _by_pair(scores: Iterable[MatchScore]) -> dict[int, list[MatchScore]]:
-    grouped: dict[int, list[MatchScore]] = defaultdict(list)
+def _by_pair(scores: Iterable[MatchScore]) -> dict[tuple[int, int], list[MatchScore]]:
+    grouped: dict[tuple[int, int], list[MatchScore]] = defaultdict(list)
     for score in scores:
-        if score.duplicate_pair is not None:
-            grouped[score.duplicate_pair].append(score)
+        key = pair_key(score)
+        if key is not None:
+            grouped[key].append(score)
     for matches in grouped.values():
         matches.sort(key=lambda s: s.finished)
     return dict(grouped)

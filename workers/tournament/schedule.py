@@ -1,7 +1,8 @@
 """Round-robin schedules of duplicate pairs (rules §4.1), with the first dealer balanced over the seats.
 
 A league is expanded into matches up front (progress, resume and standings are then queries), so
-the schedule is a pure function of the entrants, the number of matches per pairing and the league seed.
+the schedule is a pure function of the entrants and the number of matches per pairing. (Its `seed`s are public
+placeholders for tests and benchmarks: a league's real seeds come from its secret, `workers/tournament/deals.py`.)
 
 **Duplicate pairs.** Every pairing {A, B} plays `matches_per_pairing / 2` duplicate pairs. A pair is two
 matches with the same seed and the partnerships swapped: A holds seats 0 and 2 in one and seats 1 and 3 in the
@@ -39,6 +40,9 @@ from itertools import combinations, count
 from referee.engine.match import first_dealer_of
 from workers.tournament.errors import TournamentError
 
+MAX_MATCHES_PER_PAIRING = 1000
+"""More would take weeks to play and only make a typo expensive: creating the league writes every match row."""
+
 
 @dataclass(frozen=True, slots=True)
 class MatchPlan:
@@ -46,6 +50,10 @@ class MatchPlan:
 
     `team0` holds seats 0 and 2, `team1` seats 1 and 3. The two matches of a duplicate pair share
     `duplicate_pair` and `seed`, with the teams swapped. `round` is the pair's round within its pairing.
+
+    `seed` is only a public, reproducible placeholder (tests and benchmarks play it directly): a league's real
+    seeds are derived from its secret when it is created (`workers/tournament/deals.py`), with the same first
+    dealer.
     """
 
     index: int
@@ -54,6 +62,8 @@ class MatchPlan:
     seed: int
     duplicate_pair: int
     round: int
+    first_dealer: int = 0
+    """The first dealer of the pair's deals, `(pairing + round) % 4`: `deals.first_dealer_target` of the pair."""
 
 
 def duplicate_seed(league_seed: int, pairing: int, round: int) -> int:
@@ -71,14 +81,14 @@ def duplicate_seed(league_seed: int, pairing: int, round: int) -> int:
     raise AssertionError("unreachable: count() never ends")
 
 
-def schedule_round_robin(entrants: Sequence[str], matches_per_pairing: int, league_seed: int) -> list[MatchPlan]:
+def schedule_round_robin(entrants: Sequence[str], matches_per_pairing: int, league_seed: int = 0) -> list[MatchPlan]:
     """Every unordered pairing of the entrants, `matches_per_pairing` matches each, as duplicate pairs.
 
     Args:
         entrants: the bots' keys, at least two, all different; their order fixes the pairing numbers (and so
             the seeds), so pass them in a stable order (e.g. as stored with the league).
-        matches_per_pairing: even and at least 2, since a duplicate pair is two matches.
-        league_seed: the root of every match seed of the league.
+        matches_per_pairing: even, from 2 (a duplicate pair is two matches) to `MAX_MATCHES_PER_PAIRING`.
+        league_seed: the root of the plan's placeholder seeds (see `MatchPlan`); a league's deals do not use it.
 
     Raises:
         TournamentError: (a `ValueError`) on fewer than two entrants, repeated or empty keys, or an odd or too
@@ -100,6 +110,10 @@ def schedule_round_robin(entrants: Sequence[str], matches_per_pairing: int, leag
             f"matches_per_pairing must be even and at least 2 (each duplicate pair is two matches with the "
             f"partnerships swapped), got {matches_per_pairing}"
         )
+    if matches_per_pairing > MAX_MATCHES_PER_PAIRING:
+        raise TournamentError(
+            f"matches_per_pairing must be at most {MAX_MATCHES_PER_PAIRING}, got {matches_per_pairing}"
+        )
     if isinstance(league_seed, bool) or not isinstance(league_seed, int):
         raise TournamentError(f"league_seed must be an integer, got {league_seed!r}")
 
@@ -110,6 +124,7 @@ def schedule_round_robin(entrants: Sequence[str], matches_per_pairing: int, leag
             pair_id = round_ * len(pairings) + pairing
             seed = duplicate_seed(league_seed, pairing, round_)
             first, second = (a, b) if round_ % 2 == 0 else (b, a)
-            plans.append(MatchPlan(len(plans), first, second, seed, pair_id, round_))
-            plans.append(MatchPlan(len(plans), second, first, seed, pair_id, round_))
+            dealer = (pairing + round_) % 4
+            plans.append(MatchPlan(len(plans), first, second, seed, pair_id, round_, dealer))
+            plans.append(MatchPlan(len(plans), second, first, seed, pair_id, round_, dealer))
     return plans

@@ -394,7 +394,9 @@
       case "sena_delivered":
         return "Seat " + e.seat + " signals " + senaLabel(e.sena) + (e.to ? " (to partner)" : " (seen by all)");
       case "sena_rejected":
-        return "Seña " + senaLabel(e.sena) + " of seat " + e.seat + " rejected: " + e.reason;
+        return (e.senas || [e])
+          .map(function (r) { return "Seña " + senaLabel(r.sena) + " of seat " + e.seat + " rejected: " + r.reason; })
+          .join("; ");
       case "bet":
         return "Seat " + e.seat + ": " + betText(e);
       case "lance_closed":

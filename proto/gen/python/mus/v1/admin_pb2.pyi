@@ -477,6 +477,54 @@ class RegisterRemoteBotResponse(_message.Message):
 Global___RegisterRemoteBotResponse: _TypeAlias = RegisterRemoteBotResponse  # noqa: Y015
 
 @_typing.final
+class RevokeRemoteBotRequest(_message.Message):
+    """Revoke a remote bot's token."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOT_NAME_FIELD_NUMBER: _builtins.int
+    bot_name: _builtins.str
+    """The bot's name, as registered with RegisterRemoteBot."""
+    def __init__(
+        self,
+        *,
+        bot_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_name", b"bot_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeRemoteBotRequest: _TypeAlias = RevokeRemoteBotRequest  # noqa: Y015
+
+@_typing.final
+class RevokeRemoteBotResponse(_message.Message):
+    """The bot's token is forgotten."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WAS_REGISTERED_FIELD_NUMBER: _builtins.int
+    SESSIONS_CLOSED_FIELD_NUMBER: _builtins.int
+    was_registered: _builtins.bool
+    """Whether the name was registered."""
+    sessions_closed: _builtins.int
+    """How many of its lobby streams were ended."""
+    def __init__(
+        self,
+        *,
+        was_registered: _builtins.bool = ...,
+        sessions_closed: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sessions_closed", b"sessions_closed", "was_registered", b"was_registered"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeRemoteBotResponse: _TypeAlias = RevokeRemoteBotResponse  # noqa: Y015
+
+@_typing.final
 class GetTableReplayRequest(_message.Message):
     """Ask for a finished table's replay."""
 
@@ -513,7 +561,7 @@ class Incident(_message.Message):
     """The seat at fault, 0..3."""
     cause: _types_pb2.FaultCause.ValueType
     """Why: FAULT_CAUSE_PROTOCOL_ERROR, FAULT_CAUSE_DISCONNECT, FAULT_CAUSE_CRASH, FAULT_CAUSE_STALL or
-    FAULT_CAUSE_ABSENT.
+    FAULT_CAUSE_ABSENT. (FAULT_CAUSE_LIMIT is a fault of the replay record's events: it ends the match.)
     """
     detail: _builtins.str
     """What happened, in words, for logs."""

@@ -63,6 +63,11 @@ class TableAdminServiceStub:
                 request_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
                 response_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
                 _registered_method=True)
+        self.RevokeRemoteBot = channel.unary_unary(
+                '/mus.v1.TableAdminService/RevokeRemoteBot',
+                request_serializer=mus_dot_v1_dot_admin__pb2.RevokeRemoteBotRequest.SerializeToString,
+                response_deserializer=mus_dot_v1_dot_admin__pb2.RevokeRemoteBotResponse.FromString,
+                _registered_method=True)
         self.ReportCrash = channel.unary_unary(
                 '/mus.v1.TableAdminService/ReportCrash',
                 request_serializer=mus_dot_v1_dot_admin__pb2.ReportCrashRequest.SerializeToString,
@@ -112,8 +117,20 @@ class TableAdminServiceServicer:
 
     def RegisterRemoteBot(self, request, context):
         """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
-        is given here; the token itself never reaches the referee's storage. Registering a name again replaces
-        its token hash.
+        is given here; the token itself never reaches the referee's storage. Registering a name again with
+        another hash replaces its token hash and revokes the old token as RevokeRemoteBot does (its lobby streams
+        end, its offers are withdrawn); registering the same hash again changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeRemoteBot(self, request, context):
+        """Forget a remote bot's token (after `mus bot remove`, or before a re-add issues a new one): a LobbyHello
+        with the old token fails with UNAUTHENTICATED, the bot's open lobby streams end with UNAUTHENTICATED, and
+        the seats offered to it and not yet accepted are withdrawn and offered again if it registers anew. Seats
+        it already accepted keep their seat tokens until their match ends. Revoking an unknown name succeeds
+        (`was_registered` is false).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -131,8 +148,10 @@ class TableAdminServiceServicer:
     def GetTableReplay(self, request, context):
         """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
         decision times, everything a league needs to store the match as if it had played it itself.
-        FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
-        NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
+        FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome, and a
+        cancelled table's deals stay secret: it may be played again); NOT_FOUND for an unknown table_id (or a
+        finished table the referee no longer keeps). The record is never larger than the referee's cap on one
+        table (docs/protocol.md, "Limits"), well under 16 MiB.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -160,6 +179,11 @@ def add_TableAdminServiceServicer_to_server(servicer, server):
                     servicer.RegisterRemoteBot,
                     request_deserializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.FromString,
                     response_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.SerializeToString,
+            ),
+            'RevokeRemoteBot': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeRemoteBot,
+                    request_deserializer=mus_dot_v1_dot_admin__pb2.RevokeRemoteBotRequest.FromString,
+                    response_serializer=mus_dot_v1_dot_admin__pb2.RevokeRemoteBotResponse.SerializeToString,
             ),
             'ReportCrash': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportCrash,
@@ -289,6 +313,33 @@ class TableAdminService:
             '/mus.v1.TableAdminService/RegisterRemoteBot',
             mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
             mus_dot_v1_dot_admin__pb2.RegisterRemoteBotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeRemoteBot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mus.v1.TableAdminService/RevokeRemoteBot',
+            mus_dot_v1_dot_admin__pb2.RevokeRemoteBotRequest.SerializeToString,
+            mus_dot_v1_dot_admin__pb2.RevokeRemoteBotResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -54,8 +54,16 @@ class TableAdminServiceStub:
     """Report a table's state: status, score, faults, and the outcome once finished."""
     RegisterRemoteBot: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RegisterRemoteBotRequest, _admin_pb2.RegisterRemoteBotResponse]
     """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
-    is given here; the token itself never reaches the referee's storage. Registering a name again replaces
-    its token hash.
+    is given here; the token itself never reaches the referee's storage. Registering a name again with
+    another hash replaces its token hash and revokes the old token as RevokeRemoteBot does (its lobby streams
+    end, its offers are withdrawn); registering the same hash again changes nothing.
+    """
+    RevokeRemoteBot: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokeRemoteBotRequest, _admin_pb2.RevokeRemoteBotResponse]
+    """Forget a remote bot's token (after `mus bot remove`, or before a re-add issues a new one): a LobbyHello
+    with the old token fails with UNAUTHENTICATED, the bot's open lobby streams end with UNAUTHENTICATED, and
+    the seats offered to it and not yet accepted are withdrawn and offered again if it registers anew. Seats
+    it already accepted keep their seat tokens until their match ends. Revoking an unknown name succeeds
+    (`was_registered` is false).
     """
     ReportCrash: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ReportCrashRequest, _admin_pb2.ReportCrashResponse]
     """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
@@ -65,8 +73,10 @@ class TableAdminServiceStub:
     GetTableReplay: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]
     """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
     decision times, everything a league needs to store the match as if it had played it itself.
-    FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
-    NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
+    FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome, and a
+    cancelled table's deals stay secret: it may be played again); NOT_FOUND for an unknown table_id (or a
+    finished table the referee no longer keeps). The record is never larger than the referee's cap on one
+    table (docs/protocol.md, "Limits"), well under 16 MiB.
     """
 
 @_typing.type_check_only
@@ -95,8 +105,16 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     """Report a table's state: status, score, faults, and the outcome once finished."""
     RegisterRemoteBot: _aio.UnaryUnaryMultiCallable[_admin_pb2.RegisterRemoteBotRequest, _admin_pb2.RegisterRemoteBotResponse]  # type: ignore[assignment]
     """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
-    is given here; the token itself never reaches the referee's storage. Registering a name again replaces
-    its token hash.
+    is given here; the token itself never reaches the referee's storage. Registering a name again with
+    another hash replaces its token hash and revokes the old token as RevokeRemoteBot does (its lobby streams
+    end, its offers are withdrawn); registering the same hash again changes nothing.
+    """
+    RevokeRemoteBot: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokeRemoteBotRequest, _admin_pb2.RevokeRemoteBotResponse]  # type: ignore[assignment]
+    """Forget a remote bot's token (after `mus bot remove`, or before a re-add issues a new one): a LobbyHello
+    with the old token fails with UNAUTHENTICATED, the bot's open lobby streams end with UNAUTHENTICATED, and
+    the seats offered to it and not yet accepted are withdrawn and offered again if it registers anew. Seats
+    it already accepted keep their seat tokens until their match ends. Revoking an unknown name succeeds
+    (`was_registered` is false).
     """
     ReportCrash: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReportCrashRequest, _admin_pb2.ReportCrashResponse]  # type: ignore[assignment]
     """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
@@ -106,8 +124,10 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     GetTableReplay: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]  # type: ignore[assignment]
     """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
     decision times, everything a league needs to store the match as if it had played it itself.
-    FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
-    NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
+    FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome, and a
+    cancelled table's deals stay secret: it may be played again); NOT_FOUND for an unknown table_id (or a
+    finished table the referee no longer keeps). The record is never larger than the referee's cap on one
+    table (docs/protocol.md, "Limits"), well under 16 MiB.
     """
 
 class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -157,8 +177,22 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.RegisterRemoteBotResponse, _abc.Awaitable[_admin_pb2.RegisterRemoteBotResponse]]:
         """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
-        is given here; the token itself never reaches the referee's storage. Registering a name again replaces
-        its token hash.
+        is given here; the token itself never reaches the referee's storage. Registering a name again with
+        another hash replaces its token hash and revokes the old token as RevokeRemoteBot does (its lobby streams
+        end, its offers are withdrawn); registering the same hash again changes nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokeRemoteBot(
+        self,
+        request: _admin_pb2.RevokeRemoteBotRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RevokeRemoteBotResponse, _abc.Awaitable[_admin_pb2.RevokeRemoteBotResponse]]:
+        """Forget a remote bot's token (after `mus bot remove`, or before a re-add issues a new one): a LobbyHello
+        with the old token fails with UNAUTHENTICATED, the bot's open lobby streams end with UNAUTHENTICATED, and
+        the seats offered to it and not yet accepted are withdrawn and offered again if it registers anew. Seats
+        it already accepted keep their seat tokens until their match ends. Revoking an unknown name succeeds
+        (`was_registered` is false).
         """
 
     @_abc_1.abstractmethod
@@ -180,8 +214,10 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_admin_pb2.GetTableReplayResponse, _abc.Awaitable[_admin_pb2.GetTableReplayResponse]]:
         """Fetch a finished table's replay: the engine's replay record, the referee's incidents and each seat's
         decision times, everything a league needs to store the match as if it had played it itself.
-        FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome);
-        NOT_FOUND for an unknown table_id (or a finished table the referee no longer keeps).
+        FAILED_PRECONDITION while the table is waiting or running, or when it was cancelled (no outcome, and a
+        cancelled table's deals stay secret: it may be played again); NOT_FOUND for an unknown table_id (or a
+        finished table the referee no longer keeps). The record is never larger than the referee's cap on one
+        table (docs/protocol.md, "Limits"), well under 16 MiB.
         """
 
 def add_TableAdminServiceServicer_to_server(servicer: TableAdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

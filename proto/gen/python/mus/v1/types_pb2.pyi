@@ -497,6 +497,11 @@ class _FaultCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FaultCause
     """
     FAULT_CAUSE_ABSENT: _FaultCause.ValueType  # 7
     """The seat never joined the table before the join deadline."""
+    FAULT_CAUSE_LIMIT: _FaultCause.ValueType  # 8
+    """The seat's messages made its table's record outgrow the referee's cap on one match (events, bytes or
+    steps; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal actions. A legal
+    match stays far below the cap. The seat's team forfeits the match at once, whatever its fault count.
+    """
 
 class FaultCause(_FaultCause, metaclass=_FaultCauseEnumTypeWrapper):
     """Why a seat was charged a fault (rulebook section 13). Every fault counts one against the seat's team; at
@@ -523,6 +528,11 @@ allows.
 """
 FAULT_CAUSE_ABSENT: FaultCause.ValueType  # 7
 """The seat never joined the table before the join deadline."""
+FAULT_CAUSE_LIMIT: FaultCause.ValueType  # 8
+"""The seat's messages made its table's record outgrow the referee's cap on one match (events, bytes or
+steps; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal actions. A legal
+match stays far below the cap. The seat's team forfeits the match at once, whatever its fault count.
+"""
 Global___FaultCause: _TypeAlias = FaultCause  # noqa: Y015
 
 class _GameTermination:
@@ -856,7 +866,7 @@ class Event(_message.Message):
 
     @_builtins.property
     def sena_rejected(self) -> Global___SenaRejected:
-        """Private to the sender: a sena was rejected."""
+        """Private to the sender: senas of one of its Acts were rejected (one event per Act)."""
 
     @_builtins.property
     def bet_made(self) -> Global___BetMade:
@@ -1335,7 +1345,33 @@ Global___SenaDelivered: _TypeAlias = SenaDelivered  # noqa: Y015
 
 @_typing.final
 class SenaRejected(_message.Message):
-    """Private to the sender: a sena was not delivered (rulebook section 12.3 point 4). Not a fault."""
+    """Private to the sender: senas of one Act were not delivered (rulebook section 12.3 point 4). Not a fault."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SENAS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def senas(self) -> _containers.RepeatedCompositeFieldContainer[Global___RejectedSena]:
+        """Every sena of one Act that was rejected, in the order they were judged (senas outside the vocabulary,
+        then senas outside a window, then the list's own): one event per Act, however many it carried.
+        """
+
+    def __init__(
+        self,
+        *,
+        senas: _abc.Iterable[Global___RejectedSena] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["senas", b"senas"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SenaRejected: _TypeAlias = SenaRejected  # noqa: Y015
+
+@_typing.final
+class RejectedSena(_message.Message):
+    """One rejected sena and why."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1343,7 +1379,7 @@ class SenaRejected(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     sena: Global___Sena.ValueType
-    """The rejected sena."""
+    """The rejected sena (a value outside the vocabulary comes back as the number that was sent)."""
     reason: Global___SenaRejectionReason.ValueType
     """Why it was rejected."""
     detail: _builtins.str
@@ -1361,7 +1397,7 @@ class SenaRejected(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___SenaRejected: _TypeAlias = SenaRejected  # noqa: Y015
+Global___RejectedSena: _TypeAlias = RejectedSena  # noqa: Y015
 
 @_typing.final
 class BetMade(_message.Message):

@@ -28,8 +28,8 @@ class WatchRequest(_message.Message):
     table_id: _builtins.str
     """The table's id."""
     omniscient: _builtins.bool
-    """False for the live public stream; true for the full replay with every card, allowed only after the
-    match ended.
+    """False for the live public stream; true for the full replay with every card, allowed only with the admin
+    token and only after the match finished.
     """
     def __init__(
         self,

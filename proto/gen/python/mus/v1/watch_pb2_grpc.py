@@ -26,11 +26,13 @@ if _version_not_supported:
 
 
 class WatchServiceStub:
-    """WatchService is served by the referee service. It needs no credentials in v1: a live watch shows only what
-    all four seats see, and the omniscient replay opens only after the match is over.
+    """WatchService is served by the referee service. A live watch needs no credentials: it shows only what all
+    four seats see, less the senas. The omniscient log needs the admin token (call metadata
+    `authorization: Bearer <token>`, as TableAdminService) and opens only once the match has finished.
 
-    Errors are gRPC status codes: NOT_FOUND (unknown table_id), FAILED_PRECONDITION (omniscient requested while
-    the table is waiting or running), ABORTED (a live watch whose table is cancelled).
+    Errors are gRPC status codes: NOT_FOUND (unknown table_id), UNAUTHENTICATED (omniscient without a valid
+    admin token), FAILED_PRECONDITION (omniscient requested while the table is waiting or running, or for a
+    cancelled table), ABORTED (a live watch whose table is cancelled).
     """
 
     def __init__(self, channel):
@@ -47,11 +49,13 @@ class WatchServiceStub:
 
 
 class WatchServiceServicer:
-    """WatchService is served by the referee service. It needs no credentials in v1: a live watch shows only what
-    all four seats see, and the omniscient replay opens only after the match is over.
+    """WatchService is served by the referee service. A live watch needs no credentials: it shows only what all
+    four seats see, less the senas. The omniscient log needs the admin token (call metadata
+    `authorization: Bearer <token>`, as TableAdminService) and opens only once the match has finished.
 
-    Errors are gRPC status codes: NOT_FOUND (unknown table_id), FAILED_PRECONDITION (omniscient requested while
-    the table is waiting or running), ABORTED (a live watch whose table is cancelled).
+    Errors are gRPC status codes: NOT_FOUND (unknown table_id), UNAUTHENTICATED (omniscient without a valid
+    admin token), FAILED_PRECONDITION (omniscient requested while the table is waiting or running, or for a
+    cancelled table), ABORTED (a live watch whose table is cancelled).
     """
 
     def Watch(self, request, context):
@@ -60,14 +64,16 @@ class WatchServiceServicer:
         Live (omniscient = false): sends every public event of the match from its start (catching up at once),
         then each new public event as it happens, and the Outcome after MatchEnded; the stream then closes with
         OK. Public events are those given to all four seats: no dealt, discarded or replacement cards, no
-        rejected senas, and only the senas that leaked to the opponents; the four hands appear in HandsShown at
-        the end of each hand. Works on waiting, running and finished tables.
+        rejected senas; the four hands appear in HandsShown at the end of each hand. While the match is being
+        played no SenaDelivered is sent at all, leaked or not: a live stream never tells anyone (a seat's team
+        included) whether a sena leaked (rulebook section 12.3 point 5). A watch opened on a finished table
+        replays the public log with the senas that leaked to the opponents, numbered in that log.
 
-        Omniscient (omniscient = true): the full event log with every event and every card (every seat's
-        CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked` value, every
-        SenaRejected), then the Outcome if the match finished, then OK. Allowed only once the table is finished
-        or cancelled; FAILED_PRECONDITION otherwise. It holds everything needed to show the match hand by hand
-        (the match seed is not in it: seats must never learn it, since it fixes every deal).
+        Omniscient (omniscient = true, admin token required): the full event log with every event and every card
+        (every seat's CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked`
+        value, every SenaRejected), then the Outcome, then OK. Allowed only once the table has finished; a
+        cancelled table's log never opens (its deals may be played again). It holds everything needed to show the
+        match hand by hand (the match seed is not in it: seats must never learn it, since it fixes every deal).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -90,11 +96,13 @@ def add_WatchServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class WatchService:
-    """WatchService is served by the referee service. It needs no credentials in v1: a live watch shows only what
-    all four seats see, and the omniscient replay opens only after the match is over.
+    """WatchService is served by the referee service. A live watch needs no credentials: it shows only what all
+    four seats see, less the senas. The omniscient log needs the admin token (call metadata
+    `authorization: Bearer <token>`, as TableAdminService) and opens only once the match has finished.
 
-    Errors are gRPC status codes: NOT_FOUND (unknown table_id), FAILED_PRECONDITION (omniscient requested while
-    the table is waiting or running), ABORTED (a live watch whose table is cancelled).
+    Errors are gRPC status codes: NOT_FOUND (unknown table_id), UNAUTHENTICATED (omniscient without a valid
+    admin token), FAILED_PRECONDITION (omniscient requested while the table is waiting or running, or for a
+    cancelled table), ABORTED (a live watch whose table is cancelled).
     """
 
     @staticmethod

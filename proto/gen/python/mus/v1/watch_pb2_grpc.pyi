@@ -27,11 +27,13 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class WatchServiceStub:
-    """WatchService is served by the referee service. It needs no credentials in v1: a live watch shows only what
-    all four seats see, and the omniscient replay opens only after the match is over.
+    """WatchService is served by the referee service. A live watch needs no credentials: it shows only what all
+    four seats see, less the senas. The omniscient log needs the admin token (call metadata
+    `authorization: Bearer <token>`, as TableAdminService) and opens only once the match has finished.
 
-    Errors are gRPC status codes: NOT_FOUND (unknown table_id), FAILED_PRECONDITION (omniscient requested while
-    the table is waiting or running), ABORTED (a live watch whose table is cancelled).
+    Errors are gRPC status codes: NOT_FOUND (unknown table_id), UNAUTHENTICATED (omniscient without a valid
+    admin token), FAILED_PRECONDITION (omniscient requested while the table is waiting or running, or for a
+    cancelled table), ABORTED (a live watch whose table is cancelled).
     """
 
     @_typing.overload
@@ -44,23 +46,27 @@ class WatchServiceStub:
     Live (omniscient = false): sends every public event of the match from its start (catching up at once),
     then each new public event as it happens, and the Outcome after MatchEnded; the stream then closes with
     OK. Public events are those given to all four seats: no dealt, discarded or replacement cards, no
-    rejected senas, and only the senas that leaked to the opponents; the four hands appear in HandsShown at
-    the end of each hand. Works on waiting, running and finished tables.
+    rejected senas; the four hands appear in HandsShown at the end of each hand. While the match is being
+    played no SenaDelivered is sent at all, leaked or not: a live stream never tells anyone (a seat's team
+    included) whether a sena leaked (rulebook section 12.3 point 5). A watch opened on a finished table
+    replays the public log with the senas that leaked to the opponents, numbered in that log.
 
-    Omniscient (omniscient = true): the full event log with every event and every card (every seat's
-    CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked` value, every
-    SenaRejected), then the Outcome if the match finished, then OK. Allowed only once the table is finished
-    or cancelled; FAILED_PRECONDITION otherwise. It holds everything needed to show the match hand by hand
-    (the match seed is not in it: seats must never learn it, since it fixes every deal).
+    Omniscient (omniscient = true, admin token required): the full event log with every event and every card
+    (every seat's CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked`
+    value, every SenaRejected), then the Outcome, then OK. Allowed only once the table has finished; a
+    cancelled table's log never opens (its deals may be played again). It holds everything needed to show the
+    match hand by hand (the match seed is not in it: seats must never learn it, since it fixes every deal).
     """
 
 @_typing.type_check_only
 class WatchServiceAsyncStub(WatchServiceStub):
-    """WatchService is served by the referee service. It needs no credentials in v1: a live watch shows only what
-    all four seats see, and the omniscient replay opens only after the match is over.
+    """WatchService is served by the referee service. A live watch needs no credentials: it shows only what all
+    four seats see, less the senas. The omniscient log needs the admin token (call metadata
+    `authorization: Bearer <token>`, as TableAdminService) and opens only once the match has finished.
 
-    Errors are gRPC status codes: NOT_FOUND (unknown table_id), FAILED_PRECONDITION (omniscient requested while
-    the table is waiting or running), ABORTED (a live watch whose table is cancelled).
+    Errors are gRPC status codes: NOT_FOUND (unknown table_id), UNAUTHENTICATED (omniscient without a valid
+    admin token), FAILED_PRECONDITION (omniscient requested while the table is waiting or running, or for a
+    cancelled table), ABORTED (a live watch whose table is cancelled).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -70,22 +76,26 @@ class WatchServiceAsyncStub(WatchServiceStub):
     Live (omniscient = false): sends every public event of the match from its start (catching up at once),
     then each new public event as it happens, and the Outcome after MatchEnded; the stream then closes with
     OK. Public events are those given to all four seats: no dealt, discarded or replacement cards, no
-    rejected senas, and only the senas that leaked to the opponents; the four hands appear in HandsShown at
-    the end of each hand. Works on waiting, running and finished tables.
+    rejected senas; the four hands appear in HandsShown at the end of each hand. While the match is being
+    played no SenaDelivered is sent at all, leaked or not: a live stream never tells anyone (a seat's team
+    included) whether a sena leaked (rulebook section 12.3 point 5). A watch opened on a finished table
+    replays the public log with the senas that leaked to the opponents, numbered in that log.
 
-    Omniscient (omniscient = true): the full event log with every event and every card (every seat's
-    CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked` value, every
-    SenaRejected), then the Outcome if the match finished, then OK. Allowed only once the table is finished
-    or cancelled; FAILED_PRECONDITION otherwise. It holds everything needed to show the match hand by hand
-    (the match seed is not in it: seats must never learn it, since it fixes every deal).
+    Omniscient (omniscient = true, admin token required): the full event log with every event and every card
+    (every seat's CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked`
+    value, every SenaRejected), then the Outcome, then OK. Allowed only once the table has finished; a
+    cancelled table's log never opens (its deals may be played again). It holds everything needed to show the
+    match hand by hand (the match seed is not in it: seats must never learn it, since it fixes every deal).
     """
 
 class WatchServiceServicer(metaclass=_abc_1.ABCMeta):
-    """WatchService is served by the referee service. It needs no credentials in v1: a live watch shows only what
-    all four seats see, and the omniscient replay opens only after the match is over.
+    """WatchService is served by the referee service. A live watch needs no credentials: it shows only what all
+    four seats see, less the senas. The omniscient log needs the admin token (call metadata
+    `authorization: Bearer <token>`, as TableAdminService) and opens only once the match has finished.
 
-    Errors are gRPC status codes: NOT_FOUND (unknown table_id), FAILED_PRECONDITION (omniscient requested while
-    the table is waiting or running), ABORTED (a live watch whose table is cancelled).
+    Errors are gRPC status codes: NOT_FOUND (unknown table_id), UNAUTHENTICATED (omniscient without a valid
+    admin token), FAILED_PRECONDITION (omniscient requested while the table is waiting or running, or for a
+    cancelled table), ABORTED (a live watch whose table is cancelled).
     """
 
     @_abc_1.abstractmethod
@@ -99,14 +109,16 @@ class WatchServiceServicer(metaclass=_abc_1.ABCMeta):
         Live (omniscient = false): sends every public event of the match from its start (catching up at once),
         then each new public event as it happens, and the Outcome after MatchEnded; the stream then closes with
         OK. Public events are those given to all four seats: no dealt, discarded or replacement cards, no
-        rejected senas, and only the senas that leaked to the opponents; the four hands appear in HandsShown at
-        the end of each hand. Works on waiting, running and finished tables.
+        rejected senas; the four hands appear in HandsShown at the end of each hand. While the match is being
+        played no SenaDelivered is sent at all, leaked or not: a live stream never tells anyone (a seat's team
+        included) whether a sena leaked (rulebook section 12.3 point 5). A watch opened on a finished table
+        replays the public log with the senas that leaked to the opponents, numbered in that log.
 
-        Omniscient (omniscient = true): the full event log with every event and every card (every seat's
-        CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked` value, every
-        SenaRejected), then the Outcome if the match finished, then OK. Allowed only once the table is finished
-        or cancelled; FAILED_PRECONDITION otherwise. It holds everything needed to show the match hand by hand
-        (the match seed is not in it: seats must never learn it, since it fixes every deal).
+        Omniscient (omniscient = true, admin token required): the full event log with every event and every card
+        (every seat's CardsDealt, CardsDiscarded and CardsReplaced, every SenaDelivered with its real `leaked`
+        value, every SenaRejected), then the Outcome, then OK. Allowed only once the table has finished; a
+        cancelled table's log never opens (its deals may be played again). It holds everything needed to show the
+        match hand by hand (the match seed is not in it: seats must never learn it, since it fixes every deal).
         """
 
 def add_WatchServiceServicer_to_server(servicer: WatchServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,251 @@
+"""Fair play at the CLI: deals committed to and secret until played, verified at the end, deal modes, the sandbox
+flag, bounded input, and a database that stays private and out of bot folders."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import stat
+import zlib
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlmodel import Session
+from typer.testing import CliRunner, Result
+
+from referee.engine.replay import match_record
+from referee.engine.rules import Rules
+from referee.engine.selfplay import play_random_match
+from tests.cli.helpers import error_of
+from workers.cli import league_cmd, replay_cmd
+from workers.cli.main import app
+from workers.db import repo
+from workers.db.session import ensure_schema, make_engine, session_scope
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A migrated SQLite file as MUS_DATABASE_URL with the hosted bots alpha and beta and the remote bot far."""
+    url = f"sqlite:///{tmp_path / 'mus.db'}"
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.chdir(tmp_path)
+    engine = make_engine(url)
+    ensure_schema(engine)
+    with session_scope(engine) as session:
+        for name in ("alpha", "beta"):
+            repo.add_bot(session, name, command=["python", f"{name}.py"], folder=None, language="python")
+        repo.add_remote_bot(session, "far")
+    engine.dispose()
+    return url
+
+
+def ok(cli: object, *args: str) -> Result:
+    result = runner.invoke(cli, list(args))  # type: ignore[arg-type]
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def play(url: str, league: str, count: int | None = None) -> None:
+    """Play the league's next matches as a worker would, and finish the league when none is left."""
+    engine = make_engine(url)
+    with Session(engine) as session:
+        row = repo.get_league(session, league)
+        for match_id in repo.unfinished_match_ids(session, row)[:count]:
+            claimed = repo.claim_match(session, match_id, "test:1", 60.0)
+            assert claimed is not None
+            match = play_random_match(Rules.from_options(row.rules), claimed.seed, policy_seed=match_id)
+            assert match.outcome is not None
+            assert repo.record_result(session, match_id, "test:1", match.outcome, match_record(match), [], [])
+        repo.finish_league_if_complete(session, league)
+        session.commit()
+    engine.dispose()
+
+
+def execute(url: str, statement: str, **values: object) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(sa.text(statement), values)
+    engine.dispose()
+
+
+def stored(url: str, league: str) -> tuple[str, list[int]]:
+    """The league's secret and its matches' seeds, read from the database as only the operator can."""
+    engine = make_engine(url)
+    with Session(engine) as session:
+        row = repo.get_league(session, league)
+        assert row.secret is not None
+        seeds = [match.seed for match in repo.list_matches(session, league)]
+    engine.dispose()
+    return row.secret, seeds
+
+
+def outputs(league: str) -> str:
+    """Everything the league commands print about a league."""
+    runs = [
+        ("list",),
+        ("list", "--json"),
+        ("status", league),
+        ("status", league, "--json", "--matches"),
+        ("status", league, "--matches"),
+        ("standings", league),
+        ("standings", league, "--json"),
+        ("export", league),
+        ("export", league, "--format", "csv"),
+    ]
+    return "\n".join(ok(league_cmd.app, *args).output for args in runs)
+
+
+def test_create_commits_to_the_secret_and_no_output_shows_it_or_an_unplayed_seed(database: str) -> None:
+    created = ok(
+        league_cmd.app, "create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4", "-o", "target_score=30"
+    )
+    secret, seeds = stored(database, "cup")
+    assert f"Commitment (SHA-256 of the league's secret): {hashlib.sha256(bytes.fromhex(secret)).hexdigest()}" in (
+        created.stdout
+    )
+    play(database, "cup", 3)  # the fourth match's twin (the third) has finished: that deal is still unplayed
+    text = outputs("cup") + created.output
+    assert secret not in text
+    for seed in seeds[2:]:
+        assert str(seed) not in text, "the seed of a deal a match has yet to play"
+    listed = json.loads(ok(league_cmd.app, "status", "cup", "--json", "--matches").stdout)
+    assert [row["seed"] for row in listed["matches"]] == [seeds[0], seeds[1], None, None]
+    assert listed["secret"] is None and listed["commitment"] == hashlib.sha256(bytes.fromhex(secret)).hexdigest()
+    rows = list(csv.DictReader(io.StringIO(ok(league_cmd.app, "export", "cup", "--format", "csv").stdout)))
+    assert [row["seed"] for row in rows] == [str(seeds[0]), str(seeds[1]), "", ""]
+    refused = runner.invoke(replay_cmd.app, ["show", str(listed["matches"][2]["match_id"]), "--json"])
+    assert "opens when its duplicate twin" in error_of(refused)
+
+
+def test_the_secret_is_revealed_at_the_end_and_verify_checks_every_seed_against_it(database: str) -> None:
+    ok(league_cmd.app, "create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2", "-o", "target_score=30")
+    secret, _ = stored(database, "cup")
+    play(database, "cup")
+    data = json.loads(ok(league_cmd.app, "status", "cup", "--json").stdout)
+    assert data["status"] == "finished" and data["secret"] == secret
+    assert hashlib.sha256(bytes.fromhex(data["secret"])).hexdigest() == data["commitment"]
+    assert f"secret (revealed) {secret}" in ok(league_cmd.app, "status", "cup").stdout
+    assert json.loads(ok(league_cmd.app, "export", "cup").stdout)["league"]["secret"] == secret
+    verified = ok(replay_cmd.app, "verify", "--league", "cup")
+    assert "Seeds: 2 of 2 derive from the league's revealed secret." in verified.stdout
+    report = json.loads(ok(replay_cmd.app, "verify", "--league", "cup", "--json").stdout)
+    assert all(entry["seed_verified"] for entry in report["matches"])
+
+    # A seed chosen after the fact (the replay and the match changed together, so the replay still re-simulates).
+    first = report["matches"][0]["match_id"]
+    engine = make_engine(database)
+    with Session(engine) as session:
+        record = repo.get_replay(session, first)
+    engine.dispose()
+    forged = play_random_match(Rules.from_options({"target_score": 30}), 12345, policy_seed=1)
+    assert forged.outcome is not None
+    execute(database, "UPDATE match SET seed = 12345 WHERE id = :id", id=first)
+    record = match_record(forged)
+    execute(
+        database,
+        "UPDATE replay SET data = :data WHERE match_id = :id",
+        data=zlib.compress(json.dumps(record).encode()),
+        id=first,
+    )
+    tampered = runner.invoke(replay_cmd.app, ["verify", "--league", "cup"])
+    assert tampered.exit_code == 1 and "the seed 12345 is not derived from the league's secret" in tampered.stdout
+
+    # A secret swapped after the fact no longer hashes to the commitment printed when the league was created.
+    execute(database, "UPDATE league SET secret = :secret", secret="ab" * 32)
+    swapped = runner.invoke(replay_cmd.app, ["verify", "--league", "cup"])
+    assert swapped.exit_code == 1 and "does not hash to its commitment" in swapped.stdout
+
+
+def test_a_league_with_a_remote_bot_plays_independent_deals_unless_duplicate_is_forced_with_a_warning(
+    database: str,
+) -> None:
+    data = json.loads(ok(league_cmd.app, "create", "open", "--bots", "alpha,far", "--json").stdout)
+    assert data["deal_mode"] == "independent" and data["warning"] is None
+    status = json.loads(ok(league_cmd.app, "status", "open", "--json", "--matches").stdout)
+    assert {row["duplicate_pair"] for row in status["matches"]} == {None}
+    assert "Deals: independent" in ok(league_cmd.app, "status", "open").stdout
+    forced = ok(league_cmd.app, "create", "dup", "--bots", "alpha,far", "--deals", "duplicate")
+    assert "warning: remote bot(s) far play duplicate deals" in forced.stderr
+    assert "Deals: duplicate pairs" in forced.stdout
+    hosted = json.loads(
+        ok(league_cmd.app, "create", "home", "--bots", "alpha,beta", "--deals", "independent", "--json").stdout
+    )
+    assert hosted["deal_mode"] == "independent"
+    rows = json.loads(ok(league_cmd.app, "standings", "home", "--json").stdout)
+    assert {row["deal_mode"] for row in rows} == {"independent"}
+
+
+def test_no_sandbox_is_recorded_and_shown_by_status_and_standings(database: str) -> None:
+    created = json.loads(ok(league_cmd.app, "create", "cup", "--bots", "alpha,beta", "--no-sandbox", "--json").stdout)
+    assert created["sandbox"] is False
+    assert "Sandbox: off (--no-sandbox)" in ok(league_cmd.app, "status", "cup").stdout
+    assert json.loads(ok(league_cmd.app, "status", "cup", "--json").stdout)["sandbox"] is False
+    assert "Sandbox: off (--no-sandbox)" in ok(league_cmd.app, "standings", "cup").stdout
+    assert {row["sandbox"] for row in json.loads(ok(league_cmd.app, "standings", "cup", "--json").stdout)} == {False}
+    ok(league_cmd.app, "create", "safe", "--bots", "alpha,beta")
+    assert "Sandbox: on" in ok(league_cmd.app, "status", "safe").stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["league", "create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "100000"], "at most 1000"),
+        (["league", "create", "cup", "--bots", "alpha,beta", "-o", "target_score=" + "[" * 100_000], "too deeply"),
+        (["rules", "play", "-o", "target_score=" + "[" * 100_000], "too deeply"),
+        (["league", "create", "cup", "--bots", "alpha,far", "--absent-limit", "1e308"], "at most 86400 seconds"),
+        (["replay", "show", str(2**63)], "match ids run from 1 to 2**63-1"),
+        (["replay", "export", str(2**64)], "match ids run from 1 to 2**63-1"),
+        (["replay", "verify", "99999999999999999999999"], "match ids run from 1 to 2**63-1"),
+    ],
+)
+def test_input_past_its_bounds_is_a_one_line_error(database: str, args: list[str], message: str) -> None:
+    assert message in error_of(runner.invoke(app, args))
+
+
+def test_a_new_database_file_is_private_and_so_are_its_wal_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert "No leagues yet" in ok(league_cmd.app, "list").stdout
+    database = tmp_path / "mus.db"
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
+    engine = make_engine(f"sqlite:///{database}")
+    with engine.connect() as connection:  # keep a connection open: the WAL files exist while it does
+        connection.exec_driver_sql("SELECT count(*) FROM league").fetchall()
+        for suffix in ("-wal", "-shm"):
+            path = Path(f"{database}{suffix}")
+            assert path.exists() and stat.S_IMODE(path.stat().st_mode) == 0o600, suffix
+    engine.dispose()
+
+
+def test_bot_add_inside_the_bots_folder_does_not_create_a_database_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "mybot"
+    folder.mkdir()
+    (folder / "bot.py").write_text("print('paso')\n")
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(folder)
+    result = runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bot.py"])
+    message = error_of(result)
+    assert "inside the bot's folder" in message and "MUS_DATABASE_URL" in message
+    assert sorted(path.name for path in folder.iterdir()) == ["bot.py"], "no database left in the bot's folder"
+
+
+def test_a_bots_content_hash_never_includes_the_database_files(tmp_path: Path) -> None:
+    folder = tmp_path / "mybot"
+    folder.mkdir()
+    (folder / "bot.py").write_text("print('paso')\n")
+    before = repo.content_hash(["python", "bot.py"], folder)
+    for name in ("mus.db", "mus.db-wal", "mus.db-shm", "mus.db-journal"):
+        (folder / name).write_bytes(b"league data that changes while leagues run")
+    assert repo.content_hash(["python", "bot.py"], folder) == before
+    (folder / "book.db").write_bytes(b"the bot's own data")
+    assert repo.content_hash(["python", "bot.py"], folder) != before

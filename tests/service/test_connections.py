@@ -1,0 +1,65 @@
+"""Connection limits of the referee's server (issue 9: 3,000 idle connections were held, one fd each)."""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+import pytest
+
+from bench.referee_connections import IdlePeer
+from mus.v1 import watch_pb2, watch_pb2_grpc
+from referee.engine.rules import Rules
+from referee.service import server as server_module
+from referee.service import servicer as servicer_module
+from tests.service.conftest import Running, with_referee
+from tests.support.referee_checks import until
+
+
+def test_an_idle_connection_that_answers_keepalive_pings_is_closed_after_the_idle_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    options = [
+        (key, 300 if key == "grpc.max_connection_idle_ms" else value) for key, value in server_module.SERVER_OPTIONS
+    ]
+    monkeypatch.setattr(server_module, "SERVER_OPTIONS", options)
+
+    async def scenario(running: Running) -> IdlePeer:
+        host, port = running.address.rsplit(":", 1)
+        peer = IdlePeer()
+        await peer.hold(host, int(port), time.monotonic() + 10)  # returns when the referee closes it
+        return peer
+
+    peer = with_referee(scenario, timeout=20)
+    assert peer.goaway and peer.closed
+
+
+def test_one_host_may_hold_only_so_many_live_watch_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(servicer_module, "MAX_WATCHES_PER_HOST", 2)
+
+    async def scenario(running: Running) -> tuple[list[str], str]:
+        table = running.referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            stub = watch_pb2_grpc.WatchServiceStub(channel)
+            held = [stub.Watch(watch_pb2.WatchRequest(table_id=table.table_id)) for _ in range(2)]
+            await until(lambda: len(table.watchers) == 2, what="both watches to be live")
+            third = stub.Watch(watch_pb2.WatchRequest(table_id=table.table_id))
+            try:
+                async for _ in third:
+                    pass
+                refused = "OK"
+            except grpc.aio.AioRpcError as error:
+                refused = f"{error.code().name}: {error.details()}"
+            table.cancel("done")
+            endings = []
+            for call in held:
+                try:
+                    async for _ in call:
+                        pass
+                except grpc.aio.AioRpcError as error:
+                    endings.append(error.code().name)
+            return endings, refused
+
+    endings, refused = with_referee(scenario, timeout=20)
+    assert refused.startswith("RESOURCE_EXHAUSTED") and "too many Watch streams" in refused, refused
+    assert endings == ["ABORTED", "ABORTED"]

@@ -1,0 +1,134 @@
+"""What one seat's messages can make a table keep is capped (issue 9): past the cap, that seat forfeits.
+
+The table is driven in-process (its outboxes are plain queues): the cap is lowered to just above what the table
+already holds right before the flooding seat's message, so the seat that crosses it is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from mus.v1 import play_pb2
+from mus.v1 import types_pb2 as pb
+from referee.engine.match import StepKind
+from referee.engine.replay import dumps_record
+from referee.engine.rules import Rules
+from referee.service import convert
+from referee.service import table as table_module
+from referee.service.servicer import table_replay_message
+from referee.service.table import Table, TableStatus
+from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of
+
+ROOMY = Rules.from_options({"decision_timeout_s": 30.0, "time_bank_s": 30.0, "vacas_to_win_match": 3})
+FLOODER = 1
+
+
+def stray_senas_action(table: Table, seat: int) -> pb.Action:
+    """A legal action with as many señas as the rules let one Act carry, unknown ones (each one rejected)."""
+    match = match_of(table)
+    action = convert.action_to_proto(match.legal_actions(seat)[0])
+    del action.senas[:]
+    action.senas.extend([99] * table.rules.max_senas_per_window)  # type: ignore[list-item]
+    return action
+
+
+async def play_until_flooder_asked(table: Table, decisions: int) -> None:
+    """Answer every open decision with a legal action (the flooder with its señas) `decisions` times."""
+    for _ in range(decisions):
+        seat = sorted(table.decisions)[0]
+        decision = table.decisions[seat]
+        action = (
+            stray_senas_action(table, seat)
+            if seat == FLOODER
+            else convert.action_to_proto(match_of(table).legal_actions(seat)[0])
+        )
+        table.act(seat, decision.decision_id, action)
+        assert table.status is TableStatus.RUNNING
+    while FLOODER not in table.decisions:
+        seat = sorted(table.decisions)[0]
+        table.act(
+            seat, table.decisions[seat].decision_id, convert.action_to_proto(match_of(table).legal_actions(seat)[0])
+        )
+
+
+async def running_table() -> Table:
+    table = Table("t", ROOMY, 7, ["a", "b", "c", "d"])
+    for seat in range(4):
+        table.attach(seat, asyncio.Queue[play_pb2.PlayResponse | None]())
+    assert table.status is TableStatus.RUNNING
+    return table
+
+
+def assert_flooder_forfeits_for_limit(table: Table) -> None:
+    assert table.status is TableStatus.FINISHED
+    assert engine_faults(table)[-1] == (FLOODER, "limit")
+    assert forfeiting_team(table) == FLOODER % 2
+    assert table.outcome is not None and table.outcome.termination == pb.MATCH_TERMINATION_FORFEIT
+    assert any(fault.cause == pb.FAULT_CAUSE_LIMIT and fault.seat == FLOODER for fault in table.outcome.faults)
+    assert match_of(table).log[-1].kind is StepKind.LIMIT
+    assert_replays_legally(table)  # the forfeit is a step of the record: the match replays exactly
+
+
+@pytest.mark.parametrize("cap", ["MAX_TABLE_EVENTS", "MAX_RECORD_BYTES"])
+def test_the_seat_whose_message_crosses_the_tables_cap_forfeits_with_cause_limit(
+    cap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario() -> Table:
+        table = await running_table()
+        await play_until_flooder_asked(table, 12)
+        held = len(match_of(table).events) if cap == "MAX_TABLE_EVENTS" else table.record_bytes
+        monkeypatch.setattr(table_module, cap, held)  # the flooder's next message crosses it
+        table.act(FLOODER, table.decisions[FLOODER].decision_id, stray_senas_action(table, FLOODER))
+        return table
+
+    assert_flooder_forfeits_for_limit(asyncio.run(scenario()))
+
+
+def test_the_replay_a_table_produces_stays_within_its_counted_bytes() -> None:
+    """The cap is on what the table counts; the replay the worker fetches must not be larger than that (plus its
+    header), so MAX_RECORD_BYTES well under 16 MiB bounds every replay."""
+
+    async def scenario() -> Table:
+        table = await running_table()
+        await play_until_flooder_asked(table, 60)
+        return table
+
+    table = asyncio.run(scenario())
+    record = dumps_record(match_of(table))
+    header = len(
+        json.dumps({key: value for key, value in json.loads(record).items() if key not in ("steps", "events")})
+    )
+    assert len(record) <= table.record_bytes + header + 64
+    assert table_module.MAX_RECORD_BYTES * 2 < 16 * 1024 * 1024  # workers/matches.py REPLAY_MESSAGE_BYTES
+
+
+def test_a_finished_tables_replay_message_is_far_under_the_fetch_limit_at_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> Table:
+        table = await running_table()
+        await play_until_flooder_asked(table, 4)
+        monkeypatch.setattr(table_module, "MAX_RECORD_BYTES", table.record_bytes)
+        table.act(FLOODER, table.decisions[FLOODER].decision_id, stray_senas_action(table, FLOODER))
+        return table
+
+    table = asyncio.run(scenario())
+    assert_flooder_forfeits_for_limit(table)
+    assert table_replay_message(table).ByteSize() < 16 * 1024 * 1024
+
+
+def test_an_act_problem_names_the_cap_on_senas_and_cards() -> None:
+    async def scenario() -> tuple[str | None, str | None, str | None]:
+        table = Table("t", ROOMY, 7, ["a", "b", "c", "d"])
+        three = pb.Action(kind=pb.ACTION_KIND_MUS, senas=[pb.SENA_PARES] * 3)
+        four = pb.Action(kind=pb.ACTION_KIND_MUS, senas=[pb.SENA_PARES] * 4)
+        cards = pb.Action(kind=pb.ACTION_KIND_DISCARD, cards=[pb.Card(rank=1, suit=pb.SUIT_OROS)] * 5)
+        return table.act_problem(three), table.act_problem(four), table.act_problem(cards)
+
+    ok, senas, cards = asyncio.run(scenario())
+    assert ok is None
+    assert senas is not None and "max_senas_per_window" in senas
+    assert cards is not None and "at most 4" in cards
