@@ -52,6 +52,11 @@ SANDBOX_UID = 65534
 
 TRUNCATED_MARKER = b"\n[output truncated at 8 MiB]\n"
 
+STARTED_MARKER = b"mus-sandbox: started\n"
+"""Printed inside the sandbox, once it is set up, just before the bot's program replaces the shell that prints
+it: output that ends without it is bwrap's own error, a failure of the sandbox (never the bot's; it never ran).
+A bot cannot take it back, so it cannot pass its own crash off as one. Not written to the seat's log."""
+
 _PROJECT = Path(__file__).resolve().parents[1]
 _PROJECT_PACKAGES = ("clients", "referee", "proto/gen/python")
 """What the example bots import from the project, bound folder by folder: never the project root, where the
@@ -244,7 +249,8 @@ def sandbox_command(
     if executable is not None and not any(executable.is_relative_to(root) for root in bound):
         bwrap += ["--ro-bind", str(executable), str(executable)]
     bwrap += ["--remount-ro", "/"]  # the root holding the mount points: nothing to write there either
-    return [*rlimits, *bwrap, "--", *program.command]
+    announce = ["/bin/sh", "-c", f"printf '{STARTED_MARKER.decode().strip()}\\n' && exec \"$@\"", "sh"]
+    return [*rlimits, *bwrap, "--", *announce, *program.command]
 
 
 def _executable(program: BotProgram) -> Path | None:
@@ -290,11 +296,15 @@ class BotProcess:
         pump: asyncio.Task[None],
         cgroups: tuple[Path, ...],
         sandboxed: bool,
+        started: asyncio.Event,
+        setup_output: bytearray,
     ) -> None:
         self.process = process
         self.pump = pump
         self.cgroups = cgroups
         self.sandboxed = sandboxed
+        self.started = started
+        self.setup_output = setup_output
 
     @property
     def pid(self) -> int:
@@ -340,6 +350,15 @@ class BotProcess:
             self.pump.cancel()
         for cgroup in self.cgroups:
             await _empty_and_remove_cgroup(cgroup)
+
+    @property
+    def sandbox_failed(self) -> str:
+        """After `wait()`: why the sandbox never ran the bot (bwrap's message), or '' (it ran, or none was
+        asked for). Such a seat is an infrastructure failure, not the bot's."""
+        if not self.sandboxed or self.started.is_set():
+            return ""
+        first = bytes(self.setup_output).decode(errors="replace").strip().splitlines()
+        return first[0] if first else f"bwrap exited with code {self.returncode} before the bot started"
 
     def describe_exit(self, code: int) -> str:
         """Why the process ended, naming the limit a signal stands for (SIGXCPU: the CPU time limit)."""
@@ -407,17 +426,42 @@ async def launch_bot(
             _remove_cgroup(cgroup)
         raise LaunchError(f"cannot start {program.name}: {error.strerror}") from error
     assert process.stdout is not None
-    pump = asyncio.create_task(_keep_output(process.stdout, log_path, limits.output_bytes))
-    return BotProcess(process, pump, cgroups, sandboxed=sandbox is not None)
+    started, setup_output = asyncio.Event(), bytearray()
+    if sandbox is None:
+        started.set()
+    pump = asyncio.create_task(
+        _keep_output(process.stdout, log_path, limits.output_bytes, started=started, setup_output=setup_output)
+    )
+    return BotProcess(process, pump, cgroups, sandbox is not None, started, setup_output)
 
 
-async def _keep_output(stream: asyncio.StreamReader, log_path: Path | None, cap: int) -> None:
+async def _read_start(stream: asyncio.StreamReader, started: asyncio.Event, setup_output: bytearray) -> bytes:
+    """Read up to the start marker (sets `started`; what follows is returned) or to the end (bwrap's error,
+    kept in `setup_output` and returned)."""
+    while not started.is_set() and STARTED_MARKER not in setup_output:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return bytes(setup_output)
+        setup_output += chunk
+    if started.is_set():
+        return b""
+    before, _, after = bytes(setup_output).partition(STARTED_MARKER)
+    setup_output[:] = before
+    started.set()
+    return before + after
+
+
+async def _keep_output(
+    stream: asyncio.StreamReader, log_path: Path | None, cap: int, *, started: asyncio.Event, setup_output: bytearray
+) -> None:
     """Write a seat's output to its log up to `cap` bytes, then a marker; keep reading (and dropping) the
-    rest, so that a chatty bot never blocks on a full pipe."""
+    rest, so that a chatty bot never blocks on a full pipe. A sandbox's start marker is taken out on the way."""
     output = log_path.open("ab") if log_path is not None else None
     written = 0
     try:
-        while chunk := await stream.read(65536):
+        first = await _read_start(stream, started, setup_output)
+        while chunk := first or await stream.read(65536):
+            first = b""
             if output is None or written >= cap:
                 continue
             kept = chunk[: cap - written]

@@ -30,7 +30,7 @@ from referee.service import convert
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
-from workers.launcher import SOCKET_DIR, BotProcess, BotProgram, Limits, Sandbox, launch_bot
+from workers.launcher import SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ async def play_programs(
             processes.append(process)
             watchers.append(asyncio.create_task(_watch_process(table, seat, process)))
         await table.finished.wait()
+        _raise_if_a_sandbox_failed(processes)
         ended_at = time.monotonic()
         await _reap(processes)
         exited_at = time.monotonic()
@@ -108,10 +109,20 @@ async def play_programs(
 
 
 async def _watch_process(table: Table, seat: int, process: BotProcess) -> None:
-    """A bot process that exits before the match ends has crashed: the table stops waiting for it."""
+    """A bot process that exits before the match ends has crashed: the table stops waiting for it. A sandbox
+    that never ran its bot is no crash: the table is cancelled, and the runner raises (a void, not a result)."""
     code = await process.wait()
-    if table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
+    if process.sandbox_failed:
+        table.cancel(f"the sandbox of seat {seat} did not start: {process.sandbox_failed}")
+    elif table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
         table.report_crash(seat, process.describe_exit(code))
+
+
+def _raise_if_a_sandbox_failed(processes: Sequence[BotProcess]) -> None:
+    """`LaunchError` when a seat's sandbox never ran its bot: an infrastructure failure, charged to nobody."""
+    for process in processes:
+        if process.returncode is not None and process.sandbox_failed:
+            raise LaunchError(f"a seat's sandbox did not start: {process.sandbox_failed}")
 
 
 async def _stop(watchers: list[asyncio.Task[None]], processes: list[BotProcess]) -> None:
@@ -335,6 +346,7 @@ async def _play_on_referee(
             for watcher in watchers:
                 watcher.cancel()
             await _reap(processes)
+            _raise_if_a_sandbox_failed(processes)
             if status.status != admin_pb2.TABLE_STATUS_FINISHED:
                 raise RefereeFailure(f"table {table_id} on the referee at {address} was cancelled")
             replay = await _call(
@@ -365,6 +377,13 @@ async def _report_crash(
     disconnect after its grace period instead.
     """
     code = await process.wait()
+    if process.sandbox_failed:  # not the bot's crash: end the table; the runner voids the match
+        with contextlib.suppress(grpc.RpcError):
+            reason = f"the sandbox of seat {seat} did not start: {process.sandbox_failed}"
+            await admin.CancelTable(
+                admin_pb2.CancelTableRequest(table_id=table_id, reason=reason), metadata=auth, timeout=RPC_TIMEOUT_S
+            )
+        return
     with contextlib.suppress(grpc.RpcError):
         await admin.ReportCrash(
             admin_pb2.ReportCrashRequest(table_id=table_id, seat=seat, detail=process.describe_exit(code)),

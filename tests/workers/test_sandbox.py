@@ -24,6 +24,7 @@ from workers.launcher import (
     SANDBOX_HOME,
     TRUNCATED_MARKER,
     BotProgram,
+    LaunchError,
     Limits,
     Sandbox,
     _usable_hierarchies,
@@ -240,3 +241,22 @@ def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_sock
         log = played.logs[seat]
         assert log is not None
         assert f"BLOCKED 127.0.0.1:{port}: ECONNREFUSED" in attacks(log)["tcp"], "not even its own referee's port"
+
+
+@needs_bwrap
+def test_a_sandbox_that_cannot_start_voids_the_match_while_a_bot_that_exits_at_once_has_crashed(
+    tmp_path: Path,
+) -> None:
+    gone = tmp_path / "removed-after-it-was-checked"
+    vanished = BotProgram("vanished", (sys.executable, "bot.py"), gone)
+    with pytest.raises(LaunchError, match="sandbox did not start: bwrap: Can't find source path"):
+        asyncio.run(play_programs((vanished, resolve_program("passive")), FAST, 1, sandbox=Limits()))
+
+    quitter = BotProgram("quitter", (sys.executable, "-c", "raise SystemExit(3)"))
+    played = asyncio.run(play_programs((quitter, resolve_program("passive")), FAST, 1, sandbox=Limits()))
+    assert played.table.status is TableStatus.FINISHED
+    assert {(seat, detail) for seat, cause, detail in causes(played) if cause == "crash"} == {
+        (0, "the bot process exited with code 3"),
+        (2, "the bot process exited with code 3"),
+    }
+    assert "mus-sandbox" not in played.logs[0].read_text(), "the start marker stays out of the seat's log"
