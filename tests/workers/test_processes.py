@@ -140,3 +140,24 @@ def _command(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_a_lone_celery_worker_takes_back_and_plays_a_match_whose_worker_died(deployment: Deployment) -> None:
+    """No `mus league run` is alive: the worker's own reclaimer requeues the orphan and sends it to itself."""
+    league_id = deployment.league("alone", ["random", "passive"], matches_per_pairing=2)
+    match_id = claimed_by_a_dead_worker(deployment, league_id)
+    env = dict(os.environ, MUS_LEASE_S="1")  # the reclaimer looks every 0.5 s
+    command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo", "--loglevel=WARNING"]
+    with (deployment.root / "worker.log").open("wb") as output:
+        worker = subprocess.Popen(command, cwd=deployment.root, env=env, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        status = MatchStatus.RUNNING
+        while status is not MatchStatus.FINISHED and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with session_scope(deployment.engine) as session:
+                status = repo.get_match(session, match_id).status
+        assert status is MatchStatus.FINISHED, (deployment.root / "worker.log").read_text()
+    finally:
+        worker.kill()
+        worker.wait()
