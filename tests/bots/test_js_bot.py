@@ -417,7 +417,7 @@ def test_a_league_plays_it_hosted_and_remote_on_mus_referee_serve(
                           node, "bot.js"))  # fmt: skip
     assert added["new_version"] and added["language"] == "javascript" and added["command"] == [node, "bot.js"], added
     token = json.loads(ok("bot", "add", "jsremote", "--remote", "--language", "javascript", "--json"))["token"]
-    ok("league", "create", "jscup", "--bots", "jshosted,jsremote", "--matches-per-pairing", "2", "--seed", "3",
+    ok("league", "create", "jscup", "--bots", "jshosted,jsremote", "--matches-per-pairing", "2",
        "--option", "target_score=10", "--absent-limit", "30", "--json")  # fmt: skip
     bot_log = tmp_path / "remote-bot.log"
     with _standalone_referee(tmp_path / "referee.log") as address:
