@@ -7,6 +7,7 @@ import typer
 from workers.cli import (
     bench_cmd,
     bot_cmd,
+    check_cmd,
     demo_cmd,
     league_cmd,
     match_cmd,
@@ -26,6 +27,7 @@ app = typer.Typer(
 app.add_typer(rules_cmd.app, name="rules")
 app.add_typer(referee_cmd.app, name="referee")
 app.add_typer(match_cmd.app, name="match")
+bot_cmd.app.command("check", cls=check_cmd.DashDashCommand)(check_cmd.check_command)
 app.add_typer(bot_cmd.app, name="bot")
 league_cmd.app.command("run")(run_cmd.run_command)
 app.add_typer(league_cmd.app, name="league")

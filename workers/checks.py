@@ -1,0 +1,1070 @@
+"""`mus bot check`: a conformance run of one bot program before it enters a league (docs/bot-check.md).
+
+The bot plays short seeded matches against the reference bot (the Python `random` example) on a referee embedded
+in this process, over real gRPC, each seat its own process (sandboxed when asked, as in a league):
+
+- the handshake: every seat joins within the limit with `Join.protocol_version = 1`;
+- legal play under every option that changes the set of actions (`VARIANTS`): no fault (illegal action,
+  timeout) and no incident (protocol error, crash, disconnect, stall);
+- the deadline: every answer within `decision_timeout_s` (its decision times, median and max);
+- three probes in one more match, on the bot's first seat: an `ILLEGAL_ACTION` for a legal answer (the bot must
+  answer the still-open decision again), a stale `DECISION_CLOSED` (it must ignore it and answer its next
+  decision), and a dropped stream (it must join again with `Join.next_seq` and answer the re-sent decision).
+
+The probes are provoked between the bot and the referee, not inside it: the Play servicer is the referee's own,
+wrapped (`_CheckServicer`) so that this module sees every message of the bot's seats and can withhold one, send
+one of its own, or end the stream with UNAVAILABLE. The referee's tables, clocks and rules are untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from mus.v1 import play_pb2, play_pb2_grpc
+from mus.v1 import types_pb2 as pb
+from referee.engine.events import EventKind
+from referee.engine.rules import Rules
+from referee.service.server import SERVER_OPTIONS
+from referee.service.servicer import Context, PlayServicer, Referee
+from referee.service.table import PROTOCOL_VERSION, Table, TableStatus
+from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
+
+REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
+"""The reference opponent: the Python random example bot, which plays every legal action sometimes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A set of rules options under which the bot must play legally."""
+
+    name: str
+    options: Mapping[str, Any]
+    about: str
+
+
+VARIANTS = (
+    Variant("defaults", {}, "the default rules: señas on (senas_mode=voluntary), simultaneous discards"),
+    Variant("4_reyes", {"deck_mode": "4_reyes"}, "deck_mode=4_reyes"),
+    Variant(
+        "both_answer", {"response_mode": "both_answer_most_aggressive"}, "response_mode=both_answer_most_aggressive"
+    ),
+    Variant("bot_declares", {"declarations": "bot_declares"}, "declarations=bot_declares"),
+    Variant("sequential_discards", {"discard_submission": "sequential"}, "discard_submission=sequential"),
+    Variant("uncapped", {"max_total_stake": None}, "max_total_stake=null (no cap on stakes)"),
+)
+"""Every option of rules §14 that changes the set of actions a bot may be offered, one match set each."""
+
+VARIANT_NAMES = tuple(variant.name for variant in VARIANTS)
+
+SHORT_MATCH = {"target_score": 10, "games_to_win_vaca": 3, "vacas_to_win_match": 1, "time_bank_s": 0}
+"""A legal-play match: short games (to 10, first to 3 games), and no time bank: every answer must come within
+decision_timeout_s."""
+
+PROBE_MATCH = {**SHORT_MATCH, "target_score": 40, "games_to_win_vaca": 5}
+"""The probe match: long enough for the three probes; it is stopped as soon as they are done."""
+
+PROBE_AFTER = 2
+"""The first probe waits until the bot's seat has been asked this many decisions: it has found its feet."""
+
+MARGIN_S = 0.5
+"""What a probe waits past a deadline before it says the bot sent nothing: the referee decides at the deadline."""
+
+TAIL_LINES = 3
+"""How many last lines of a seat's output a failure quotes."""
+
+
+class Status(enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check's verdict: `summary` is one line (the reason for a failure); `details` add more lines."""
+
+    check: str
+    title: str
+    status: Status
+    summary: str
+    details: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "title": self.title,
+            "status": self.status.value,
+            "summary": self.summary,
+            "details": list(self.details),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionTimes:
+    """The bot's answer times over the legal-play matches, measured at the referee from request to answer."""
+
+    count: int
+    median_s: float | None
+    max_s: float | None
+    decision_timeout_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "median_s": self.median_s,
+            "max_s": self.max_s,
+            "decision_timeout_s": self.decision_timeout_s,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """Every check's verdict, in order, and where each seat's output was kept."""
+
+    bot: str
+    command: tuple[str, ...]
+    results: tuple[CheckResult, ...]
+    times: DecisionTimes
+    log_dir: Path
+    sandboxed: bool
+    bot_name: str = ""
+    """What the bot calls itself (Join.bot_name), when it joined."""
+
+    @property
+    def passed(self) -> bool:
+        return all(result.status is Status.PASS for result in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bot": self.bot,
+            "bot_name": self.bot_name,
+            "command": list(self.command),
+            "passed": self.passed,
+            "checks": [result.to_json() for result in self.results],
+            "decision_seconds": self.times.to_json(),
+            "sandboxed": self.sandboxed,
+            "logs": str(self.log_dir),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckConfig:
+    """How hard to check: matches per variant, clocks, which variants, rules on top, the sandbox's limits."""
+
+    matches: int = 2
+    seed: int = 1
+    decision_timeout_s: float = 10.0
+    join_timeout_s: float = 10.0
+    reconnect_grace_s: float = 5.0
+    variants: tuple[str, ...] = VARIANT_NAMES
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Rules options applied last, over the check's own (rules §14)."""
+    sandbox: Limits | None = None
+    log_dir: Path | None = None
+
+    def rules(self, base: Mapping[str, Any], variant: Mapping[str, Any]) -> Rules:
+        return Rules.from_options({**base, "decision_timeout_s": self.decision_timeout_s, **variant, **self.options})
+
+
+# ---------------------------------------------------------------------------------------------- what the wire saw
+
+
+@dataclass(slots=True)
+class _Join:
+    at: float
+    """Seconds after the seat's process was launched."""
+    protocol_version: int
+    next_seq: int
+    bot_name: str
+    batch_events: bool
+
+
+@dataclass(slots=True)
+class _Asked:
+    decision_id: int
+    kind: str
+    at: float
+    left_ms: int
+    bank_ms: int
+    legal: list[pb.LegalAction]
+
+
+@dataclass(slots=True)
+class _Verdict:
+    passed: bool
+    summary: str
+    details: tuple[str, ...] = ()
+
+
+class _Phase(enum.Enum):
+    ILLEGAL = "illegal"
+    ILLEGAL_SENT = "illegal_sent"
+    CLOSED = "closed"
+    CLOSED_SENT = "closed_sent"
+    DROP = "drop"
+    DROPPED = "dropped"
+    REJOINED = "rejoined"
+    DONE = "done"
+
+
+@dataclass(slots=True)
+class _SeatRecord:
+    """What one of the checked bot's seats did and was sent in one match."""
+
+    seat: int
+    launched_at: float = 0.0
+    joins: list[_Join] = field(default_factory=list)
+    asked: dict[int, _Asked] = field(default_factory=dict)
+    last_asked: int | None = None
+    answers: dict[int, float] = field(default_factory=dict)
+    """Seconds from each decision's request to the seat's first answer to it."""
+    rejections: list[play_pb2.ActionRejected] = field(default_factory=list)
+    """The referee's own rejections (never the probes')."""
+    timeouts: list[int] = field(default_factory=list)
+    """The decisions that timed out, in order."""
+    exit: str = ""
+    """How its process ended, when it ended before the match did."""
+    log: Path | None = None
+
+
+@dataclass(slots=True)
+class _Stream:
+    """One Play stream as the servicer sees it."""
+
+    out: asyncio.Queue[play_pb2.PlayResponse | BaseException | None]
+    seat: int | None = None
+    next_seq: int = 0
+    """One more than the seq of the last event this stream delivered."""
+    drop: bool = False
+
+
+class _Watch:
+    """The checked bot's seats in one match, and the probes on its first seat when this is the probe match."""
+
+    def __init__(self, referee: Referee, bot_seats: tuple[int, ...], probe_seat: int | None, grace_s: float) -> None:
+        self.referee = referee
+        self.seats = {seat: _SeatRecord(seat) for seat in bot_seats}
+        self.table: Table | None = None
+        self.probe_seat = probe_seat
+        self.grace_s = grace_s
+        self.phase = _Phase.ILLEGAL if probe_seat is not None else _Phase.DONE
+        self.verdicts: dict[str, _Verdict] = {}
+        self.stop = asyncio.Event()
+        self.stop_reason = ""
+        self.infrastructure = ""
+        """Why this match says nothing about the bot (a sandbox that did not start), or ''."""
+        self.joined = asyncio.Event()
+        self._target: _Asked | None = None
+        self._stale = 0
+        self._sent_at = 0.0
+        self._expected_seq = 0
+        self._rejoin: _Join | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def halt(self, reason: str) -> None:
+        if not self.stop.is_set():
+            self.stop_reason = reason
+            self.stop.set()
+
+    # ------------------------------------------------------------------ from the bot
+
+    def on_join(self, stream: _Stream, join: play_pb2.Join) -> None:
+        found = self.referee.seat_for_token(join.seat_token)
+        if found is None or found[0] is not self.table or found[1] not in self.seats:
+            return
+        seat = found[1]
+        stream.seat = seat
+        record = self.seats[seat]
+        note = _Join(
+            time.monotonic() - record.launched_at,
+            join.protocol_version,
+            join.next_seq,
+            join.bot_name,
+            join.batch_events,
+        )
+        record.joins.append(note)
+        if join.protocol_version != PROTOCOL_VERSION:
+            self.halt(f"seat {seat} sent Join.protocol_version = {join.protocol_version}")
+        elif len(record.joins) == 1 and all(seat_record.joins for seat_record in self.seats.values()):
+            self.joined.set()
+        if seat == self.probe_seat and self.phase is _Phase.DROPPED:
+            self._rejoined(note)
+
+    def on_act(self, stream: _Stream, act: play_pb2.Act) -> play_pb2.PlayResponse | None:
+        """Note an answer; a probe may keep it from the referee and answer it: the response to send back."""
+        if stream.seat is None:
+            return None
+        record = self.seats[stream.seat]
+        now = time.monotonic()
+        asked = record.asked.get(act.decision_id)
+        if asked is not None and act.decision_id not in record.answers:
+            record.answers[act.decision_id] = now - asked.at
+        if stream.seat != self.probe_seat:
+            return None
+        target = self._target
+        if self.phase is _Phase.ILLEGAL and target is not None and act.decision_id == target.decision_id:
+            return self._reject_legal_answer(target, now)
+        if self.phase is _Phase.ILLEGAL_SENT and target is not None:
+            waited = now - self._sent_at
+            if act.decision_id == target.decision_id:
+                self._verdict(
+                    "illegal",
+                    True,
+                    f"after ILLEGAL_ACTION on decision {target.decision_id} ({target.kind}) it answered again"
+                    f" in {_seconds(waited)}",
+                )
+            else:
+                self._verdict(
+                    "illegal",
+                    False,
+                    f"after ILLEGAL_ACTION on decision {target.decision_id} ({target.kind}) it answered decision"
+                    f" {act.decision_id} instead of answering decision {target.decision_id} again",
+                )
+            self.phase = _Phase.CLOSED
+        elif self.phase is _Phase.CLOSED_SENT and target is not None:
+            waited = now - self._sent_at
+            if act.decision_id == target.decision_id:
+                self._verdict(
+                    "closed",
+                    True,
+                    f"it ignored DECISION_CLOSED for decision {self._stale} and answered decision"
+                    f" {target.decision_id} in {_seconds(waited)}",
+                )
+            elif act.decision_id == self._stale:
+                self._verdict(
+                    "closed",
+                    False,
+                    f"after DECISION_CLOSED for decision {self._stale} it answered decision {self._stale} again"
+                    " (a closed decision is over: ignore the rejection and carry on)",
+                )
+            else:
+                self._verdict(
+                    "closed",
+                    False,
+                    f"after DECISION_CLOSED for decision {self._stale} it answered decision {act.decision_id}, not"
+                    f" its open decision {target.decision_id}",
+                )
+            self.phase = _Phase.DROP
+        elif self.phase is _Phase.REJOINED and target is not None and self._rejoin is not None:
+            if act.decision_id == target.decision_id:
+                self._verdict("drop", *self._rejoin_summary(target, now))
+            else:
+                self._verdict(
+                    "drop",
+                    False,
+                    f"after joining again it answered decision {act.decision_id}, not the open decision"
+                    f" {target.decision_id} that the referee sent it again",
+                )
+            self.phase = _Phase.DONE
+        return None
+
+    # ------------------------------------------------------------------ to the bot
+
+    def on_response(self, stream: _Stream, response: play_pb2.PlayResponse) -> list[play_pb2.PlayResponse]:
+        """What to send for one referee message: it, perhaps after a probe's; [] and `stream.drop` to drop."""
+        seat = stream.seat
+        if seat is None or seat not in self.seats:
+            return [response]
+        record = self.seats[seat]
+        kind = response.WhichOneof("message")
+        request: play_pb2.DecisionRequest | None = None
+        events: Sequence[pb.Event] = ()
+        if kind == "event":
+            events = (response.event,)
+        elif kind == "update":
+            events = response.update.events
+            if response.update.HasField("decision_request"):
+                request = response.update.decision_request
+        elif kind == "decision_request":
+            request = response.decision_request
+        elif kind == "action_rejected":
+            record.rejections.append(response.action_rejected)
+        elif kind == "outcome":
+            self._cancel_timer()
+        before: list[play_pb2.PlayResponse] = []
+        if request is not None:
+            probe = self._probe_request(stream, record, request)
+            if stream.drop:
+                return []
+            if probe is not None:
+                before.append(probe)
+        for event in events:
+            stream.next_seq = max(stream.next_seq, event.seq + 1)
+            timed_out = event.WhichOneof("payload") == "fault" and event.fault.cause == pb.FAULT_CAUSE_TIMEOUT
+            if timed_out and event.fault.seat == seat and record.last_asked is not None:
+                record.timeouts.append(record.last_asked)
+        if request is not None:
+            self._note_request(record, request)
+        return [*before, response]
+
+    def _note_request(self, record: _SeatRecord, request: play_pb2.DecisionRequest) -> None:
+        if request.decision_id in record.asked:
+            return  # sent again after a rejoin: the same decision, asked when it was first sent
+        record.asked[request.decision_id] = _Asked(
+            request.decision_id,
+            decision_kind(request.kind),
+            time.monotonic(),
+            request.decision_time_left_ms,
+            request.bank_time_left_ms,
+            list(request.legal_actions),
+        )
+        record.last_asked = request.decision_id
+
+    def _probe_request(
+        self, stream: _Stream, record: _SeatRecord, request: play_pb2.DecisionRequest
+    ) -> play_pb2.PlayResponse | None:
+        """A decision for the probed seat: it may start a probe (a stale rejection first, or a drop)."""
+        if record.seat != self.probe_seat:
+            return None
+        target = self._target
+        if self.phase is _Phase.REJOINED and target is not None:
+            if request.decision_id == target.decision_id:  # sent again on the new stream, with the time left
+                self._arm(request, self._rejoined_but_silent)
+            elif request.decision_id not in record.asked:
+                self._verdict(
+                    "drop",
+                    False,
+                    f"it joined again, but too late to answer the open decision {target.decision_id}"
+                    f" ({target.kind}): it timed out while the bot was away",
+                )
+                self.phase = _Phase.DONE
+            return None
+        if request.kind == pb.DECISION_KIND_SENA_ROUND or request.decision_id in record.asked:
+            return None
+        if self.phase is _Phase.ILLEGAL and target is None and len(record.asked) >= PROBE_AFTER:
+            self._note_request(record, request)
+            self._target = record.asked[request.decision_id]
+        elif self.phase is _Phase.CLOSED and record.last_asked is not None:
+            self._stale = record.last_asked
+            self._note_request(record, request)
+            self._target = record.asked[request.decision_id]
+            self.phase = _Phase.CLOSED_SENT
+            self._sent_at = time.monotonic()
+            self._arm(request, self._closed_but_silent)
+            rejection = play_pb2.ActionRejected(
+                decision_id=self._stale,
+                code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
+                reason=f"decision {self._stale} is closed (a conformance probe: ignore it and carry on)",
+                decision_open=False,
+            )
+            return play_pb2.PlayResponse(action_rejected=rejection)
+        elif self.phase is _Phase.DROP:
+            self._note_request(record, request)
+            self._target = record.asked[request.decision_id]
+            self.phase = _Phase.DROPPED
+            self._sent_at = time.monotonic()
+            self._expected_seq = stream.next_seq
+            stream.drop = True
+            self._cancel_timer()
+            self._timer = asyncio.get_running_loop().call_later(self.grace_s + MARGIN_S, self._never_rejoined)
+        return None
+
+    # ------------------------------------------------------------------ the probes
+
+    def _reject_legal_answer(self, target: _Asked, now: float) -> play_pb2.PlayResponse:
+        """Keep the bot's (legal) answer from the referee and tell the bot it was illegal: the decision stays open
+        at the referee, and its clock runs on."""
+        elapsed_ms = int((now - target.at) * 1000)
+        left_ms = target.left_ms - elapsed_ms
+        bank_ms = target.bank_ms + min(left_ms, 0)
+        self.phase = _Phase.ILLEGAL_SENT
+        self._sent_at = now
+        wait = (max(left_ms, 0) + max(bank_ms, 0)) / 1000 + MARGIN_S
+        self._timer = asyncio.get_running_loop().call_later(wait, self._illegal_but_silent)
+        rejection = play_pb2.ActionRejected(
+            decision_id=target.decision_id,
+            code=play_pb2.REJECTION_CODE_ILLEGAL_ACTION,
+            reason="a conformance probe: this answer is rejected on purpose (no fault is counted); answer again",
+            legal_actions=target.legal,
+            fault_counted=False,
+            decision_open=True,
+            decision_time_left_ms=max(left_ms, 0),
+            bank_time_left_ms=max(bank_ms, 0),
+        )
+        return play_pb2.PlayResponse(action_rejected=rejection)
+
+    def _arm(self, request: play_pb2.DecisionRequest, callback: Callable[[], None]) -> None:
+        self._cancel_timer()
+        wait = (request.decision_time_left_ms + request.bank_time_left_ms) / 1000 + MARGIN_S
+        self._timer = asyncio.get_running_loop().call_later(wait, callback)
+
+    def _illegal_but_silent(self) -> None:
+        target = self._target
+        assert target is not None
+        waited = time.monotonic() - self._sent_at
+        self._verdict(
+            "illegal",
+            False,
+            f"after ILLEGAL_ACTION on decision {target.decision_id} ({target.kind}) the bot sent nothing for"
+            f" {_seconds(waited)}: the decision timed out (an open decision must be answered again)",
+        )
+        self.phase = _Phase.CLOSED
+
+    def _closed_but_silent(self) -> None:
+        target = self._target
+        assert target is not None
+        waited = time.monotonic() - self._sent_at
+        self._verdict(
+            "closed",
+            False,
+            f"after DECISION_CLOSED for decision {self._stale} the bot sent nothing for its open decision"
+            f" {target.decision_id} ({target.kind}) for {_seconds(waited)}: it timed out",
+        )
+        self.phase = _Phase.DROP
+
+    def _never_rejoined(self) -> None:
+        self._verdict(
+            "drop",
+            False,
+            f"after its stream was dropped (UNAVAILABLE) the bot did not join again within {self.grace_s:g} s,"
+            " the referee's reconnect grace period",
+        )
+        self.phase = _Phase.DONE
+
+    def _rejoined_but_silent(self) -> None:
+        target = self._target
+        assert target is not None
+        self._verdict(
+            "drop",
+            False,
+            f"it joined again, but sent nothing for the open decision {target.decision_id} ({target.kind}) that"
+            " the referee sent it again: it timed out",
+        )
+        self.phase = _Phase.DONE
+
+    def _rejoined(self, join: _Join) -> None:
+        self._cancel_timer()
+        self._rejoin = join
+        if join.next_seq > self._expected_seq:
+            self._verdict(
+                "drop",
+                False,
+                f"it joined again with next_seq {join.next_seq}, but the last event it had received was seq"
+                f" {self._expected_seq - 1}: it would miss events {self._expected_seq}..{join.next_seq - 1}"
+                " (next_seq is one more than the last seq received)",
+            )
+            self.phase = _Phase.DONE
+            return
+        self.phase = _Phase.REJOINED
+
+    def _rejoin_summary(self, target: _Asked, now: float) -> tuple[bool, str, tuple[str, ...]]:
+        join = self._rejoin
+        assert join is not None
+        after = now - self._sent_at
+        summary = (
+            f"dropped before decision {target.decision_id}; it joined again with next_seq {join.next_seq} and"
+            f" answered that decision {_seconds(after)} after the drop"
+        )
+        details: tuple[str, ...] = ()
+        if join.next_seq < self._expected_seq:
+            details = (
+                f"note: next_seq {join.next_seq} asks again for events it had received (it had them up to seq"
+                f" {self._expected_seq - 1}): allowed, but it must skip what it has seen",
+            )
+        return True, summary, details
+
+    def _verdict(self, probe: str, passed: bool, summary: str, details: tuple[str, ...] = ()) -> None:
+        self._cancel_timer()
+        if probe not in self.verdicts:
+            self.verdicts[probe] = _Verdict(passed, summary, details)
+        if len(self.verdicts) == len(PROBES):
+            self.halt("the probes are done")
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def process_exited(self, seat: int, detail: str) -> None:
+        """A seat's process ended before its match did."""
+        if seat not in self.seats:
+            return
+        record = self.seats[seat]
+        record.exit = detail
+        if not record.joins:
+            self.halt(f"seat {seat}'s process ended before it joined")
+        if seat != self.probe_seat:
+            return
+        probe = {
+            _Phase.ILLEGAL_SENT: "illegal",
+            _Phase.CLOSED_SENT: "closed",
+            _Phase.DROPPED: "drop",
+            _Phase.REJOINED: "drop",
+        }.get(self.phase)
+        if probe is not None:
+            stage = {"illegal": "ILLEGAL_ACTION", "closed": "DECISION_CLOSED", "drop": "the dropped stream"}[probe]
+            self._verdict(probe, False, f"after {stage} the bot's process ended ({detail})", _tail(record.log))
+            self.phase = _Phase.DONE
+
+    def finish(self, ending: str) -> None:
+        """The match is over: what the probes were still waiting for fails, what they never reached is said."""
+        self._cancel_timer()
+        waiting = {
+            _Phase.ILLEGAL_SENT: "illegal",
+            _Phase.CLOSED_SENT: "closed",
+            _Phase.DROPPED: "drop",
+            _Phase.REJOINED: "drop",
+        }.get(self.phase)
+        if waiting is not None and waiting not in self.verdicts:
+            target = self._target.decision_id if self._target else 0
+            self._verdict(waiting, False, f"the match ended ({ending}) before the bot answered decision {target}")
+
+
+def decision_kind(kind: int) -> str:
+    """A wire decision kind in words: DECISION_KIND_SENA_ROUND is `sena_round`."""
+    if kind not in pb.DecisionKind.values():
+        return str(kind)
+    return pb.DecisionKind.Name(kind).removeprefix("DECISION_KIND_").lower()  # type: ignore[arg-type]
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _tail(path: Path | None) -> tuple[str, ...]:
+    """The last lines of a seat's output, to quote in a failure."""
+    if path is None or not path.exists():
+        return ()
+    lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    if not lines:
+        return (f"its output ({path.name}) is empty",)
+    return (f"last lines of its output ({path}):", *(f"  {line[:200]}" for line in lines[-TAIL_LINES:]))
+
+
+# ---------------------------------------------------------------------------------------------- the servicer
+
+
+class _CheckServicer(PlayServicer):
+    """The referee's Play servicer, with the checked bot's messages seen (and for the probes, steered) on the way."""
+
+    def __init__(self, referee: Referee, watch: _Watch) -> None:
+        super().__init__(referee)
+        self.watch = watch
+
+    async def Play(
+        self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Context
+    ) -> AsyncIterator[play_pb2.PlayResponse]:
+        stream = _Stream(asyncio.Queue())
+        inner = super().Play(self._requests(stream, request_iterator), context)
+
+        async def pump() -> None:
+            try:
+                async for response in inner:
+                    stream.out.put_nowait(response)
+            except BaseException as error:  # the referee's abort (a status), or this stream's cancellation
+                stream.out.put_nowait(error)
+                return
+            stream.out.put_nowait(None)
+
+        task = asyncio.create_task(pump())
+        try:
+            while (item := await stream.out.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                for message in self.watch.on_response(stream, item):
+                    yield message
+                if stream.drop:
+                    task.cancel()
+                    await asyncio.wait([task])  # the referee sees the stream end before the bot does
+                    await context.abort(
+                        grpc.StatusCode.UNAVAILABLE,
+                        "a conformance probe dropped this stream: join again with Join.next_seq",
+                    )
+        finally:
+            task.cancel()
+
+    async def _requests(
+        self, stream: _Stream, requests: AsyncIterator[play_pb2.PlayRequest]
+    ) -> AsyncIterator[play_pb2.PlayRequest]:
+        async for request in requests:
+            kind = request.WhichOneof("message")
+            if kind == "join" and stream.seat is None:
+                self.watch.on_join(stream, request.join)
+            elif kind == "act":
+                answer = self.watch.on_act(stream, request.act)
+                if answer is not None:
+                    stream.out.put_nowait(answer)
+                    continue
+            yield request
+
+
+# ---------------------------------------------------------------------------------------------- one match
+
+
+@dataclass(frozen=True)
+class _Played:
+    label: str
+    seed: int
+    bot_seats: tuple[int, ...]
+    table: Table
+    watch: _Watch
+
+
+async def _play(
+    program: BotProgram,
+    rules: Rules,
+    seed: int,
+    *,
+    bot_team: int,
+    probe: bool,
+    label: str,
+    config: CheckConfig,
+    log_dir: Path,
+) -> _Played:
+    """One match of the bot (team `bot_team`) against the reference bot on a referee of its own, over a unix
+    socket in a private folder; it stops early when the handshake fails or the probes are done."""
+    socket_dir = Path(tempfile.mkdtemp(prefix="mus-check-"))
+    referee = Referee(reconnect_grace_s=config.reconnect_grace_s)
+    bot_seats = (bot_team, bot_team + 2)
+    watch = _Watch(referee, bot_seats, bot_team if probe else None, config.reconnect_grace_s)
+    server = grpc.aio.server(options=SERVER_OPTIONS)
+    play_pb2_grpc.add_PlayServiceServicer_to_server(_CheckServicer(referee, watch), server)
+    host_address = f"unix:{socket_dir / 'referee.sock'}"
+    if server.add_insecure_port(host_address) == 0:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+        raise LaunchError(f"cannot listen on {host_address}")
+    await server.start()
+    sandbox = Sandbox(socket_dir, config.sandbox) if config.sandbox is not None else None
+    address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else host_address
+    programs = [program if seat % 2 == bot_team else REFERENCE for seat in range(4)]
+    table = referee.create_table(
+        rules, seed, [item.name for item in programs], join_timeout_s=config.join_timeout_s + MARGIN_S
+    )
+    watch.table = table
+    processes: list[BotProcess] = []
+    tasks: list[asyncio.Task[Any]] = []
+    try:
+        for seat, seat_program in enumerate(programs):
+            path = log_dir / f"{label}-seat{seat}-{seat_program.name}.log"
+            if seat in watch.seats:
+                watch.seats[seat].launched_at = time.monotonic()
+                watch.seats[seat].log = path
+            process = await launch_bot(seat_program, address, table.seats[seat].token, log_path=path, sandbox=sandbox)
+            processes.append(process)
+            tasks.append(asyncio.create_task(_watch_process(table, watch, seat, process)))
+        tasks.append(asyncio.create_task(_join_deadline(watch, config.join_timeout_s)))
+        ending = asyncio.create_task(table.finished.wait())
+        stopped = asyncio.create_task(watch.stop.wait())
+        tasks += [ending, stopped]
+        await asyncio.wait([ending, stopped], return_when=asyncio.FIRST_COMPLETED)
+        if watch.infrastructure:
+            raise LaunchError(watch.infrastructure)
+        if table.status is not TableStatus.FINISHED:
+            table.cancel(watch.stop_reason or "the check stopped")
+        watch.finish(_ending(table))
+    finally:
+        for task in tasks:
+            task.cancel()
+        if table.status is not TableStatus.FINISHED:
+            table.cancel("the check stopped")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 2.0)
+        for process in processes:
+            await process.close()
+        await server.stop(grace=0.5)
+        shutil.rmtree(socket_dir, ignore_errors=True)
+    return _Played(label, seed, bot_seats, table, watch)
+
+
+async def _watch_process(table: Table, watch: _Watch, seat: int, process: BotProcess) -> None:
+    """A seat whose process exits before the match ends has crashed (the table is told, as in a league)."""
+    code = await process.wait()
+    if process.sandbox_failed:
+        watch.infrastructure = f"the sandbox of seat {seat} did not start: {process.sandbox_failed}"
+        watch.halt(watch.infrastructure)
+        return
+    if table.status in (TableStatus.RUNNING, TableStatus.WAITING):
+        detail = process.describe_exit(code)
+        table.report_crash(seat, detail)
+        watch.process_exited(seat, detail)
+
+
+async def _join_deadline(watch: _Watch, join_timeout_s: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(watch.joined.wait(), join_timeout_s)
+    if not watch.joined.is_set():
+        watch.halt(f"not every seat of the bot joined within {join_timeout_s:g} s")
+
+
+def _ending(table: Table) -> str:
+    if table.status is TableStatus.CANCELLED:
+        return "stopped"
+    match = table.match
+    if match is None or match.outcome is None:
+        return str(table.status.value)
+    return str(match.outcome.termination.value)
+
+
+# ---------------------------------------------------------------------------------------------- verdicts
+
+
+def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
+    title = "handshake and protocol version"
+    problems: list[str] = []
+    details: list[str] = []
+    for seat, record in played.watch.seats.items():
+        if not record.joins:
+            if record.exit:
+                problems.append(f"seat {seat}'s process ended before it joined ({record.exit})")
+            else:
+                problems.append(f"seat {seat} did not join within {join_timeout_s:g} s (no Join on a Play stream)")
+            details += _tail(record.log)
+            continue
+        first = record.joins[0]
+        if first.protocol_version != PROTOCOL_VERSION:
+            problems.append(
+                f"seat {seat} sent Join.protocol_version = {first.protocol_version}: the referee speaks"
+                f" {PROTOCOL_VERSION} (it refused the stream with FAILED_PRECONDITION)"
+            )
+            details += _tail(record.log)
+        elif first.at > join_timeout_s:
+            problems.append(f"seat {seat} joined after {_seconds(first.at)}: the limit is {join_timeout_s:g} s")
+    if problems:
+        return CheckResult("handshake", title, Status.FAIL, problems[0], (*problems[1:], *details))
+    joins = [record.joins[0] for record in played.watch.seats.values()]
+    slowest = max(join.at for join in joins)
+    names = sorted({join.bot_name or "(none)" for join in joins})
+    batch = "on" if all(join.batch_events for join in joins) else "off"
+    return CheckResult(
+        "handshake",
+        title,
+        Status.PASS,
+        f"both seats joined with protocol_version {PROTOCOL_VERSION} within {_seconds(slowest)} of their launch"
+        f" (limit {join_timeout_s:g} s); bot_name {', '.join(names)}; batch_events {batch}",
+    )
+
+
+def _match_problems(played: _Played, decision_timeout_s: float) -> list[str]:
+    """Every fault and incident of the bot's seats in one match, each in words."""
+    table, watch = played.table, played.watch
+    where = f"{played.label} (seed {played.seed}, seats {played.bot_seats[0]} and {played.bot_seats[1]})"
+    problems: list[str] = []
+    if table.status is TableStatus.CANCELLED:
+        problems.append(f"{where}: the match was stopped: {table.cancel_reason}")
+    match = table.match
+    illegal = {seat: [r for r in record.rejections if r.fault_counted] for seat, record in watch.seats.items()}
+    timeouts = {seat: list(record.timeouts) for seat, record in watch.seats.items()}
+    for event in match.events if match is not None else ():
+        if event.kind is not EventKind.FAULT or event.data["seat"] not in watch.seats:
+            continue
+        seat, cause = event.data["seat"], event.data["cause"]
+        record = watch.seats[seat]
+        if cause == "illegal_action" and illegal[seat]:
+            rejection = illegal[seat].pop(0)
+            asked = record.asked.get(rejection.decision_id)
+            kind = f" ({asked.kind})" if asked else ""
+            code = play_pb2.RejectionCode.Name(rejection.code).removeprefix("REJECTION_CODE_")
+            problems.append(f"{where}: seat {seat}, decision {rejection.decision_id}{kind}: {code}: {rejection.reason}")
+        elif cause == "timeout" and timeouts[seat]:
+            decision_id = timeouts[seat].pop(0)
+            asked = record.asked.get(decision_id)
+            kind = f" ({asked.kind})" if asked else ""
+            late = record.answers.get(decision_id)
+            answer = f"answered after {_seconds(late)}" if late is not None else "no answer"
+            problems.append(
+                f"{where}: seat {seat}, decision {decision_id}{kind}: timed out ({answer}; decision_timeout_s ="
+                f" {decision_timeout_s:g} s)"
+            )
+        else:
+            problems.append(f"{where}: seat {seat}: a fault ({cause})")
+    for incident in table.incidents:
+        if incident.seat in watch.seats and incident.cause != "stall":  # a stall is its decision's timeout
+            problems.append(f"{where}: seat {incident.seat}: {incident.cause}: {incident.detail}")
+    return problems
+
+
+def _legal_play(variant: Variant, played: Sequence[_Played], decision_timeout_s: float) -> CheckResult:
+    title = f"legal play: {variant.name}"
+    problems = [problem for one in played for problem in _match_problems(one, decision_timeout_s)]
+    decisions = sum(len(record.asked) for one in played for record in one.watch.seats.values())
+    if problems:
+        tails: list[str] = []
+        for one in played:
+            for seat, record in one.watch.seats.items():
+                if any(i.seat == seat and i.cause in ("crash", "protocol_error") for i in one.table.incidents):
+                    tails += _tail(record.log)
+        summary = problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)"
+        return CheckResult(f"legal_play:{variant.name}", title, Status.FAIL, summary, (*problems[1:8], *tails))
+    matches = f"{len(played)} match{'es' if len(played) != 1 else ''}"
+    return CheckResult(
+        f"legal_play:{variant.name}",
+        title,
+        Status.PASS,
+        f"{variant.about}: {matches}, {decisions} decisions, no fault, no incident",
+    )
+
+
+def _deadline(played: Sequence[_Played], decision_timeout_s: float) -> tuple[CheckResult, DecisionTimes]:
+    title = "answers within the deadline"
+    seconds: list[float] = []
+    late: list[str] = []
+    silent: list[str] = []
+    for one in played:
+        for seat, record in one.watch.seats.items():
+            seconds += record.answers.values()
+            for decision_id, took in record.answers.items():
+                if took > decision_timeout_s:
+                    late.append(f"{one.label} seat {seat} decision {decision_id}: {_seconds(took)}")
+            for decision_id in record.timeouts:
+                if decision_id not in record.answers:
+                    silent.append(f"{one.label} seat {seat} decision {decision_id}")
+    times = DecisionTimes(
+        len(seconds),
+        statistics.median(seconds) if seconds else None,
+        max(seconds) if seconds else None,
+        decision_timeout_s,
+    )
+    spread = (
+        f"median {_seconds(times.median_s)}, max {_seconds(times.max_s)}"
+        if times.median_s is not None and times.max_s is not None
+        else "no answer at all"
+    )
+    measured = f"{times.count} answers: {spread} (decision_timeout_s = {decision_timeout_s:g} s)"
+    if late or silent:
+        parts = []
+        if late:
+            parts.append(f"{len(late)} past decision_timeout_s (first: {late[0]})")
+        if silent:
+            parts.append(f"{len(silent)} never answered before the timeout (first: {silent[0]})")
+        return CheckResult("deadline", title, Status.FAIL, f"{'; '.join(parts)}; {measured}"), times
+    if not seconds:
+        return CheckResult("deadline", title, Status.FAIL, "the bot answered no decision"), times
+    return CheckResult("deadline", title, Status.PASS, measured), times
+
+
+PROBES = (
+    ("illegal", "illegal_action_retry", "answers again after ILLEGAL_ACTION"),
+    ("closed", "decision_closed", "carries on after DECISION_CLOSED"),
+    ("drop", "rejoin", "joins again after a dropped stream"),
+)
+
+
+def _probe_results(played: _Played | None, skipped: str = "") -> list[CheckResult]:
+    results: list[CheckResult] = []
+    for key, check, title in PROBES:
+        if played is None:
+            results.append(CheckResult(check, title, Status.SKIP, skipped))
+            continue
+        verdict = played.watch.verdicts.get(key)
+        if verdict is None:
+            record = played.watch.seats[played.bot_seats[0]]
+            reason = (
+                f"not reached: the probe match ended ({_ending(played.table)}) after seat {record.seat} was asked"
+                f" {len(record.asked)} decisions"
+            )
+            results.append(CheckResult(check, title, Status.SKIP, reason))
+            continue
+        status = Status.PASS if verdict.passed else Status.FAIL
+        results.append(CheckResult(check, title, status, verdict.summary, verdict.details))
+    return results
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+
+async def run_check(
+    program: BotProgram,
+    config: CheckConfig,
+    *,
+    on_progress: Callable[[str], None] | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+) -> CheckReport:
+    """Run every check on `program` and return the verdicts; `on_progress` hears what is being played,
+    `on_result` each verdict as soon as it is known. Raises `LaunchError` when a program cannot be started
+    (or its sandbox fails): that is this machine's problem, not a verdict on the bot."""
+    log_dir = config.log_dir or Path(tempfile.mkdtemp(prefix="mus-check-logs-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    results: list[CheckResult] = []
+
+    def report(result: CheckResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    def progress(text: str) -> None:
+        if on_progress is not None:
+            on_progress(text)
+
+    variants = [variant for variant in VARIANTS if variant.name in config.variants]
+    bot_name = ""
+
+    def named(played: _Played) -> None:
+        nonlocal bot_name
+        joins = [join for record in played.watch.seats.values() for join in record.joins]
+        bot_name = bot_name or next((join.bot_name for join in joins if join.bot_name), "")
+
+    legal: list[_Played] = []
+    index = 0
+    handshake_ok = True
+    for variant in variants:
+        rules = config.rules(SHORT_MATCH, variant.options)
+        played: list[_Played] = []
+        for number in range(config.matches):
+            progress(f"legal play: {variant.name}, match {number + 1} of {config.matches}")
+            label = f"{index + 1:02d}-{variant.name}"
+            one = await _play(
+                program,
+                rules,
+                config.seed + index,
+                bot_team=number % 2,
+                probe=False,
+                label=label,
+                config=config,
+                log_dir=log_dir,
+            )
+            index += 1
+            named(one)
+            played.append(one)
+            if index == 1:
+                shake = _handshake(one, config.join_timeout_s)
+                report(shake)
+                handshake_ok = shake.status is Status.PASS
+                if not handshake_ok:
+                    break
+        if not handshake_ok:
+            break
+        legal += played
+        report(_legal_play(variant, played, config.decision_timeout_s))
+    times = DecisionTimes(0, None, None, config.decision_timeout_s)
+    if not handshake_ok:
+        skipped = "skipped: the handshake failed"
+        for variant in variants:
+            report(CheckResult(f"legal_play:{variant.name}", f"legal play: {variant.name}", Status.SKIP, skipped))
+        for result in _probe_results(None, skipped):
+            report(result)
+        report(CheckResult("deadline", "answers within the deadline", Status.SKIP, skipped))
+    else:
+        progress("probes: ILLEGAL_ACTION, DECISION_CLOSED, a dropped stream")
+        probe = await _play(
+            program,
+            config.rules(PROBE_MATCH, {}),
+            config.seed + index,
+            bot_team=0,
+            probe=True,
+            label=f"{index + 1:02d}-probes",
+            config=config,
+            log_dir=log_dir,
+        )
+        named(probe)
+        if not legal:
+            shake = _handshake(probe, config.join_timeout_s)
+            report(shake)
+        for result in _probe_results(probe):
+            report(result)
+        if legal:
+            deadline, times = _deadline(legal, config.decision_timeout_s)
+            report(deadline)
+    sandboxed = config.sandbox is not None
+    return CheckReport(program.name, program.command, tuple(results), times, log_dir, sandboxed, bot_name)

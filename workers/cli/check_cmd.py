@@ -1,0 +1,242 @@
+"""`mus bot check NAME | -- COMMAND`: the conformance run of workers/checks.py, with a line per check."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import shlex
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperCommand
+
+from referee.engine.errors import MusError
+from workers.checks import VARIANT_NAMES, CheckConfig, CheckReport, CheckResult, Status, run_check
+from workers.cli.db import open_session
+from workers.cli.errors import fail
+from workers.cli.rules_cmd import OptionList, parse_options
+from workers.db import repo
+from workers.launcher import INSTALL_HINT, BotProgram, LaunchError, Limits, resolve_program, sandbox_available
+
+COMMAND_KEY = "mus.command"
+"""Where `DashDashCommand` leaves the words after `--` (`ctx.meta`)."""
+
+
+class DashDashCommand(TyperCommand):
+    """Everything after `--` is the bot's command, word for word: none of it is read as an option of `mus`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Typer's own (vendored) click Context
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta[COMMAND_KEY] = args[split + 1 :]
+            args = args[:split]
+        return super().parse_args(ctx, args)
+
+
+def stdio_command(command: list[str]) -> list[str]:
+    """A stdio bot's command as it runs: behind the bridge that speaks gRPC for it (clients/stdio)."""
+    return [sys.executable, "-m", "clients.stdio", "--", *command]
+
+
+def stdio_available() -> bool:
+    return importlib.util.find_spec("clients.stdio") is not None
+
+
+_MARKS = {Status.PASS: "[green]✓[/green]", Status.FAIL: "[red]✗[/red]", Status.SKIP: "[yellow]-[/yellow]"}
+
+
+def print_result(console: Console, result: CheckResult) -> None:
+    """One line per check (its reason when it failed), then its details, indented."""
+    console.print(f"{_MARKS[result.status]} {escape(result.title)}: {escape(result.summary)}", soft_wrap=True)
+    for line in result.details:
+        console.print(f"    {escape(line)}", soft_wrap=True, highlight=False)
+
+
+def print_summary(console: Console, report: CheckReport) -> None:
+    failed = [result for result in report.results if result.status is not Status.PASS]
+    total = len(report.results)
+    bot = escape(report.bot_name or report.bot)
+    if not failed:
+        console.print(f"[green]Passed[/green]: {bot} passed all {total} checks.")
+        return
+    console.print(
+        f"[red]Failed[/red]: {bot} did not pass {len(failed)} of {total} checks. Every seat's output: {report.log_dir}",
+        soft_wrap=True,
+    )
+
+
+@contextmanager
+def _status(console: Console, enabled: bool) -> Iterator[Any]:
+    """A live progress line on a terminal (what is being played now); nothing elsewhere."""
+    if enabled and console.is_terminal:
+        with console.status("starting") as status:
+            yield status
+    else:
+        yield None
+
+
+def check_program(
+    program: BotProgram, config: CheckConfig, *, json_output: bool, console: Console | None = None
+) -> CheckReport:
+    """Run the check and print it as it goes (a line per check) or, with `json_output`, once as JSON."""
+    console = console or Console(highlight=False)
+    with _status(console, not json_output) as status:
+
+        def progress(text: str) -> None:
+            if status is not None:
+                status.update(escape(text))
+
+        def result(found: CheckResult) -> None:
+            if not json_output:
+                print_result(console, found)
+
+        try:
+            report = asyncio.run(run_check(program, config, on_progress=progress, on_result=result))
+        except LaunchError as error:
+            fail(str(error))
+    if json_output:
+        typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        print_summary(console, report)
+    return report
+
+
+def registered_program(name: str) -> BotProgram:
+    """A registered bot's current version as a league runs it: its command, in its folder."""
+    with open_session() as session:
+        info = repo.get_bot(session, name)
+        version = info.current
+        if info.bot.remote:
+            fail(f"bot {name!r} is a remote bot: it runs elsewhere; check its program with `mus bot check -- COMMAND`")
+        if version is None:
+            fail(f"bot {name!r} has no version to check")
+        command, folder, content_hash, number = version.command, version.folder, version.content_hash, version.number
+    try:
+        now = repo.content_hash(command, folder)
+    except Exception:  # an unreadable folder: the launch says what is wrong with it
+        now = content_hash
+    if now != content_hash:
+        typer.echo(
+            f"note: {name}'s folder changed since version {number} was added: this checks what is there now"
+            f" (`mus bot add {name}` registers it)",
+            err=True,
+        )
+    return BotProgram(name, tuple(command), Path(folder) if folder else None)
+
+
+def check_config(
+    *,
+    matches: int = 2,
+    seed: int = 1,
+    variants: list[str] | None = None,
+    decision_timeout: float = 10.0,
+    join_timeout: float = 10.0,
+    options: list[str] | None = None,
+    sandbox: bool = True,
+    logs: Path | None = None,
+) -> CheckConfig:
+    """The check's settings from the command line; a bad one is a one-line error."""
+    if matches < 1:
+        fail("--matches must be at least 1")
+    unknown = [name for name in variants or [] if name not in VARIANT_NAMES]
+    if unknown:
+        fail(f"unknown variant {unknown[0]!r}: the variants are {', '.join(VARIANT_NAMES)}")
+    if not 0 < join_timeout <= 600:
+        fail("--join-timeout must be in (0, 600] seconds")
+    parsed = parse_options(options)
+    config = CheckConfig(
+        matches=matches,
+        seed=seed,
+        decision_timeout_s=decision_timeout,
+        join_timeout_s=join_timeout,
+        variants=tuple(variants) if variants else VARIANT_NAMES,
+        options=parsed,
+        log_dir=logs,
+    )
+    try:
+        config.rules({}, {})
+    except MusError as error:
+        fail(str(error))
+    limits = None
+    if sandbox and sandbox_available():
+        limits = Limits()
+    elif sandbox:
+        typer.echo(f"note: the bot runs unconfined ({INSTALL_HINT})", err=True)
+    return replace(config, sandbox=limits)
+
+
+def check_command(
+    ctx: typer.Context,
+    name: Annotated[
+        str | None,
+        typer.Argument(help="A registered bot (its current version); or give none and the bot's command after `--`."),
+    ] = None,
+    stdio: Annotated[
+        bool,
+        typer.Option("--stdio", help="The command speaks the stdio line protocol: run it behind the stdio bridge."),
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print only the report, as JSON.")] = False,
+    matches: Annotated[int, typer.Option(help="Matches per variant of the rules (the bot plays each side).")] = 2,
+    seed: Annotated[int, typer.Option(help="The first match's seed; the others follow it.")] = 1,
+    variant: Annotated[
+        list[str] | None,
+        typer.Option(help=f"Check only these variants (repeatable): {', '.join(VARIANT_NAMES)}. Default: all."),
+    ] = None,
+    decision_timeout: Annotated[
+        float, typer.Option(help="decision_timeout_s: every answer must come within it (no time bank).")
+    ] = 10.0,
+    join_timeout: Annotated[float, typer.Option(help="Seconds each seat has to join after its launch.")] = 10.0,
+    option: OptionList = None,
+    sandbox: Annotated[
+        bool, typer.Option(help="Run each seat in its own sandbox (bubblewrap) where this machine has one.")
+    ] = True,
+    logs: Annotated[
+        Path | None, typer.Option("--logs", help="Keep every seat's output in this folder (default: a new temp one).")
+    ] = None,
+) -> None:
+    """Check a bot before it enters a league: handshake, legal play under every variant of the rules, the
+    deadline, and its answers to ILLEGAL_ACTION, DECISION_CLOSED and a dropped stream (docs/bot-check.md).
+
+    `mus bot check NAME` checks a registered bot as a league runs it; `mus bot check -- COMMAND ...` checks a
+    program run in the current folder, like `mus match play`. Options go before the `--`. Exit code 1 when a
+    check does not pass.
+    """
+    command: list[str] = list(ctx.meta.get(COMMAND_KEY, []))
+    if name is not None and command:
+        fail("give a registered bot's NAME or a command after `--`, not both")
+    if name is None and not command:
+        fail("give a registered bot's NAME, or its command after `--`: mus bot check -- python mybot.py")
+    config = check_config(
+        matches=matches,
+        seed=seed,
+        variants=variant,
+        decision_timeout=decision_timeout,
+        join_timeout=join_timeout,
+        options=option,
+        sandbox=sandbox,
+        logs=logs,
+    )
+    if name is not None:
+        if stdio:
+            fail("a registered bot's command already says how it runs: --stdio goes with `-- COMMAND`")
+        program = registered_program(name)
+    else:
+        if stdio:
+            if not stdio_available():
+                fail("--stdio needs the stdio bridge (clients/stdio), which this installation does not have")
+            command = stdio_command(command)
+        try:
+            program = resolve_program(shlex.join(command))
+        except LaunchError as error:
+            fail(str(error))
+    report = check_program(program, config, json_output=json_output)
+    if not report.passed:
+        raise typer.Exit(code=1)
