@@ -266,6 +266,7 @@ class _Watch:
         self.infrastructure = ""
         """Why this match says nothing about the bot (a sandbox that did not start), or ''."""
         self.joined = asyncio.Event()
+        self.join_deadline_passed = False
         self._target: _Asked | None = None
         self._stale = 0
         self._sent_at = 0.0
@@ -315,7 +316,10 @@ class _Watch:
             return None
         target = self._target
         if self.phase is _Phase.ILLEGAL and target is not None and act.decision_id == target.decision_id:
-            return self._reject_legal_answer(target, now)
+            if now - target.at < (target.left_ms + target.bank_ms) / 1000:
+                return self._reject_legal_answer(target, now)
+            self._target = None  # a late answer: the decision is closed already; probe a later one
+            return None
         if self.phase is _Phase.ILLEGAL_SENT and target is not None:
             waited = now - self._sent_at
             if act.decision_id == target.decision_id:
@@ -441,7 +445,14 @@ class _Watch:
                 )
                 self.phase = _Phase.DONE
             return None
-        if request.kind == pb.DECISION_KIND_SENA_ROUND or request.decision_id in record.asked:
+        if request.decision_id in record.asked:
+            return None
+        # A seat has one decision open at a time: a new one means the probed one closed, unanswered (timed out).
+        if self.phase is _Phase.ILLEGAL_SENT:
+            self._illegal_but_silent()
+        elif self.phase is _Phase.CLOSED_SENT:
+            self._closed_but_silent()
+        if request.kind == pb.DECISION_KIND_SENA_ROUND:
             return None
         if self.phase is _Phase.ILLEGAL and target is None and len(record.asked) >= PROBE_AFTER:
             self._note_request(record, request)
@@ -795,6 +806,7 @@ async def _join_deadline(watch: _Watch, join_timeout_s: float) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(watch.joined.wait(), join_timeout_s)
     if not watch.joined.is_set():
+        watch.join_deadline_passed = True
         watch.halt(f"not every seat of the bot joined within {join_timeout_s:g} s")
 
 
@@ -813,13 +825,19 @@ def _ending(table: Table) -> str:
 def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
     title = "handshake and protocol version"
     problems: list[str] = []
+    waiting: list[str] = []
+    """Seats that had not joined yet when another seat's failure stopped the match: said last."""
     details: list[str] = []
-    for seat, record in played.watch.seats.items():
+    watch = played.watch
+    for seat, record in watch.seats.items():
         if not record.joins:
             if record.exit:
                 problems.append(f"seat {seat}'s process ended before it joined ({record.exit})")
-            else:
+            elif watch.join_deadline_passed:
                 problems.append(f"seat {seat} did not join within {join_timeout_s:g} s (no Join on a Play stream)")
+            else:
+                waiting.append(f"seat {seat} had not joined yet when the check stopped ({watch.stop_reason})")
+                continue
             details += _tail(record.log)
             continue
         first = record.joins[0]
@@ -831,6 +849,7 @@ def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
             details += _tail(record.log)
         elif first.at > join_timeout_s:
             problems.append(f"seat {seat} joined after {_seconds(first.at)}: the limit is {join_timeout_s:g} s")
+    problems += waiting
     if problems:
         return CheckResult("handshake", title, Status.FAIL, problems[0], (*problems[1:], *details))
     joins = [record.joins[0] for record in played.watch.seats.values()]
@@ -849,7 +868,7 @@ def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
 def _match_problems(played: _Played, decision_timeout_s: float) -> list[str]:
     """Every fault and incident of the bot's seats in one match, each in words."""
     table, watch = played.table, played.watch
-    where = f"{played.label} (seed {played.seed}, seats {played.bot_seats[0]} and {played.bot_seats[1]})"
+    where = f"match {played.label} (seed {played.seed})"
     problems: list[str] = []
     if table.status is TableStatus.CANCELLED:
         problems.append(f"{where}: the match was stopped: {table.cancel_reason}")
@@ -916,10 +935,10 @@ def _deadline(played: Sequence[_Played], decision_timeout_s: float) -> tuple[Che
             seconds += record.answers.values()
             for decision_id, took in record.answers.items():
                 if took > decision_timeout_s:
-                    late.append(f"{one.label} seat {seat} decision {decision_id}: {_seconds(took)}")
+                    late.append(f"match {one.label}, seat {seat}, decision {decision_id}: {_seconds(took)}")
             for decision_id in record.timeouts:
                 if decision_id not in record.answers:
-                    silent.append(f"{one.label} seat {seat} decision {decision_id}")
+                    silent.append(f"match {one.label}, seat {seat}, decision {decision_id}")
     times = DecisionTimes(
         len(seconds),
         statistics.median(seconds) if seconds else None,
@@ -931,7 +950,8 @@ def _deadline(played: Sequence[_Played], decision_timeout_s: float) -> tuple[Che
         if times.median_s is not None and times.max_s is not None
         else "no answer at all"
     )
-    measured = f"{times.count} answers: {spread} (decision_timeout_s = {decision_timeout_s:g} s)"
+    answers = f"{times.count} answer{'s' if times.count != 1 else ''}"
+    measured = f"{answers}: {spread} (decision_timeout_s = {decision_timeout_s:g} s)"
     if late or silent:
         parts = []
         if late:
@@ -960,9 +980,10 @@ def _probe_results(played: _Played | None, skipped: str = "") -> list[CheckResul
         verdict = played.watch.verdicts.get(key)
         if verdict is None:
             record = played.watch.seats[played.bot_seats[0]]
+            asked = len(record.asked)
             reason = (
                 f"not reached: the probe match ended ({_ending(played.table)}) after seat {record.seat} was asked"
-                f" {len(record.asked)} decisions"
+                f" {asked} decision{'s' if asked != 1 else ''}"
             )
             results.append(CheckResult(check, title, Status.SKIP, reason))
             continue

@@ -13,6 +13,7 @@ from rich.table import Table
 from sqlmodel import Session
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
+from workers.cli import check_cmd
 from workers.cli.db import echo_json, iso, open_session, when
 from workers.cli.errors import fail
 from workers.db import repo
@@ -191,6 +192,9 @@ def add_command(
     remote: Annotated[
         bool, typer.Option("--remote", help="A bot that runs elsewhere and joins through the lobby: prints a token.")
     ] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Then check the program with `mus bot check NAME` (exit 1 if it fails).")
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """Register a bot program (`mus bot add NAME -- COMMAND ...`) or a remote bot (`mus bot add NAME --remote`).
@@ -225,7 +229,11 @@ def add_command(
         info = repo.get_bot(session, name)
     new = version.content_hash not in known
     if json_output:
-        echo_json({"bot": name, "remote": False, "new_version": new, **_version_json(version, info.bot.language)})
+        data = {"bot": name, "remote": False, "new_version": new, **_version_json(version, info.bot.language)}
+        report = check_cmd.check_registered(name, json_output=None) if check else None
+        echo_json({**data, "check": report.to_json()} if report is not None else data)
+        if report is not None and not report.passed:
+            raise typer.Exit(code=1)
         return
     if new:
         typer.echo(f"Bot {name}: version {version.number} registered ({info.bot.language}).")
@@ -234,6 +242,10 @@ def add_command(
     typer.echo(f"  command: {' '.join(version.command)}")
     typer.echo(f"  folder:  {version.folder or '(none)'}")
     typer.echo(f"  hash:    {version.content_hash}")
+    if not check:
+        typer.echo(f"Check it before a league: mus bot check {name}")
+    elif not check_cmd.check_registered(name, json_output=False).passed:
+        raise typer.Exit(code=1)
 
 
 def _known_hashes(session: Session, name: str) -> set[str]:

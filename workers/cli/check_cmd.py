@@ -6,6 +6,7 @@ import asyncio
 import importlib.util
 import json
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,15 @@ from workers.cli.db import open_session
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.db import repo
-from workers.launcher import INSTALL_HINT, BotProgram, LaunchError, Limits, resolve_program, sandbox_available
+from workers.launcher import (
+    EXAMPLE_BOTS,
+    INSTALL_HINT,
+    BotProgram,
+    LaunchError,
+    Limits,
+    resolve_program,
+    sandbox_available,
+)
 
 COMMAND_KEY = "mus.command"
 """Where `DashDashCommand` leaves the words after `--` (`ctx.meta`)."""
@@ -83,19 +92,41 @@ def _status(console: Console, enabled: bool) -> Iterator[Any]:
         yield None
 
 
+def command_program(command: list[str]) -> BotProgram:
+    """A command line run in the current folder, as `mus match play` runs it; one word may also name an example
+    bot or a .py file. The program keeps the path it was given (a venv's `python` is a symlink that must not
+    be resolved to the interpreter behind it)."""
+    if len(command) == 1 and (command[0] in EXAMPLE_BOTS or command[0].endswith(".py")):
+        try:
+            return resolve_program(shlex.join(command))
+        except LaunchError as error:
+            fail(str(error))
+    first = command[0]
+    if shutil.which(first) is None and not Path(first).is_file():
+        fail(f"unknown bot {first!r}: not an example bot ({', '.join(EXAMPLE_BOTS)}), a .py file or a program on PATH")
+    return BotProgram(Path(first).name, tuple(command), Path.cwd())
+
+
+def check_registered(name: str, *, json_output: bool | None) -> CheckReport:
+    """`mus bot check NAME` with its default settings (what `mus bot add --check` runs)."""
+    return check_program(registered_program(name), check_config(), json_output=json_output)
+
+
 def check_program(
-    program: BotProgram, config: CheckConfig, *, json_output: bool, console: Console | None = None
+    program: BotProgram, config: CheckConfig, *, json_output: bool | None, console: Console | None = None
 ) -> CheckReport:
-    """Run the check and print it as it goes (a line per check) or, with `json_output`, once as JSON."""
+    """Run the check and print it as it goes (a line per check) or, with `json_output`, once as JSON; None
+    prints nothing (the caller prints the report)."""
     console = console or Console(highlight=False)
-    with _status(console, not json_output) as status:
+    quiet = json_output is None
+    with _status(console, json_output is False) as status:
 
         def progress(text: str) -> None:
             if status is not None:
                 status.update(escape(text))
 
         def result(found: CheckResult) -> None:
-            if not json_output:
+            if json_output is False:
                 print_result(console, found)
 
         try:
@@ -104,7 +135,7 @@ def check_program(
             fail(str(error))
     if json_output:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
-    else:
+    elif not quiet:
         print_summary(console, report)
     return report
 
@@ -233,10 +264,7 @@ def check_command(
             if not stdio_available():
                 fail("--stdio needs the stdio bridge (clients/stdio), which this installation does not have")
             command = stdio_command(command)
-        try:
-            program = resolve_program(shlex.join(command))
-        except LaunchError as error:
-            fail(str(error))
+        program = command_program(command)
     report = check_program(program, config, json_output=json_output)
     if not report.passed:
         raise typer.Exit(code=1)

@@ -1,0 +1,270 @@
+"""`mus bot check`: every example bot passes every check, and each deliberately broken bot fails the check it
+breaks, with a reason a bot author can act on. Real bot processes (sandboxed where this machine allows), a real
+referee over real gRPC, short clocks and one match per variant.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from clients.cpp.build import build_bot, missing_toolchain
+from tests.cli.helpers import error_of
+from workers.cli import check_cmd
+from workers.cli.main import app
+from workers.db.session import ensure_schema, make_engine
+
+REPO = Path(__file__).resolve().parents[2]
+JS_DIR = REPO / "clients" / "js"
+STDIO_DIR = REPO / "clients" / "stdio"
+FAST = ["--matches", "1", "--decision-timeout", "2", "--join-timeout", "5"]
+"""One match per variant, a 2 s decision clock, 5 s to join: a check of a good bot takes a few seconds."""
+ONE_VARIANT = [*FAST, "--variant", "defaults"]
+"""For a broken bot: one legal-play match, then the probe match."""
+CHECKS = (
+    "handshake",
+    "legal_play:defaults",
+    "legal_play:4_reyes",
+    "legal_play:both_answer",
+    "legal_play:bot_declares",
+    "legal_play:sequential_discards",
+    "legal_play:uncapped",
+    "illegal_action_retry",
+    "decision_closed",
+    "rejoin",
+    "deadline",
+)
+
+runner = CliRunner()
+
+
+def check(*args: str) -> tuple[Result, dict[str, Any]]:
+    """`mus bot check --json ARGS`: the result and its report."""
+    result = runner.invoke(app, ["bot", "check", "--json", *args])
+    assert result.exit_code in (0, 1) and not isinstance(result.exception, AssertionError), result.output
+    return result, json.loads(result.stdout)
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Each check's (status, summary)."""
+    return {item["check"]: (item["status"], item["summary"]) for item in report["checks"]}
+
+
+def assert_passes(result: Result, report: dict[str, Any]) -> None:
+    found = verdicts(report)
+    assert tuple(found) == CHECKS, found
+    failing = {name: verdict for name, verdict in found.items() if verdict[0] != "pass"}
+    assert not failing, failing
+    assert report["passed"] is True and result.exit_code == 0
+    times = report["decision_seconds"]
+    assert times["count"] > 0 and times["max_s"] < times["decision_timeout_s"] == 2
+
+
+def broken(mode: str, *args: str, module: str = "tests.support.broken_bots") -> dict[str, tuple[str, str]]:
+    """Check a broken bot: it must fail (exit code 1); returns the verdicts."""
+    result, report = check(*(args or ONE_VARIANT), "--", sys.executable, "-m", module, mode)
+    assert result.exit_code == 1 and report["passed"] is False, report
+    return verdicts(report)
+
+
+# ------------------------------------------------------------------------------------- the example bots pass
+
+
+@pytest.mark.parametrize("bot", ["random", "rules"])
+def test_the_python_example_bots_pass_every_check(bot: str) -> None:
+    assert_passes(*check(*FAST, "--", sys.executable, "-m", f"clients.bots.{bot}"))
+
+
+def test_the_cpp_example_bot_passes_every_check() -> None:
+    missing = missing_toolchain()
+    if missing is not None:
+        pytest.skip(f"C++ bot not built: {missing}")
+    assert_passes(*check(*FAST, "--", str(build_bot())))
+
+
+def test_the_javascript_example_bot_passes_every_check() -> None:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("JavaScript bot not checked: node and npm are needed (Node 20 or newer)")
+    with (Path(tempfile.gettempdir()) / "mus-js-bot-install.lock").open("w") as lock:  # as tests/bots/test_js_bot.py
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (JS_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
+            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, timeout=300)
+            assert done.returncode == 0, done.stderr
+        subprocess.run([node, "scripts/copy-proto.js"], cwd=JS_DIR, check=True, timeout=60, capture_output=True)
+    assert_passes(*check(*FAST, "--", node, str(JS_DIR / "bot.js")))
+
+
+def test_the_stdio_example_bot_passes_every_check() -> None:
+    if not check_cmd.stdio_available():
+        pytest.skip("no stdio bridge yet (clients/stdio): its example bot is checked once it lands")
+    examples = sorted(path for path in STDIO_DIR.rglob("*") if path.suffix in (".sh", ".awk") and path.is_file())
+    if not examples:
+        pytest.skip(f"no example stdio bot (*.sh, *.awk) found under {STDIO_DIR}")
+    command = ["awk", "-f", str(examples[0])] if examples[0].suffix == ".awk" else ["sh", str(examples[0])]
+    assert_passes(*check(*FAST, "--stdio", "--", *command))
+
+
+# ------------------------------------------------------------------------------------- broken bots fail, saying why
+
+
+def test_a_bot_that_never_joins_fails_the_handshake_and_the_rest_is_skipped() -> None:
+    found = broken("never_joins", "--join-timeout", "2", "--variant", "defaults")
+    status, summary = found["handshake"]
+    assert status == "fail" and summary == "seat 0 did not join within 2 s (no Join on a Play stream)"
+    assert {verdict[0] for name, verdict in found.items() if name != "handshake"} == {"skip"}
+    assert found["rejoin"][1] == "skipped: the handshake failed"
+
+
+def test_a_bot_with_the_wrong_protocol_version_fails_the_handshake_naming_both_versions() -> None:
+    status, summary = broken("wrong_version")["handshake"]
+    assert status == "fail"
+    assert re.fullmatch(
+        r"seat [02] sent Join.protocol_version = 2: the referee speaks 1 \(it refused the stream with"
+        r" FAILED_PRECONDITION\)",
+        summary,
+    ), summary
+
+
+def test_a_bot_that_plays_an_illegal_action_every_time_fails_legal_play_with_the_referees_reason() -> None:
+    found = broken("illegal", module="tests.support.misbehaving")
+    assert found["handshake"][0] == "pass"
+    status, summary = found["legal_play:defaults"]
+    assert status == "fail"
+    assert summary.startswith("match 01-defaults (seed 1): seat 0, decision ") and ": ILLEGAL_ACTION: " in summary
+    assert summary.endswith("(and 2 more)"), "three illegal actions: the team forfeits"
+
+
+def test_a_bot_too_slow_for_its_clock_fails_the_deadline_with_its_times() -> None:
+    found = broken("slow", "--matches", "1", "--decision-timeout", "0.3", "--variant", "defaults",
+                   module="tests.support.misbehaving")  # fmt: skip
+    status, summary = found["deadline"]
+    assert status == "fail" and "past decision_timeout_s (first: match 01-defaults, seat 0, decision " in summary
+    assert "(decision_timeout_s = 0.3 s)" in summary and "median " in summary and "max " in summary
+    status, summary = found["legal_play:defaults"]
+    assert status == "fail" and "timed out (answered after " in summary
+
+
+def test_a_bot_that_does_not_answer_again_after_illegal_action_fails_that_probe() -> None:
+    found = broken("no_retry")
+    status, summary = found["illegal_action_retry"]
+    assert status == "fail" and summary.startswith("after ILLEGAL_ACTION on decision ")
+    assert "the bot sent nothing for " in summary and "the decision timed out" in summary
+    assert found["legal_play:defaults"][0] == "pass" and found["decision_closed"][0] == "pass"
+    assert found["rejoin"][0] == "pass"
+
+
+def test_a_bot_that_answers_a_closed_decision_again_fails_that_probe() -> None:
+    found = broken("stale_answer")
+    status, summary = found["decision_closed"]
+    assert status == "fail" and summary.startswith("after DECISION_CLOSED for decision ")
+    assert "again (a closed decision is over: ignore the rejection and carry on)" in summary
+    assert found["illegal_action_retry"][0] == "pass" and found["rejoin"][0] == "pass"
+
+
+def test_a_bot_that_does_not_rejoin_after_a_drop_fails_that_probe_quoting_its_output() -> None:
+    result, report = check(*ONE_VARIANT, "--", sys.executable, "-m", "tests.support.broken_bots", "no_rejoin")
+    assert result.exit_code == 1
+    rejoin = next(item for item in report["checks"] if item["check"] == "rejoin")
+    assert rejoin["status"] == "fail"
+    assert rejoin["summary"] == "after the dropped stream the bot's process ended (the bot process exited with code 1)"
+    assert any("UNAVAILABLE" in line and "giving up" in line for line in rejoin["details"]), rejoin["details"]
+
+
+def test_a_bot_that_rejoins_past_its_next_event_fails_that_probe() -> None:
+    status, summary = broken("skip_events")["rejoin"]
+    assert status == "fail" and summary.startswith("it joined again with next_seq ")
+    assert ": it would miss events " in summary
+
+
+# ------------------------------------------------------------------------------------- the command
+
+
+def test_the_text_report_has_a_line_per_check_and_the_failures_reasons(tmp_path: Path) -> None:
+    args = ["bot", "check", *ONE_VARIANT, "--logs", str(tmp_path), "--"]
+    result = runner.invoke(app, [*args, sys.executable, "-m", "tests.support.broken_bots", "wrong_version"])
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert re.match(r"✗ handshake and protocol version: seat [02] sent Join.protocol_version = 2: ", lines[0])
+    assert "- legal play: defaults: skipped: the handshake failed" in lines
+    assert lines[-1] == f"Failed: wrong_version did not pass 6 of 6 checks. Every seat's output: {tmp_path}"
+    logs = {path.name for path in tmp_path.iterdir()}
+    assert f"01-defaults-seat0-{Path(sys.executable).name}.log" in logs and "01-defaults-seat1-random.log" in logs
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh, migrated SQLite file as MUS_DATABASE_URL; the working directory is the test's own folder."""
+    url = f"sqlite:///{tmp_path / 'mus.db'}"
+    engine = make_engine(url)
+    ensure_schema(engine)
+    engine.dispose()
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.chdir(tmp_path)
+    return url
+
+
+def test_a_registered_bot_is_checked_by_name_from_its_own_folder(database: str, tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "bot.py").write_text("from clients.bots.random_bot import main\n\nmain()\n")
+    added = runner.invoke(app, ["bot", "add", "mine", "--", sys.executable, "mine/bot.py"])
+    assert added.exit_code == 0, added.output
+    assert added.stdout.splitlines()[-1] == "Check it before a league: mus bot check mine"
+    result, report = check(*ONE_VARIANT, "mine")
+    assert result.exit_code == 0 and report["passed"], report
+    assert report["bot"] == "mine" and report["command"] == [sys.executable, "bot.py"]
+
+
+def test_bot_add_check_runs_the_check_on_the_new_version_and_fails_with_it(database: str, tmp_path: Path) -> None:
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "bot.py").write_text("print('not a bot yet')\n")  # exits at once: it never joins
+    result = runner.invoke(app, ["bot", "add", "old", "--check", "--json", "--", sys.executable, "old/bot.py"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    assert data["bot"] == "old" and data["version"] == 1, "the bot is registered whatever the check says"
+    handshake = data["check"]["checks"][0]
+    assert handshake["check"] == "handshake" and handshake["status"] == "fail"
+    assert re.fullmatch(r"seat [02]'s process ended before it joined \(the bot process exited with code 0\)",
+                        handshake["summary"]), handshake  # fmt: skip
+
+
+def test_stdio_wraps_the_command_in_the_bridge() -> None:
+    assert check_cmd.stdio_command(["awk", "-f", "bot.awk"]) == [
+        sys.executable, "-m", "clients.stdio", "--", "awk", "-f", "bot.awk"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give a registered bot's NAME, or its command after `--`"),
+        (["mine", "--", "python", "bot.py"], "give a registered bot's NAME or a command after `--`, not both"),
+        (["--variant", "5_reyes", "--", "python"], "unknown variant '5_reyes': the variants are defaults, 4_reyes"),
+        (["--matches", "0", "--", "python"], "--matches must be at least 1"),
+        (["--option", "deck_mode=5_reyes", "--", "python"], "deck_mode must be one of"),
+        (["--", "no-such-program-here"], "unknown bot 'no-such-program-here'"),
+    ],
+    ids=["nothing", "both", "variant", "matches", "option", "program"],
+)
+def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> None:
+    assert message in error_of(runner.invoke(app, ["bot", "check", *args]))
+
+
+def test_a_remote_or_unknown_bot_by_name_is_a_one_line_error(database: str) -> None:
+    assert runner.invoke(app, ["bot", "add", "faraway", "--remote"]).exit_code == 0
+    assert "bot 'faraway' is a remote bot" in error_of(runner.invoke(app, ["bot", "check", "faraway"]))
+    assert "nobody" in error_of(runner.invoke(app, ["bot", "check", "nobody"]))
+    stdio = error_of(runner.invoke(app, ["bot", "check", "--stdio", "faraway"]))
+    assert "--stdio goes with `-- COMMAND`" in stdio
