@@ -10,7 +10,8 @@ dropped stream, unless its mode says otherwise:
 - never_joins: starts and waits, and never opens a Play stream.
 - wrong_version: joins with `Join.protocol_version = 2`, and exits on the refusal.
 - no_retry: never answers again after a rejection, even one that leaves its decision open.
-- stale_answer: after any rejection sends its last answer again, whatever the rejection's decision and code.
+- stale_answer: after a rejection sends its last answer again (once per decision and code), whatever the
+  rejection's decision and code.
 - no_rejoin: exits with status 1 when its stream drops, instead of joining again.
 - skip_events: joins again after a drop with a `next_seq` 5 past the next event it expects.
 
@@ -52,6 +53,7 @@ class Seat:
         self.joins = 0
         self.open: play_pb2.DecisionRequest | None = None
         self.last: play_pb2.Act | None = None
+        self.resent: set[tuple[int, int]] = set()
 
     async def run(self) -> int:
         async with grpc.aio.insecure_channel(self.address) as channel:
@@ -105,7 +107,9 @@ class Seat:
                     if self.mode == "no_retry":
                         continue
                     if self.mode == "stale_answer":
-                        if self.last is not None:
+                        again = (rejected.decision_id, rejected.code)
+                        if self.last is not None and again not in self.resent:
+                            self.resent.add(again)  # once: the referee rejects the copy too
                             outgoing.put_nowait(play_pb2.PlayRequest(act=self.last))
                         continue
                     still_open = self.open is not None and self.open.decision_id == rejected.decision_id
