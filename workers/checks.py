@@ -25,7 +25,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,8 @@ class CheckConfig:
     """Rules options applied last, over the check's own (rules §14)."""
     sandbox: Limits | None = None
     log_dir: Path | None = None
+    jobs: int = 2
+    """Matches played at once (after the first, which checks the handshake alone)."""
 
     def rules(self, base: Mapping[str, Any], variant: Mapping[str, Any]) -> Rules:
         return Rules.from_options({**base, "decision_timeout_s": self.decision_timeout_s, **variant, **self.options})
@@ -1040,40 +1042,44 @@ async def run_check(
         joins = [join for record in played.watch.seats.values() for join in record.joins]
         bot_name = bot_name or next((join.bot_name for join in joins if join.bot_name), "")
 
-    legal: list[_Played] = []
-    index = 0
-    handshake_ok = True
-    for variant in variants:
-        rules = config.rules(SHORT_MATCH, variant.options)
-        played: list[_Played] = []
-        for number in range(config.matches):
-            progress(f"legal play: {variant.name}, match {number + 1} of {config.matches}")
-            label = f"{index + 1:02d}-{variant.name}"
+    plan = [(variant, number) for variant in variants for number in range(config.matches)]
+    total = len(plan) + 1
+    jobs = asyncio.Semaphore(max(config.jobs, 1))
+    played_count = 0
+
+    async def play(index: int, rules: Rules, *, team: int, probe: bool, label: str) -> _Played:
+        nonlocal played_count
+        async with jobs:
             one = await _play(
                 program,
                 rules,
                 config.seed + index,
-                bot_team=number % 2,
-                probe=False,
+                bot_team=team,
+                probe=probe,
                 label=label,
                 config=config,
                 log_dir=log_dir,
             )
-            index += 1
-            named(one)
-            played.append(one)
-            if index == 1:
-                shake = _handshake(one, config.join_timeout_s)
-                report(shake)
-                handshake_ok = shake.status is Status.PASS
-                if not handshake_ok:
-                    break
-        if not handshake_ok:
-            break
-        legal += played
-        report(_legal_play(variant, played, config.decision_timeout_s))
+        played_count += 1
+        named(one)
+        progress(f"{played_count} of {total} matches played")
+        return one
+
+    def legal_match(index: int) -> Coroutine[Any, Any, _Played]:
+        variant, number = plan[index]
+        label = f"{index + 1:02d}-{variant.name}"
+        return play(index, config.rules(SHORT_MATCH, variant.options), team=number % 2, probe=False, label=label)
+
+    def probe_match() -> Coroutine[Any, Any, _Played]:
+        label = f"{len(plan) + 1:02d}-probes"
+        return play(len(plan), config.rules(PROBE_MATCH, {}), team=0, probe=True, label=label)
+
+    progress("the handshake: the first match")
+    first = await (legal_match(0) if plan else probe_match())
+    shake = _handshake(first, config.join_timeout_s)
+    report(shake)
     times = DecisionTimes(0, None, None, config.decision_timeout_s)
-    if not handshake_ok:
+    if shake.status is not Status.PASS:
         skipped = "skipped: the handshake failed"
         for variant in variants:
             report(CheckResult(f"legal_play:{variant.name}", f"legal play: {variant.name}", Status.SKIP, skipped))
@@ -1081,21 +1087,21 @@ async def run_check(
             report(result)
         report(CheckResult("deadline", "answers within the deadline", Status.SKIP, skipped))
     else:
-        progress("probes: ILLEGAL_ACTION, DECISION_CLOSED, a dropped stream")
-        probe = await _play(
-            program,
-            config.rules(PROBE_MATCH, {}),
-            config.seed + index,
-            bot_team=0,
-            probe=True,
-            label=f"{index + 1:02d}-probes",
-            config=config,
-            log_dir=log_dir,
-        )
-        named(probe)
-        if not legal:
-            shake = _handshake(probe, config.join_timeout_s)
-            report(shake)
+        # The other matches, `config.jobs` at a time: a match's time is mostly its four processes starting.
+        probing = asyncio.create_task(probe_match()) if plan else None
+        matches = [asyncio.create_task(legal_match(index)) for index in range(1, len(plan))]
+        try:
+            legal: list[_Played] = [first] if plan else []
+            for variant in variants:  # each variant's line as soon as its matches are over
+                while len(legal) < len(plan) and plan[len(legal)][0] is variant:
+                    legal.append(await matches[len(legal) - 1])
+                of_variant = [one for (each, _), one in zip(plan, legal, strict=False) if each is variant]
+                report(_legal_play(variant, of_variant, config.decision_timeout_s))
+            probe = await probing if probing is not None else first
+        finally:
+            for task in [*matches, *([probing] if probing is not None else [])]:
+                task.cancel()
+            await asyncio.gather(*matches, *([probing] if probing is not None else []), return_exceptions=True)
         for result in _probe_results(probe):
             report(result)
         if legal:

@@ -173,10 +173,13 @@ def check_config(
     options: list[str] | None = None,
     sandbox: bool = True,
     logs: Path | None = None,
+    jobs: int = 2,
 ) -> CheckConfig:
     """The check's settings from the command line; a bad one is a one-line error."""
     if matches < 1:
         fail("--matches must be at least 1")
+    if not 1 <= jobs <= 16:
+        fail("--jobs must be 1..16")
     unknown = [name for name in variants or [] if name not in VARIANT_NAMES]
     if unknown:
         fail(f"unknown variant {unknown[0]!r}: the variants are {', '.join(VARIANT_NAMES)}")
@@ -191,6 +194,7 @@ def check_config(
         variants=tuple(variants) if variants else VARIANT_NAMES,
         options=parsed,
         log_dir=logs,
+        jobs=jobs,
     )
     try:
         config.rules({}, {})
@@ -232,6 +236,7 @@ def check_command(
     logs: Annotated[
         Path | None, typer.Option("--logs", help="Keep every seat's output in this folder (default: a new temp one).")
     ] = None,
+    jobs: Annotated[int, typer.Option(help="Matches played at once, after the first.")] = 2,
 ) -> None:
     """Check a bot before it enters a league: handshake, legal play under every variant of the rules, the
     deadline, and its answers to ILLEGAL_ACTION, DECISION_CLOSED and a dropped stream (docs/bot-check.md).
@@ -254,6 +259,7 @@ def check_command(
         options=option,
         sandbox=sandbox,
         logs=logs,
+        jobs=jobs,
     )
     if name is not None:
         if stdio:
