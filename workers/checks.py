@@ -399,20 +399,20 @@ class _Watch:
             record.rejections.append(response.action_rejected)
         elif kind == "outcome":
             self._cancel_timer()
+        for event in events:  # before the request they come with: a timeout is of the decision asked before
+            timed_out = event.WhichOneof("payload") == "fault" and event.fault.cause == pb.FAULT_CAUSE_TIMEOUT
+            if timed_out and event.fault.seat == seat and record.last_asked is not None:
+                record.timeouts.append(record.last_asked)
         before: list[play_pb2.PlayResponse] = []
         if request is not None:
             probe = self._probe_request(stream, record, request)
             if stream.drop:
-                return []
+                return []  # the message, its events included, is never delivered on this stream
             if probe is not None:
                 before.append(probe)
+            self._note_request(record, request)
         for event in events:
             stream.next_seq = max(stream.next_seq, event.seq + 1)
-            timed_out = event.WhichOneof("payload") == "fault" and event.fault.cause == pb.FAULT_CAUSE_TIMEOUT
-            if timed_out and event.fault.seat == seat and record.last_asked is not None:
-                record.timeouts.append(record.last_asked)
-        if request is not None:
-            self._note_request(record, request)
         return [*before, response]
 
     def _note_request(self, record: _SeatRecord, request: play_pb2.DecisionRequest) -> None:
@@ -456,7 +456,8 @@ class _Watch:
             self._closed_but_silent()
         if request.kind == pb.DECISION_KIND_SENA_ROUND:
             return None
-        if self.phase is _Phase.ILLEGAL and target is None and len(record.asked) >= PROBE_AFTER:
+        if self.phase is _Phase.ILLEGAL and len(record.asked) >= PROBE_AFTER:
+            # The first decision after PROBE_AFTER; a new one means the one chosen before closed unanswered.
             self._note_request(record, request)
             self._target = record.asked[request.decision_id]
         elif self.phase is _Phase.CLOSED and record.last_asked is not None:
