@@ -69,10 +69,11 @@ def print_result(console: Console, result: CheckResult) -> None:
         console.print(f"    {escape(line)}", soft_wrap=True, highlight=False)
 
 
-def print_summary(console: Console, report: CheckReport) -> None:
+def print_summary(console: Console, report: CheckReport, name: str | None = None) -> None:
+    """The last line: passed, or how many checks did not and where the bots' output is."""
     failed = [result for result in report.results if result.status is not Status.PASS]
     total = len(report.results)
-    bot = escape(report.bot_name or report.bot)
+    bot = escape(name or report.bot_name or report.bot)
     if not failed:
         console.print(f"[green]Passed[/green]: {bot} passed all {total} checks.")
         return
@@ -109,14 +110,19 @@ def command_program(command: list[str]) -> BotProgram:
 
 def check_registered(name: str, *, json_output: bool | None) -> CheckReport:
     """`mus bot check NAME` with its default settings (what `mus bot add --check` runs)."""
-    return check_program(registered_program(name), check_config(), json_output=json_output)
+    return check_program(registered_program(name), check_config(), json_output=json_output, name=name)
 
 
 def check_program(
-    program: BotProgram, config: CheckConfig, *, json_output: bool | None, console: Console | None = None
+    program: BotProgram,
+    config: CheckConfig,
+    *,
+    json_output: bool | None,
+    name: str | None = None,
+    console: Console | None = None,
 ) -> CheckReport:
     """Run the check and print it as it goes (a line per check) or, with `json_output`, once as JSON; None
-    prints nothing (the caller prints the report)."""
+    prints nothing (the caller prints the report). `name` is a registered bot's, for the last line."""
     console = console or Console(highlight=False)
     quiet = json_output is None
     with _status(console, json_output is False) as status:
@@ -136,7 +142,7 @@ def check_program(
     if json_output:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
     elif not quiet:
-        print_summary(console, report)
+        print_summary(console, report, name)
     return report
 
 
@@ -271,6 +277,6 @@ def check_command(
                 fail("--stdio needs the stdio bridge (clients/stdio), which this installation does not have")
             command = stdio_command(command)
         program = command_program(command)
-    report = check_program(program, config, json_output=json_output)
+    report = check_program(program, config, json_output=json_output, name=name)
     if not report.passed:
         raise typer.Exit(code=1)
