@@ -18,6 +18,7 @@ from workers.cli.errors import fail
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
+from workers.launcher import stdio_command
 
 app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
 
@@ -191,6 +192,14 @@ def add_command(
     remote: Annotated[
         bool, typer.Option("--remote", help="A bot that runs elsewhere and joins through the lobby: prints a token.")
     ] = False,
+    stdio: Annotated[
+        bool,
+        typer.Option(
+            "--stdio",
+            help="The program speaks JSON lines on stdin and stdout (docs/stdio.md): it is stored behind the stdio "
+            "bridge, which plays over gRPC for it in the same sandbox.",
+        ),
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """Register a bot program (`mus bot add NAME -- COMMAND ...`) or a remote bot (`mus bot add NAME --remote`).
@@ -200,8 +209,8 @@ def add_command(
     """
     words = list(command or [])
     if remote:
-        if words or directory is not None:
-            fail("a remote bot runs elsewhere: give it no command and no --dir")
+        if words or directory is not None or stdio:
+            fail("a remote bot runs elsewhere: give it no command, no --dir and no --stdio")
         with open_session() as session:
             readded = _existing(session, name) is not None
             token = repo.add_remote_bot(session, name, language=language or "unknown")
@@ -219,9 +228,12 @@ def add_command(
         fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")
     folder = bot_folder(words, directory)
     words = relative_command(words, folder)
+    language = language or guess_language(words)
+    if stdio:
+        words = stdio_command(words)
     with open_session() as session:
         known = _known_hashes(session, name)
-        version = repo.add_bot(session, name, command=words, folder=folder, language=language or guess_language(words))
+        version = repo.add_bot(session, name, command=words, folder=folder, language=language)
         info = repo.get_bot(session, name)
     new = version.content_hash not in known
     if json_output:

@@ -14,7 +14,7 @@ from referee.engine.rules import Rules
 from referee.engine.transcript import render_transcript
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
-from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available
+from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available, stdio_program
 from workers.matches import PlayedMatch, fault_records, play_programs
 
 app = typer.Typer(help="Single matches between bot programs.", no_args_is_help=True)
@@ -35,6 +35,14 @@ def play_command(
     sandbox: Annotated[
         bool, typer.Option(help="Run each seat in its own sandbox (bubblewrap) where this machine has one.")
     ] = True,
+    stdio: Annotated[
+        bool,
+        typer.Option(
+            "--stdio",
+            help="BOT_B (the command after `--`) speaks JSON lines on stdin and stdout (docs/stdio.md): it plays "
+            "behind the stdio bridge.",
+        ),
+    ] = False,
 ) -> None:
     """Play BOT_A (seats 0 and 2) against BOT_B (seats 1 and 3), each seat its own process."""
     if ctx.args:  # everything after `--` is the second bot's command line
@@ -45,6 +53,8 @@ def play_command(
     try:
         rules = Rules.from_options(options)
         programs = (resolve_program(bot_a), resolve_program(bot_b))
+        if stdio:
+            programs = (programs[0], stdio_program(programs[1]))
     except (MusError, LaunchError) as error:
         fail(str(error))
     limits = None
