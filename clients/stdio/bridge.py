@@ -28,6 +28,7 @@ from clients.stdio.lines import (
     MAX_LINE_BYTES,
     AnswerError,
     action_from_json,
+    answer_number,
     dump,
     event_json,
     hello_json,
@@ -88,6 +89,9 @@ class StdioBot(Bot):
         self.unreadable = None
         self.write(request_json(view, number=self.number, attempt=self.attempt))
         answer = self.read_answer()
+        while (echoed := answer_number(answer)) is not None and echoed != self.number:
+            logger.warning("dropped an answer to request %d while request %d is open: %s", echoed, self.number, answer)
+            answer = self.read_answer()
         self.last_answer = answer
         try:
             return action_from_json(answer)

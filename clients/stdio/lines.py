@@ -90,6 +90,16 @@ def action_from_json(text: str) -> Action:
     return action
 
 
+def answer_number(text: str) -> int | None:
+    """The request `number` an answer line echoes, if it is a JSON object that has one (answers need not)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    number = data.get("number") if isinstance(data, dict) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
 def _words(value: object, field: str) -> list[str]:
     """A list of strings, or one string of space-separated words (`"12o 3c"`, the engine's notation)."""
     if isinstance(value, str):

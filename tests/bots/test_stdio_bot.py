@@ -180,6 +180,24 @@ done
     assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
 
 
+def test_an_answer_that_echoes_another_request_number_is_dropped() -> None:
+    """A program that answers every request twice, first with a stale answer that names request 0: the bridge
+    drops those and plays the others; no fault."""
+    script = r"""
+while IFS= read -r line; do
+    case $line in
+    '{"type":"request"'*)
+        echo '{"number":0,"kind":"envido","amount":99}'
+        legal=${line#*\"legal\":\[}; echo "${legal%%\}*}}" ;;
+    esac
+done
+"""
+    played = _play(_shell_bot(script))
+    _check_clean(played)
+    assert "dropped an answer to request 1 while" not in played.logs[1].read_text()
+    assert "dropped an answer to request 0 while request 1 is open" in played.logs[1].read_text()
+
+
 def test_a_program_that_exits_mid_match_is_a_crash_of_its_seat() -> None:
     """The program answers two requests and exits 3: the bridge exits with its status, the referee records a
     crash for both stdio seats, and the bridge's log says what happened."""
