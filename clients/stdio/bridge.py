@@ -77,17 +77,17 @@ class StdioBot(Bot):
 
     def decide(self, view: BotView) -> Action:
         self.seat = view.seat
-        if view.rejection is None:
+        reason = view.rejection
+        if reason is None:
             self.number += 1
             self.attempt = 1
         else:
             self.attempt += 1
-            reason = view.rejection
             if self.unreadable is not None:
                 reason = f"the bridge could not read your answer: {self.unreadable} (the referee: {reason})"
             self.write(rejected_json(reason, answer=self.last_answer, number=self.number))
         self.unreadable = None
-        self.write(request_json(view, number=self.number, attempt=self.attempt))
+        self.write(request_json(view, number=self.number, attempt=self.attempt, rejection=reason))
         answer = self.read_answer()
         while (echoed := answer_number(answer)) is not None and echoed != self.number:
             logger.warning("dropped an answer to request %d while request %d is open: %s", echoed, self.number, answer)

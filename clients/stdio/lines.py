@@ -141,10 +141,10 @@ def kinds_json(view: BotView) -> list[dict[str, Any]]:
     return out
 
 
-def request_json(view: BotView, *, number: int, attempt: int) -> dict[str, Any]:
+def request_json(view: BotView, *, number: int, attempt: int, rejection: str | None = None) -> dict[str, Any]:
     """A `request` line: the seat's whole view, the legal actions twice (ready-made answers in `legal`, one entry
     per kind with its range in `kinds`), the rules and the time left. Self-contained: a program may read nothing
-    else."""
+    else. `rejection`: why the last answer to this request was refused (the `rejected` line's reason)."""
     return {
         "type": "request",
         "decision": view.decision.value,
@@ -152,7 +152,7 @@ def request_json(view: BotView, *, number: int, attempt: int) -> dict[str, Any]:
         "kinds": kinds_json(view),
         "number": number,
         "attempt": attempt,
-        "rejection": view.rejection,
+        "rejection": rejection,
         "seat": view.seat,
         "team": view.team,
         "partner": view.partner,

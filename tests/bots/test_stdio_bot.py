@@ -157,6 +157,7 @@ while IFS= read -r line; do
     '{"type":"rejected"'*) echo "told: $line" >&2 ;;
     '{"type":"request"'*)
         n=$((n + 1))
+        case $line in *'"attempt":1,'*) ;; *) echo "asked again: $line" >&2 ;; esac
         if [ $n -eq 1 ]; then echo 'this is not JSON'
         elif [ $n -eq 2 ]; then echo '{"kind":"envido","amount":99}'
         else legal=${line#*\"legal\":\[}; echo "${legal%%\}*}}"
@@ -177,6 +178,10 @@ done
         assert "could not read your answer: not JSON" in told[0]["reason"] and told[0]["answer"] == "this is not JSON"
         assert told[1]["answer"] == '{"kind":"envido","amount":99}' and told[1]["number"] == 1, told[1]
         assert "could not read" not in told[1]["reason"] and told[1]["reason"], told[1]
+        again = [json.loads(line.removeprefix("asked again: ")) for line in log.splitlines() if "asked again: " in line]
+        assert [request["attempt"] for request in again] == [2, 3], again
+        assert [request["rejection"] for request in again] == [told[0]["reason"], told[1]["reason"]]
+        assert again[0]["number"] == again[1]["number"] == 1
     assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
 
 

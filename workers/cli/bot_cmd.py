@@ -204,6 +204,9 @@ def add_command(
 ) -> None:
     """Register a bot program (`mus bot add NAME -- COMMAND ...`) or a remote bot (`mus bot add NAME --remote`).
 
+    With `--stdio`, the program speaks JSON lines on stdin and stdout (docs/stdio.md): the stored command is the
+    stdio bridge followed by it (`python -m clients.stdio -- COMMAND ...`), versioned and sandboxed like any other.
+
     A program is versioned by a content hash of its folder and command: adding it again after a change makes a
     new version (new leagues enter it; old results stay with the old version), adding it unchanged does not.
     """
