@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -271,3 +274,25 @@ def test_a_league_of_a_bot_added_with_stdio_plays_sandboxed(tmp_path: Path, monk
     for match in exported["matches"]:
         result = match["result"]
         assert result is not None and result["termination"] == "normal" and result["faults"] == [], match
+
+
+def test_stdio_is_refused_with_remote_and_the_bridge_needs_a_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MUS_DATABASE_URL", f"sqlite:///{tmp_path / 'mus.db'}")
+    result = CliRunner().invoke(app, ["bot", "add", "x", "--remote", "--stdio"])
+    assert result.exit_code == 1 and "no --stdio" in result.stderr, result.output
+    done = subprocess.run(
+        [sys.executable, "-m", "clients.stdio"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2 and "give the program after `--`" in done.stderr, done.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "clients.stdio", "--", "/nonexistent/bot"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": os.environ.get("PATH", ""), "MUS_REFEREE": "unix:/nonexistent", "MUS_TOKEN": "t"},
+    )
+    assert missing.returncode == 1 and "cannot start /nonexistent/bot" in missing.stderr, missing.stderr

@@ -44,7 +44,11 @@ def play_command(
         ),
     ] = False,
 ) -> None:
-    """Play BOT_A (seats 0 and 2) against BOT_B (seats 1 and 3), each seat its own process."""
+    """Play BOT_A (seats 0 and 2) against BOT_B (seats 1 and 3), each seat its own process.
+
+    With `--stdio`, BOT_B is a program that speaks JSON lines on stdin and stdout (docs/stdio.md), run behind the
+    stdio bridge: `mus match play random --stdio -- sh mybot.sh`.
+    """
     if ctx.args:  # everything after `--` is the second bot's command line
         bot_b = shlex.join([*([bot_b] if bot_b else []), *ctx.args])
     if bot_b is None:
