@@ -3,8 +3,8 @@ subprocesses on both sides of the bridge (the bridge, and the program it runs).
 
 Proved here: the shell bot plays whole matches against the Python `random` bot (`mus match play --stdio`, and in a
 bubblewrap sandbox, and in a league of `mus bot add --stdio` bots); a program sees the documented lines in order
-(hello, events, requests with the time left, outcome, then the end of its input) and its stderr reaches the seat's
-log; an unreadable or illegal answer is rejected, told to the program, and asked again; a program that exits
+(hello, events, requests with the time left, outcome, then the end of its input), its stderr reaches the seat's
+log and its environment holds no seat token; an answer naming another request is dropped; an unreadable or illegal answer is rejected, told to the program, and asked again; a program that exits
 mid-match is a crash. Tests that need bubblewrap skip, with the reason, where it is missing.
 """
 
@@ -126,7 +126,10 @@ def test_mus_match_play_stdio_plays_the_shell_bot_against_random_without_a_fault
 def test_a_program_reads_hello_events_requests_and_the_outcome_then_its_input_ends(tmp_path: Path) -> None:
     """Unconfined, so the program can keep a copy of what it read: the lines come in the documented order, every
     request carries the time left and its legal answers, and the program's stderr is in the seat's log."""
-    script = f'tee "{tmp_path}/seat$$.jsonl" | sh {EXAMPLE}; echo "input ended" >&2'
+    script = (
+        f'echo "token: ${{MUS_TOKEN:-none}} referee: ${{MUS_REFEREE:-none}}" >&2; '
+        f'tee "{tmp_path}/seat$$.jsonl" | sh {EXAMPLE}; echo "input ended" >&2'
+    )
     played = _play(_shell_bot(script), seed=5)
     _check_clean(played)
     copies = sorted(tmp_path.glob("seat*.jsonl"))
@@ -147,6 +150,7 @@ def test_a_program_reads_hello_events_requests_and_the_outcome_then_its_input_en
     for seat in (1, 3):
         log = played.logs[seat].read_text()
         assert "first_legal: outcome:" in log and "input ended" in log, log
+        assert "token: none referee: none" in log, "the program talks to the bridge only"
 
 
 def test_an_unreadable_answer_is_rejected_told_and_asked_again(tmp_path: Path) -> None:
