@@ -4,8 +4,9 @@ subprocesses on both sides of the bridge (the bridge, and the program it runs).
 Proved here: the shell bot plays whole matches against the Python `random` bot (`mus match play --stdio`, and in a
 bubblewrap sandbox, and in a league of `mus bot add --stdio` bots); a program sees the documented lines in order
 (hello, events, requests with the time left, outcome, then the end of its input), its stderr reaches the seat's
-log and its environment holds no seat token; an answer naming another request is dropped; an unreadable or illegal answer is rejected, told to the program, and asked again; a program that exits
-mid-match is a crash. Tests that need bubblewrap skip, with the reason, where it is missing.
+log and its environment holds no seat token; an answer naming another request is dropped; an unreadable or
+illegal answer is rejected, told to the program, and asked again; a program that exits mid-match is a crash.
+Tests that need bubblewrap skip, with the reason, where it is missing.
 """
 
 from __future__ import annotations
