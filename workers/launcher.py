@@ -249,6 +249,11 @@ def sandbox_command(
             bound.append(Path(folder))
     for name in _ETC_FILES:
         bwrap += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    # The scratch mounts come before the runtime's binds: a project or a venv that lies under /tmp (a CI clone)
+    # is then bound on top of the private tmpfs instead of being hidden by it.
+    bwrap += ["--dev", "/dev", "--proc", "/proc"]
+    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
+    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", SANDBOX_HOME]
     for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
         if not any(Path(prefix).is_relative_to(root) for root in bound):
             bwrap += ["--ro-bind", prefix, prefix]
@@ -258,9 +263,6 @@ def sandbox_command(
         if source.is_dir():
             bwrap += ["--ro-bind", str(source), str(source)]
             bound.append(source)
-    bwrap += ["--dev", "/dev", "--proc", "/proc"]
-    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
-    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", SANDBOX_HOME]
     if socket:
         bwrap += ["--ro-bind", str(sandbox.socket_dir), SOCKET_DIR]
     if program.cwd is not None:
