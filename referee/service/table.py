@@ -550,7 +550,6 @@ class Table:
                         decision_id=decision_id,
                         code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
                         reason=f"decision {decision_id} is closed",
-                        decision_open=decision is not None,
                     ),
                 )
                 return None
@@ -605,9 +604,11 @@ class Table:
         decision = self.decisions.get(seat)
         match.record_illegal_action(seat, reason)
         retry = self.rules.illegal_action_policy is IllegalActionPolicy.RETRY
-        still_open = decision is not None and retry and not match.is_over
-        if decision is not None and not still_open:
+        if decision is not None and not (retry and not match.is_over):
             del self.decisions[seat]  # the policy applied the default action: this decision is closed
+        # `decision_open` speaks of the decision the Act named (play.proto): an id never issued names none, even
+        # when the seat has another decision open (that one stays open under `retry`, and its request stands).
+        still_open = decision is not None and decision.decision_id == decision_id and seat in self.decisions
         rejection = play_pb2.ActionRejected(
             decision_id=decision_id,
             code=code,
