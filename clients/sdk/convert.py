@@ -444,14 +444,16 @@ class EventDecoder:
 
     @staticmethod
     def _lance_closed(closed: types_pb2.LanceClosed) -> dict[str, Any]:
-        """The engine's payload: `stake` only for an accepted bet, `winner_team` only after a refusal (the wire
-        also names the deje paid and the one holding team; those stay in points_scored and declared)."""
+        """The engine's payload: `stake` only for an accepted bet (the wire also names the deje paid, which stays in
+        points_scored), `winner_team` after a refusal and for the one holding team of a lance without betting."""
         outcome = LanceOutcome(_named(types_pb2.LanceOutcome, "LANCE_OUTCOME_", closed.outcome, "lance outcome"))
         return {
             "lance": _lance(closed.lance).value,
             "outcome": outcome.value,
             "stake": closed.stake if outcome is LanceOutcome.ACCEPTED else 0,
-            "winner_team": team_from_proto(closed.winner_team) if outcome is LanceOutcome.REJECTED else None,
+            "winner_team": team_from_proto(closed.winner_team)
+            if outcome in (LanceOutcome.REJECTED, LanceOutcome.NO_BETTING)
+            else None,
         }
 
 

@@ -187,9 +187,10 @@ def rules_from_map(options: Mapping[str, str]) -> Rules:
     return rules_from_assignments([f"{key}={text}" for key, text in options.items()])
 
 
-def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
+def event_to_proto(event: Event, seq: int, recipient: int | None, *, bot_names: Sequence[str] = ()) -> pb.Event:
     """One engine event as the wire sees it. `recipient` is the seat it is sent to (None: a spectator or the
-    omniscient replay), which decides only the `leaked` flag of a seña."""
+    omniscient replay), which decides only the `leaked` flag of a seña. `bot_names` are the table's four names, by
+    seat, for `MatchStarted` (the engine plays seats, not bots)."""
     data = event.data
     kind = event.kind
     message = pb.Event(seq=seq)
@@ -198,7 +199,7 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         message.match_started.rules.update(
             {key: value if isinstance(value, str) else json.dumps(value) for key, value in data["rules"].items()}
         )
-        message.match_started.bot_names.extend(data.get("bot_names", []))
+        message.match_started.bot_names.extend(bot_names)
     elif kind is EventKind.GAME_STARTED:
         message.game_started.vaca_number = data["vaca"] - 1
         message.game_started.game_number = data["game"] - 1

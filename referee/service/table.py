@@ -136,6 +136,8 @@ class Table:
         self.loop = loop or asyncio.get_running_loop()
         self.clock = clock
         self.reconnect_grace_s = reconnect_grace_s
+        self.bot_names = tuple(bot_names)
+        """The bots' names by seat, as `MatchStarted.bot_names` tells every seat."""
         self.seats = [_Seat(name, secrets.token_urlsafe(24), rules.time_bank_s) for name in bot_names]
         self.status = TableStatus.WAITING
         self.cancel_reason = ""
@@ -370,7 +372,7 @@ class Table:
         for event in match.events[self._published :]:
             # Converted and serialized once; each recipient gets it with its own seq. Only a seña's `leaked`
             # flag depends on the recipient, so those are converted per recipient.
-            base = convert.event_to_proto(event, 0, None)
+            base = convert.event_to_proto(event, 0, None, bot_names=self.bot_names)
             payload = base.WhichOneof("payload")
             per_recipient = payload == "sena_delivered"
             base_data = base.SerializeToString()
@@ -379,7 +381,7 @@ class Table:
                     continue
                 events = self.seat_events[seat]
                 if per_recipient:
-                    message = convert.event_to_proto(event, len(events), seat)
+                    message = convert.event_to_proto(event, len(events), seat, bot_names=self.bot_names)
                     data = message.SerializeToString()
                 else:
                     data = convert.event_bytes(base_data, len(events))

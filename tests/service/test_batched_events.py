@@ -35,7 +35,8 @@ def test_batching_seats_receive_exactly_their_events_and_decisions_in_one_messag
                 assert log.status is None and log.outcome is not None
                 received = [message.event for message in log.of("event")]
                 expected = [
-                    convert.event_to_proto(event, seq, seat) for seq, event in enumerate(match.events_for(seat))
+                    convert.event_to_proto(event, seq, seat, bot_names=table.bot_names)
+                    for seq, event in enumerate(match.events_for(seat))
                 ]
                 assert received == expected, f"seat {seat}: every event, in order, with its seq"
                 requests = log.of("decision_request")
