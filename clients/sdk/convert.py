@@ -521,8 +521,8 @@ def view_from_request(
 def outcome_from_proto(outcome: types_pb2.Outcome) -> MatchOutcome:
     """The engine's `MatchOutcome` of a wire `Outcome`.
 
-    Numbers become 1-based. A vaca cut short by a forfeit has no winner on the wire and no `VacaResult` in the
-    engine, so it is left out; the faults become counts per team.
+    Numbers become 1-based. A vaca cut short by a forfeit is kept, as the engine keeps it: a `VacaResult` whose
+    winner is None, with the games won in it before the forfeit. The faults become counts per team.
     """
     games = tuple(
         GameResult(
@@ -537,11 +537,10 @@ def outcome_from_proto(outcome: types_pb2.Outcome) -> MatchOutcome:
         )
         for game in outcome.games
     )
-    vacas: list[VacaResult] = []
-    for vaca in outcome.vacas:
-        winner = team_from_proto(vaca.winner_team)
-        if winner is not None:
-            vacas.append(VacaResult(vaca.vaca_number + 1, winner, (vaca.games_team_0, vaca.games_team_1)))
+    vacas = [
+        VacaResult(vaca.vaca_number + 1, team_from_proto(vaca.winner_team), (vaca.games_team_0, vaca.games_team_1))
+        for vaca in outcome.vacas
+    ]
     faults = [0, 0]
     for fault in outcome.faults:
         faults[team_of(fault.seat)] += 1

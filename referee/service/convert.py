@@ -307,6 +307,17 @@ def event_to_proto(event: Event, seq: int, recipient: int | None, *, bot_names: 
     return message
 
 
+def match_faults(match: Match) -> list[pb.Fault]:
+    """Every fault of the match (rules §13: illegal action, timeout, limit), in order, from the engine's events."""
+    return [
+        pb.Fault(
+            seat=event.data["seat"], cause=fault_cause_to_proto(event.data["cause"]), team_faults=event.data["faults"]
+        )
+        for event in match.events
+        if event.kind is EventKind.FAULT
+    ]
+
+
 def fault_cause_to_proto(cause: str) -> pb.FaultCause.ValueType:
     """A fault cause by name: the engine's (illegal_action, timeout) and the service's own."""
     return pb.FaultCause.Value(f"FAULT_CAUSE_{cause.upper()}")
