@@ -28,7 +28,7 @@ from referee.engine.rules import Rules
 from referee.service import convert
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from referee.service.table import Incident, Table, TableStatus
+from referee.service.table import Incident, IncidentCause, Table, TableStatus
 from workers.launcher import BotProgram, launch_bot
 
 log = logging.getLogger(__name__)
@@ -294,7 +294,8 @@ def _referee_match(replay: admin_pb2.GetTableReplayResponse, logs: tuple[Path | 
         if times.seat < 4:
             seconds[times.seat] = tuple(times.seconds)
     incidents = tuple(
-        Incident(incident.seat, fault_cause_name(incident.cause), incident.detail) for incident in replay.incidents
+        Incident(incident.seat, IncidentCause(fault_cause_name(incident.cause)), incident.detail)
+        for incident in replay.incidents
     )
     return RefereeMatch(replay.table_id, match, record, incidents, tuple(seconds), logs)
 

@@ -318,8 +318,13 @@ def match_faults(match: Match) -> list[pb.Fault]:
     ]
 
 
+def incident_to_proto(seat: int, cause: str, detail: str) -> pb.Incident:
+    """An incident (a seat's connection or process; not a fault) as the wire carries it."""
+    return pb.Incident(seat=seat, cause=fault_cause_to_proto(cause), detail=detail)
+
+
 def fault_cause_to_proto(cause: str) -> pb.FaultCause.ValueType:
-    """A fault cause by name: the engine's (illegal_action, timeout) and the service's own."""
+    """A cause by name: the engine's faults (illegal_action, timeout, limit) and the table's incidents."""
     return pb.FaultCause.Value(f"FAULT_CAUSE_{cause.upper()}")
 
 
@@ -425,8 +430,10 @@ def _vaca_result(result: VacaResult) -> pb.VacaResult:
     )
 
 
-def outcome_to_proto(outcome: MatchOutcome, faults: Sequence[pb.Fault] = ()) -> pb.Outcome:
-    """The match result; `faults` are every fault of the match (the rules' and the service's)."""
+def outcome_to_proto(
+    outcome: MatchOutcome, faults: Sequence[pb.Fault] = (), incidents: Sequence[pb.Incident] = ()
+) -> pb.Outcome:
+    """The match result; `faults` are the rules' faults of the match (`match_faults`), `incidents` the table's."""
     return pb.Outcome(
         winner_team=team_to_proto(outcome.winner),
         termination=pb.MatchTermination.Value(f"MATCH_TERMINATION_{outcome.termination.name}"),
@@ -435,4 +442,5 @@ def outcome_to_proto(outcome: MatchOutcome, faults: Sequence[pb.Fault] = ()) -> 
         vacas_team_0=outcome.vacas[0],
         vacas_team_1=outcome.vacas[1],
         faults=list(faults),
+        incidents=list(incidents),
     )

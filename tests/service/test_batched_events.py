@@ -28,7 +28,7 @@ def test_batching_seats_receive_exactly_their_events_and_decisions_in_one_messag
                     )
                 )
             )
-            assert table.status.value == "finished" and table.all_faults() == []
+            assert table.status.value == "finished" and table.faults() == []
             match = table.match
             assert match is not None
             for seat, log in enumerate(logs):

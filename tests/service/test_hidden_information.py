@@ -171,7 +171,7 @@ def play_rules(name: str) -> list[Played]:
 def test_every_message_each_seat_receives_is_what_the_rules_let_it_know(name: str) -> None:
     for played in play_rules(name):
         table = played.table
-        assert table.outcome is not None and table.all_faults() == [], "every bot here is honest"
+        assert table.outcome is not None and table.faults() == [], "every bot here is honest"
         check_engine_routing(table)
         decisions = expected_decisions(table)
         for seat, wire in enumerate(played.seats):
