@@ -122,7 +122,7 @@ class CreateTableRequest(_message.Message):
     """When set, each seat's time bank for the match in seconds (>= 0), overriding rules["time_bank_s"]."""
     join_timeout_s: _builtins.float
     """When set, seconds the seats have to join once the table is created; a seat that has not joined by
-    then is charged FAULT_CAUSE_ABSENT. Unset: the referee's configured default.
+    then is recorded as a FAULT_CAUSE_ABSENT incident. Unset: the referee's configured default.
     """
     external_id: _builtins.str
     """Optional caller's key for this table (for example the league's match id), so that a retried

@@ -49,7 +49,7 @@ class LobbyServiceStub:
     ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
     assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-    joins is charged FAULT_CAUSE_ABSENT by that table.
+    joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
@@ -99,7 +99,7 @@ class LobbyServiceServicer:
     ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
     assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-    joins is charged FAULT_CAUSE_ABSENT by that table.
+    joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
@@ -160,7 +160,7 @@ class LobbyService:
     ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
     assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-    joins is charged FAULT_CAUSE_ABSENT by that table.
+    joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 

@@ -50,7 +50,7 @@ class LobbyServiceStub:
        ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
        assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-       joins is charged FAULT_CAUSE_ABSENT by that table.
+       joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
@@ -97,7 +97,7 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
        ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
        assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-       joins is charged FAULT_CAUSE_ABSENT by that table.
+       joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
@@ -140,7 +140,7 @@ class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
        ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
        assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-       joins is charged FAULT_CAUSE_ABSENT by that table.
+       joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
