@@ -243,6 +243,21 @@ def test_verify_reports_a_stored_result_that_the_replay_contradicts_and_exits_1(
     assert data["mismatches"] == 1 and data["matches"][0]["ok"] is False
 
 
+def test_verify_reports_stored_faults_that_are_not_the_replays_fault_events(database: str) -> None:
+    """The stored faults are exactly the match's Fault events (rules §13); an incident stored among them, or a
+    fault the match never charged, is a mismatch."""
+    finished, _ = match_ids(database)
+    execute(
+        database,
+        "UPDATE match_result SET faults = :faults WHERE match_id = :id",
+        faults=json.dumps([{"seat": 2, "cause": "crash", "detail": ""}]),
+        id=finished[0],
+    )
+    result = runner.invoke(replay_cmd.app, ["verify", str(finished[0])])
+    assert result.exit_code == 1
+    assert "MISMATCH: faults (seat, cause): stored [(2, 'crash')], replayed []" in result.stdout
+
+
 def test_verify_reports_a_replay_whose_steps_were_tampered_with(database: str) -> None:
     finished, _ = match_ids(database)
     record = stored_record(database, finished[0])

@@ -357,6 +357,12 @@ def verify_replay(details: MatchDetails, record: Mapping[str, Any], league_rules
     if match.outcome is None:
         return [*problems, "the replay ends before the match does"]
     problems.extend(compare_outcome(details, match.outcome))
+    stored_faults = [(fault.get("seat"), fault.get("cause")) for fault in details.result.faults]
+    replayed_faults = [
+        (event.data["seat"], event.data["cause"]) for event in match.events if event.kind is EventKind.FAULT
+    ]
+    if stored_faults != replayed_faults:
+        problems.append(f"faults (seat, cause): stored {stored_faults}, replayed {replayed_faults}")
     if "events" in record and stored_events_version(record) == EVENTS_VERSION:
         replayed = [event.to_json() for event in match.events]
         stored_events = list(record["events"])
