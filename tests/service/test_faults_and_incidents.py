@@ -14,7 +14,9 @@ import grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2
 from mus.v1 import types_pb2 as pb
+from referee.engine.match import FaultCause
 from referee.engine.rules import Rules
+from referee.service.table import IncidentCause
 from tests.service.conftest import Running, with_referee
 from tests.support.seats import WireSeat
 from tests.support.wire import play_seat
@@ -79,3 +81,12 @@ def test_a_seat_rejoins_after_a_protocol_error_which_is_an_incident_and_no_fault
         ]
 
     with_referee(scenario)
+
+
+def test_one_enum_of_causes_the_rules_faults_and_the_tables_incidents_split_it_without_overlap() -> None:
+    wire = {value.name.removeprefix("FAULT_CAUSE_").lower() for value in pb.FaultCause.DESCRIPTOR.values}
+    wire -= {"unspecified"}
+    faults = {cause.value for cause in FaultCause}
+    incidents = {cause.value for cause in IncidentCause}
+    assert faults | incidents == wire and not faults & incidents
+    assert faults == {"illegal_action", "timeout", "limit"}
