@@ -651,7 +651,10 @@ class Table:
         self.decisions.clear()
         self._flush(everyone=True)  # the last events go before the outcome
         self.status = TableStatus.FINISHED
-        self.outcome = convert.outcome_to_proto(match.outcome, self.faults(), self.incident_messages())
+        # The outcome goes to the four seats and to spectators: an incident's cause is public, its detail (a
+        # process's exit, a stream's error) stays with the admin API.
+        incidents = [pb.Incident(seat=incident.seat, cause=incident.cause) for incident in self.incident_messages()]
+        self.outcome = convert.outcome_to_proto(match.outcome, self.faults(), incidents)
         for state in self.seats:
             if state.grace is not None:
                 state.grace.cancel()

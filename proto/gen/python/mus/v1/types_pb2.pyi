@@ -2013,7 +2013,8 @@ class Outcome(_message.Message):
     @_builtins.property
     def incidents(self) -> _containers.RepeatedCompositeFieldContainer[Global___Incident]:
         """Every incident the referee recorded at the table (a seat's connection or process), in the order they
-        happened. Never a fault.
+        happened, each with its seat and cause; its detail is left empty here (the outcome reaches every seat and
+        spectator) and is given by TableAdminService. Never a fault.
         """
 
     def __init__(
@@ -2054,7 +2055,7 @@ class Incident(_message.Message):
     (FAULT_CAUSE_STALL is reserved).
     """
     detail: _builtins.str
-    """What happened, in words, for logs."""
+    """What happened, in words, for logs (TableAdminService only; empty in Outcome)."""
     def __init__(
         self,
         *,
