@@ -114,6 +114,9 @@ SEEDED_BOTS = ("instant", "cpp")
 """Bots whose choices the match seed fixes: every configuration must then give identical results."""
 LEAGUE = "bench"
 LEAGUE_SEED = 1
+LEAGUE_SECRET = hashlib.sha256(b"mus-arena/bench/league").digest()
+"""A fixed league secret, so every configuration plays the same deals and must give identical results (a real
+league's secret is random and never known in advance)."""
 SCALING_TARGET = 1.8
 EMBEDDED_OVER_REDIS_TARGET = 0.85
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
@@ -162,7 +165,9 @@ def create_league(engine: Engine, settings: Settings) -> int:
     with session_scope(engine) as session:
         for name in names:
             language = "cpp" if settings.bot == "cpp" else "python"
-            repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=None, language=language)
+            # The instant bot's script is bound into each seat's sandbox with its folder (bench/).
+            folder = str(BOT_SCRIPT.parent) if settings.bot == "instant" else None
+            repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=folder, language=language)
         league = repo.create_league(
             session,
             LEAGUE,
@@ -173,6 +178,7 @@ def create_league(engine: Engine, settings: Settings) -> int:
             options=dict(settings.options),
             matches_per_pairing=settings.matches_per_pairing,
             seed=LEAGUE_SEED,
+            secret=LEAGUE_SECRET,
         )
         assert league.id is not None
         return league.id

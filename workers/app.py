@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
+from celery.signals import worker_ready
 
 EMBEDDED_POLLING_S = 0.02
 """How often an idle embedded worker looks for a message."""
@@ -80,3 +81,11 @@ def make_app() -> Celery:
 
 
 app = make_app()
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def _reclaim_expired_leases(sender: Any = None, **_: Any) -> None:
+    """Every live worker requeues and sends again the matches of workers that died (workers.play)."""
+    from workers.play import database, start_reclaimer  # the database only once a worker runs
+
+    start_reclaimer(database(), lambda match_id: app.send_task("mus.play_match", (match_id,)))

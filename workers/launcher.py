@@ -1,14 +1,35 @@
-"""Starting hosted bot programs: the one place a bot process is launched (the sandbox will wrap it)."""
+"""Starting hosted bot programs: the one place a bot process is launched, inside its sandbox.
+
+A sandboxed seat runs under bubblewrap (`bwrap`): new user, pid, network, ipc, uts and cgroup namespaces, uid
+and gid 65534, a read-only file system that holds only the system folders, the Python runtime, the project's
+packages the example bots import, and the bot's own folder; `/tmp` and `HOME` are private tmpfs; the only way
+out is the referee's unix socket, bound in at `SOCKET_DIR`. The environment is cleared: the bot gets
+`MUS_REFEREE`, `MUS_TOKEN`, `PATH`, `HOME`, `LANG` and `PYTHONUNBUFFERED=1` (so a Python bot's log is written as
+it goes). Limits are rlimits set by `prlimit` just before `bwrap` (CPU time, address space, open files, file
+size) and, where this machine lets the worker make cgroups, a `pids.max` and a memory limit on the seat as a
+whole; each seat's output is read here and kept up to `Limits.output_bytes`. See docs/sandbox.md.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import logging
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
-from dataclasses import dataclass
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 EXAMPLE_BOTS = {
     "random": [sys.executable, "-m", "clients.bots.random"],
@@ -16,6 +37,51 @@ EXAMPLE_BOTS = {
     "passive": [sys.executable, "-m", "clients.bots.passive"],
 }
 """The example bots by name, each run as its own program like any other bot."""
+
+INSTALL_HINT = "no sandbox on this machine: install bubblewrap (apt-get install bubblewrap) and allow user namespaces"
+"""What to do when `sandbox_available()` is False."""
+
+SOCKET_DIR = "/run/mus"
+"""Where the referee's socket folder is bound inside a sandbox (read-only: connecting needs no write)."""
+
+SANDBOX_HOME = "/home/bot"
+"""A sandboxed bot's HOME: a private tmpfs, like /tmp."""
+
+SANDBOX_UID = 65534
+"""The uid and gid a bot runs as inside its user namespace (nobody)."""
+
+TRUNCATED_MARKER = b"\n[output truncated at 8 MiB]\n"
+
+STARTED_MARKER = b"mus-sandbox: started\n"
+"""Printed inside the sandbox, once it is set up, just before the bot's program replaces the shell that prints
+it: output that ends without it is bwrap's own error, a failure of the sandbox (never the bot's; it never ran).
+A bot cannot take it back, so it cannot pass its own crash off as one. Not written to the seat's log."""
+
+_PROJECT = Path(__file__).resolve().parents[1]
+_PROJECT_PACKAGES = ("clients", "referee", "proto/gen/python")
+"""What the example bots import from the project, bound folder by folder: never the project root, where the
+database, the broker folder and the logs live."""
+
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "nsswitch.conf",
+    "passwd",
+    "group",
+    "ssl",
+    "ca-certificates",
+    "mime.types",
+)
+"""A minimal /etc: the dynamic linker, names of uids, time zone and certificates."""
+
+_SIGNAL_LIMITS = {
+    signal.SIGXCPU: "CPU time limit",
+    signal.SIGXFSZ: "file size limit",
+}
 
 
 class LaunchError(Exception):
@@ -31,8 +97,37 @@ class BotProgram:
     cwd: Path | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one sandboxed seat may use. `cpu_s` and `address_space_bytes` are per process (SIGXCPU at the CPU
+    limit, SIGKILL 5 s later); `processes` (threads count) and `memory_bytes` bound the whole seat through its
+    cgroups, where the worker can make them."""
+
+    cpu_s: int = 1800
+    address_space_bytes: int = 1024 * 1024 * 1024
+    processes: int = 64
+    memory_bytes: int = 1024 * 1024 * 1024
+    open_files: int = 256
+    file_size_bytes: int = 16 * 1024 * 1024
+    tmpfs_bytes: int = 64 * 1024 * 1024
+    output_bytes: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """How to confine a seat: its limits, and the host folder holding the referee's socket (bound in at
+    SOCKET_DIR). None in place of a Sandbox runs the bot unconfined (a `--no-sandbox` league, or no bwrap)."""
+
+    socket_dir: Path
+    limits: Limits = field(default_factory=Limits)
+
+
 def resolve_program(spec: str) -> BotProgram:
-    """An example bot's name, a Python file, or a command line (split like a shell would)."""
+    """An example bot's name, a Python file, or a command line (split like a shell would).
+
+    A file's folder becomes the program's folder, so that a sandbox binds it (and only it) in; a command line
+    runs in the current folder, as it would in a shell (`mus match play` is for one's own programs).
+    """
     if spec in EXAMPLE_BOTS:
         return BotProgram(spec, tuple(EXAMPLE_BOTS[spec]))
     words = shlex.split(spec)
@@ -40,38 +135,490 @@ def resolve_program(spec: str) -> BotProgram:
         raise LaunchError("an empty bot command")
     first = words[0]
     if first.endswith(".py") and Path(first).is_file():
-        return BotProgram(Path(first).stem, (sys.executable, *words))
+        path = Path(first).resolve()
+        return BotProgram(path.stem, (sys.executable, str(path), *words[1:]), path.parent)
     if shutil.which(first) is None and not Path(first).is_file():
         known = ", ".join(EXAMPLE_BOTS)
         raise LaunchError(f"unknown bot {spec!r}: not an example bot ({known}), a .py file or a program on PATH")
-    return BotProgram(Path(first).name, tuple(words))
+    if "/" in first and Path(first).is_file():
+        path = Path(first).resolve()
+        return BotProgram(path.name, (str(path), *words[1:]), path.parent)
+    return BotProgram(Path(first).name, tuple(words), Path.cwd())
+
+
+# ---------------------------------------------------------------------------------------------- availability
+
+
+@cache
+def sandbox_available() -> bool:
+    """True when bwrap is on PATH and a trial sandbox (the one bots get, running `true`) starts."""
+    if shutil.which("bwrap") is None or shutil.which("prlimit") is None:
+        return False
+    probe = BotProgram("probe", ("true",))
+    try:
+        command = sandbox_command(probe, Sandbox(Path("/nonexistent-probe")), {}, socket=False)
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        log.warning("the sandbox trial run failed: %s", error)
+        return False
+    if done.returncode != 0:
+        log.warning("the sandbox trial run failed: %s", done.stderr.decode(errors="replace").strip())
+    return done.returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------- the command
+
+
+def sandbox_environment(referee_address: str, seat_token: str) -> dict[str, str]:
+    """Everything a sandboxed bot's environment holds (docs/sandbox.md)."""
+    path = [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
+    return {
+        "MUS_REFEREE": referee_address,
+        "MUS_TOKEN": seat_token,
+        "PATH": os.pathsep.join(dict.fromkeys(path)),
+        "HOME": SANDBOX_HOME,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def sandbox_command(
+    program: BotProgram, sandbox: Sandbox, environment: dict[str, str], *, socket: bool = True
+) -> list[str]:
+    """The full command line of a sandboxed seat: `prlimit` (rlimits) then `bwrap` then the bot's command."""
+    limits = sandbox.limits
+    rlimits = [
+        "prlimit",
+        f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}",
+        f"--as={limits.address_space_bytes}",
+        f"--nofile={limits.open_files}",
+        f"--fsize={limits.file_size_bytes}",
+        "--core=0",
+        "--",
+    ]
+    bwrap = [
+        "bwrap",
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "mus-bot",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ]
+    for name, value in environment.items():
+        bwrap += ["--setenv", name, value]
+    bound: list[Path] = []
+    for folder in _SYSTEM_DIRS:
+        if os.path.islink(folder):
+            bwrap += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            bwrap += ["--ro-bind", folder, folder]
+            bound.append(Path(folder))
+    for name in _ETC_FILES:
+        bwrap += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
+        if not any(Path(prefix).is_relative_to(root) for root in bound):
+            bwrap += ["--ro-bind", prefix, prefix]
+            bound.append(Path(prefix))
+    for package in _PROJECT_PACKAGES:
+        source = _PROJECT / package
+        if source.is_dir():
+            bwrap += ["--ro-bind", str(source), str(source)]
+            bound.append(source)
+    bwrap += ["--dev", "/dev", "--proc", "/proc"]
+    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
+    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", SANDBOX_HOME]
+    if socket:
+        bwrap += ["--ro-bind", str(sandbox.socket_dir), SOCKET_DIR]
+    if program.cwd is not None:
+        own = str(Path(program.cwd).resolve())
+        bwrap += ["--ro-bind", own, own, "--chdir", own]
+        bound.append(Path(own))
+    else:
+        bwrap += ["--chdir", SANDBOX_HOME]
+    executable = _executable(program)
+    if executable is not None and not any(executable.is_relative_to(root) for root in bound):
+        bwrap += ["--ro-bind", str(executable), str(executable)]
+    bwrap += ["--remount-ro", "/"]  # the root holding the mount points: nothing to write there either
+    announce = ["/bin/sh", "-c", f"printf '{STARTED_MARKER.decode().strip()}\\n' && exec \"$@\"", "sh"]
+    return [*rlimits, *bwrap, "--", *announce, *program.command]
+
+
+def _executable(program: BotProgram) -> Path | None:
+    """The bot's program file on the host, when it lies outside what the sandbox binds anyway."""
+    first = program.command[0]
+    if "/" not in first:
+        found = shutil.which(first)
+        return Path(found).resolve() if found else None
+    path = Path(program.cwd or ".") / first
+    return path.resolve() if path.is_file() else None
+
+
+# ---------------------------------------------------------------------------------------------- processes
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent dies."""
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Loaded before any fork: a child between fork and exec must not load libraries."""
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A `preexec_fn` that has the child SIGKILLed when this process dies, even by `kill -9`.
+
+    If this process died before the child armed the signal, the child has a new parent already: it exits.
+    """
+    parent = os.getpid()
+
+    def arm() -> None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+class BotProcess:
+    """A launched seat: its process (sandboxed or not), the task keeping its output, and its cgroups."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        pump: asyncio.Task[None],
+        cgroups: tuple[Path, ...],
+        sandboxed: bool,
+        started: asyncio.Event,
+        setup_output: bytearray,
+    ) -> None:
+        self.process = process
+        self.pump = pump
+        self.cgroups = cgroups
+        self.sandboxed = sandboxed
+        self.started = started
+        self.setup_output = setup_output
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    async def wait(self) -> int:
+        """The exit code, once the process has exited and its output is in the log (or 1 s has passed: a
+        grandchild of an unconfined bot may hold the pipe open)."""
+        code = await self.process.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.pump), 1.0)
+        return code
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, number: signal.Signals) -> None:
+        """The whole process group: the bot and whatever it started outside a sandbox; inside one, bwrap's
+        death takes the pid namespace with it (--die-with-parent)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, number)
+        if number == signal.SIGKILL:
+            for cgroup in self.cgroups:
+                _kill_cgroup(cgroup)
+
+    async def close(self) -> None:
+        """Kill what is left, wait for the process and its output, remove its cgroup."""
+        if self.process.returncode is None:
+            self.kill()
+        await self.process.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        try:
+            await asyncio.wait_for(asyncio.shield(self.pump), 2.0)
+        except TimeoutError:
+            self.pump.cancel()
+        for cgroup in self.cgroups:
+            await _empty_and_remove_cgroup(cgroup)
+
+    @property
+    def sandbox_failed(self) -> str:
+        """After `wait()`: why the sandbox never ran the bot (bwrap's message), or '' (it ran, or none was
+        asked for). Such a seat is an infrastructure failure, not the bot's."""
+        if not self.sandboxed or self.started.is_set():
+            return ""
+        first = bytes(self.setup_output).decode(errors="replace").strip().splitlines()
+        return first[0] if first else f"bwrap exited with code {self.returncode} before the bot started"
+
+    def describe_exit(self, code: int) -> str:
+        """Why the process ended, naming the limit a signal stands for (SIGXCPU: the CPU time limit)."""
+        number = -code if code < 0 else code - 128 if self.sandboxed and code > 128 else 0
+        if number <= 0:
+            return f"the bot process exited with code {code}"
+        try:
+            which = signal.Signals(number)
+        except ValueError:
+            return f"the bot process was killed by signal {number}"
+        limit = _SIGNAL_LIMITS.get(which)
+        if limit is None and which is signal.SIGKILL and any(_oom_kills(cgroup) for cgroup in self.cgroups):
+            limit = "memory limit, out of memory"
+        if limit is not None:
+            return f"killed: {limit} ({which.name})"
+        return f"the bot process was killed by {which.name}"
 
 
 async def launch_bot(
-    program: BotProgram, referee_address: str, seat_token: str, *, log_path: Path | None = None
-) -> asyncio.subprocess.Process:
+    program: BotProgram,
+    referee_address: str,
+    seat_token: str,
+    *,
+    log_path: Path | None = None,
+    sandbox: Sandbox | None = None,
+) -> BotProcess:
     """Start one seat's bot process, pointed at the referee by `MUS_REFEREE` and `MUS_TOKEN`.
 
-    The bot inherits no standard input; its output goes to `log_path` (or is discarded).
+    With a `sandbox`, `referee_address` must be the unix socket inside it (`unix:SOCKET_DIR/...`). The bot
+    inherits no standard input; its output goes through a pipe to `log_path`, up to the output limit.
     """
-    env = dict(os.environ)
-    # Bots run in this environment by default: `python` is the interpreter that has the SDK installed.
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["MUS_REFEREE"] = referee_address
-    env["MUS_TOKEN"] = seat_token
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    output = log_path.open("ab") if log_path is not None else None
+    limits = sandbox.limits if sandbox is not None else Limits()
+    cgroups: tuple[Path, ...] = ()
+    if sandbox is not None:
+        command = sandbox_command(program, sandbox, sandbox_environment(referee_address, seat_token))
+        cgroups = _make_cgroups(limits)
+        if cgroups:
+            # The shell joins the cgroups and becomes prlimit, then bwrap: everything the seat starts is inside.
+            join = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1))
+            script = f'{join} && shift {len(cgroups)} && exec "$@"'
+            command = ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
+        cwd = None
+        env: dict[str, str] | None = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    else:
+        command = list(program.command)
+        cwd = program.cwd
+        env = dict(os.environ)
+        # Bots run in this environment by default: `python` is the interpreter that has the SDK installed.
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env["MUS_REFEREE"] = referee_address
+        env["MUS_TOKEN"] = seat_token
+        env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        return await asyncio.create_subprocess_exec(
-            *program.command,
-            cwd=program.cwd,
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            cwd=cwd,
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=output if output is not None else asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.STDOUT if output is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
         )
     except OSError as error:
+        for cgroup in cgroups:
+            _remove_cgroup(cgroup)
         raise LaunchError(f"cannot start {program.name}: {error.strerror}") from error
+    assert process.stdout is not None
+    started, setup_output = asyncio.Event(), bytearray()
+    if sandbox is None:
+        started.set()
+    pump = asyncio.create_task(
+        _keep_output(process.stdout, log_path, limits.output_bytes, started=started, setup_output=setup_output)
+    )
+    return BotProcess(process, pump, cgroups, sandbox is not None, started, setup_output)
+
+
+async def _read_start(stream: asyncio.StreamReader, started: asyncio.Event, setup_output: bytearray) -> bytes:
+    """Read up to the start marker (sets `started`; what follows is returned) or to the end (bwrap's error,
+    kept in `setup_output` and returned)."""
+    while not started.is_set() and STARTED_MARKER not in setup_output:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return bytes(setup_output)
+        setup_output += chunk
+    if started.is_set():
+        return b""
+    before, _, after = bytes(setup_output).partition(STARTED_MARKER)
+    setup_output[:] = before
+    started.set()
+    return before + after
+
+
+async def _keep_output(
+    stream: asyncio.StreamReader, log_path: Path | None, cap: int, *, started: asyncio.Event, setup_output: bytearray
+) -> None:
+    """Write a seat's output to its log up to `cap` bytes, then a marker; keep reading (and dropping) the
+    rest, so that a chatty bot never blocks on a full pipe. A sandbox's start marker is taken out on the way."""
+    output = log_path.open("ab") if log_path is not None else None
+    written = 0
+    try:
+        first = await _read_start(stream, started, setup_output)
+        while chunk := first or await stream.read(65536):
+            first = b""
+            if output is None or written >= cap:
+                continue
+            kept = chunk[: cap - written]
+            output.write(kept)
+            written += len(kept)
+            if written >= cap:
+                output.write(TRUNCATED_MARKER)
+            output.flush()
     finally:
         if output is not None:
             output.close()
+
+
+# ---------------------------------------------------------------------------------------------- cgroups
+
+
+@dataclass(frozen=True, slots=True)
+class _Hierarchy:
+    """Where seat cgroups are made: a folder of this process's own cgroup, and what it can limit there."""
+
+    parent: Path
+    controllers: tuple[str, ...]
+    version: int
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup path per v1 controller, and under "" its v2 path (/proc/self/cgroup)."""
+    own: dict[str, str] = {}
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            own[controller] = path
+    return own
+
+
+def _hierarchies() -> tuple[_Hierarchy, ...]:
+    """The cgroups this machine lets the worker make below its own: cgroup v1's pids and memory hierarchies, or
+    v2 with pids and memory delegated. Seat cgroups sit inside the worker's, so they count toward its limits."""
+    root = Path("/sys/fs/cgroup")
+    own = _own_cgroups()
+    found: list[_Hierarchy] = []
+    for controller in ("pids", "memory"):
+        parent = root / controller / own.get(controller, "/").lstrip("/")
+        if controller in own and (parent / "tasks").is_file() and os.access(parent, os.W_OK):
+            found.append(_Hierarchy(parent, (controller,), 1))
+    if not found and "" in own:
+        parent = root / own[""].lstrip("/")
+        delegated = tuple(
+            name for name in ("pids", "memory") if name in _read(parent / "cgroup.subtree_control").split()
+        )
+        if delegated and os.access(parent, os.W_OK):
+            found.append(_Hierarchy(parent, delegated, 2))
+    return tuple(found)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+STALE_CGROUP_S = 60
+"""A seat cgroup this old may be left over (its tasks were not reaped yet at the end of its match, or its worker
+was killed): removed when empty."""
+
+
+@cache
+def _usable_hierarchies() -> tuple[_Hierarchy, ...]:
+    found = _hierarchies()
+    limited = sorted({name for hierarchy in found for name in hierarchy.controllers})
+    if "pids" not in limited:
+        log.warning("no pids cgroup to make: a seat's processes are bounded by its pid namespace only")
+    if "memory" not in limited:
+        log.warning("no memory cgroup to make: a seat's memory is bounded per process only (RLIMIT_AS)")
+    return found
+
+
+def _sweep_cgroups(parent: Path) -> None:
+    """Remove the empty seat cgroups left behind; rmdir fails (EBUSY) while a task is inside, so a live seat's
+    cgroup is never removed, and one younger than STALE_CGROUP_S (perhaps not joined yet) is not looked at."""
+    now = time.time()
+    for stale in parent.glob("mus-seat-*"):
+        with contextlib.suppress(OSError):
+            if now - stale.stat().st_mtime > STALE_CGROUP_S:
+                stale.rmdir()
+
+
+def _make_cgroups(limits: Limits) -> tuple[Path, ...]:
+    """The seat's cgroups, with `pids.max` and the memory limit set; () where none can be made."""
+    name = f"mus-seat-{uuid.uuid4().hex[:16]}"
+    made: list[Path] = []
+    for hierarchy in _usable_hierarchies():
+        _sweep_cgroups(hierarchy.parent)
+        path = hierarchy.parent / name
+        settings: dict[str, int] = {}
+        if "pids" in hierarchy.controllers:
+            settings["pids.max"] = limits.processes
+        if "memory" in hierarchy.controllers:
+            settings["memory.limit_in_bytes" if hierarchy.version == 1 else "memory.max"] = limits.memory_bytes
+        try:
+            path.mkdir()
+            made.append(path)
+            for setting, value in settings.items():
+                (path / setting).write_text(str(value))
+        except OSError as error:
+            log.warning("cannot make the seat's cgroup %s: %s", path, error)
+            for cgroup in made:
+                _remove_cgroup(cgroup)
+            return ()
+    return tuple(made)
+
+
+def _oom_kills(path: Path) -> int:
+    """How many tasks of the cgroup the kernel killed for its memory limit (v1 memory.oom_control, v2
+    memory.events)."""
+    for name in ("memory.oom_control", "memory.events"):
+        for line in _read(path / name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return 0
+
+
+def _kill_cgroup(path: Path) -> None:
+    """SIGKILL every process left in the cgroup (cgroup.kill on v2; one by one on v1, until none is left)."""
+    kill = path / "cgroup.kill"
+    if kill.exists():
+        with contextlib.suppress(OSError):
+            kill.write_text("1")
+        return
+    for _ in range(100):
+        pids = [int(pid) for pid in _read(path / "cgroup.procs").split()]
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+async def _empty_and_remove_cgroup(path: Path) -> None:
+    """Kill what is left in a seat's cgroup and remove it. A killed task leaves the cgroup only once it has been
+    reaped, and bwrap's orphans are reaped by the host's init, which may take its time (seconds, on some
+    machines): after 0.2 s the empty folder is left for `_sweep_cgroups` rather than delaying the match."""
+    for _ in range(10):
+        _kill_cgroup(path)
+        _remove_cgroup(path)
+        if not path.exists():
+            return
+        await asyncio.sleep(0.02)
+
+
+def _remove_cgroup(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
+def command_line(words: Sequence[str]) -> str:
+    """A command as a shell would read it (for logs and docs)."""
+    return shlex.join(words)

@@ -25,6 +25,7 @@ from workers.app import broker_dir, is_embedded, make_app
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import database_url, session_scope
+from workers.launcher import die_with_parent
 from workers.matches import RemoteBot, register_remote_bots
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,15 @@ class EmbeddedWorkers:
         env["MUS_BROKER_DIR"] = str(broker_dir())
         log_file = broker_dir() / f"worker-{index}.log"
         with log_file.open("ab") as output:
+            # The workers die with this process (kill -9 included); their sandboxed bots die with them (bwrap's
+            # --die-with-parent). PR_SET_PDEATHSIG fires when the thread that started them ends: run_league's.
             return subprocess.Popen(
-                self.command(index), env=env, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                self.command(index),
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent(),  # only prctl and getppid run between fork and exec
             )
 
     def revive(self) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -30,7 +31,7 @@ from referee.service import convert
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident, IncidentCause, Table, TableStatus
-from workers.launcher import BotProgram, launch_bot
+from workers.launcher import SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
 
 log = logging.getLogger(__name__)
 
@@ -65,24 +66,37 @@ async def play_programs(
     *,
     log_dir: Path | None = None,
     join_timeout_s: float = 30.0,
+    sandbox: Limits | None = None,
 ) -> PlayedMatch:
-    """Run a referee on 127.0.0.1, launch the four seats' processes, and wait for the outcome."""
+    """Run a referee on a unix socket in a private folder, launch the four seats' processes, and wait for the
+    outcome. With `sandbox` limits each seat runs in its own sandbox, which sees only that socket; with None the
+    bots run unconfined (a `--no-sandbox` league, or a machine without bwrap)."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
+    socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
     referee = Referee()
-    server, port = await start_server(referee, "127.0.0.1:0")
-    address = f"127.0.0.1:{port}"
+    try:
+        host_address = f"unix:{socket_dir / 'referee.sock'}"
+        server, _ = await start_server(referee, host_address, public_address=host_address)
+    except BaseException:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+        raise
+    confined = Sandbox(socket_dir, sandbox) if sandbox is not None else None
+    address = f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else host_address
     names = [programs[seat % 2].name for seat in range(4)]
     table = referee.create_table(rules, seed, names, join_timeout_s=join_timeout_s)
-    processes: list[asyncio.subprocess.Process] = []
+    processes: list[BotProcess] = []
     logs = tuple(log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
     watchers: list[asyncio.Task[None]] = []
     try:
         launched_at = time.monotonic()
         for seat in range(4):
-            process = await launch_bot(programs[seat % 2], address, table.seats[seat].token, log_path=logs[seat])
+            process = await launch_bot(
+                programs[seat % 2], address, table.seats[seat].token, log_path=logs[seat], sandbox=confined
+            )
             processes.append(process)
             watchers.append(asyncio.create_task(_watch_process(table, seat, process)))
         await table.finished.wait()
+        _raise_if_a_sandbox_failed(processes)
         ended_at = time.monotonic()
         await _reap(processes)
         exited_at = time.monotonic()
@@ -91,27 +105,36 @@ async def play_programs(
         if table.status is not TableStatus.FINISHED:
             table.cancel("the match runner stopped")
         await server.stop(grace=1.0)
+        shutil.rmtree(socket_dir, ignore_errors=True)
     return PlayedMatch(table, logs, launched_at, ended_at, exited_at)
 
 
-async def _watch_process(table: Table, seat: int, process: asyncio.subprocess.Process) -> None:
-    """A bot process that exits before the match ends has crashed: the table stops waiting for it."""
+async def _watch_process(table: Table, seat: int, process: BotProcess) -> None:
+    """A bot process that exits before the match ends has crashed: the table stops waiting for it. A sandbox
+    that never ran its bot is no crash: the table is cancelled, and the runner raises (a void, not a result)."""
     code = await process.wait()
-    if table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
-        table.report_crash(seat, f"the bot process exited with code {code}")
+    if process.sandbox_failed:
+        table.cancel(f"the sandbox of seat {seat} did not start: {process.sandbox_failed}")
+    elif table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
+        table.report_crash(seat, process.describe_exit(code))
 
 
-async def _stop(watchers: list[asyncio.Task[None]], processes: list[asyncio.subprocess.Process]) -> None:
-    """However a match runner ends: stop watching the bots, and kill any bot process still running."""
+def _raise_if_a_sandbox_failed(processes: Sequence[BotProcess]) -> None:
+    """`LaunchError` when a seat's sandbox never ran its bot: an infrastructure failure, charged to nobody."""
+    for process in processes:
+        if process.returncode is not None and process.sandbox_failed:
+            raise LaunchError(f"a seat's sandbox did not start: {process.sandbox_failed}")
+
+
+async def _stop(watchers: list[asyncio.Task[None]], processes: list[BotProcess]) -> None:
+    """However a match runner ends: stop watching the bots, and kill everything a seat started."""
     for watcher in watchers:
         watcher.cancel()
     for process in processes:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await process.close()
 
 
-async def _reap(processes: list[asyncio.subprocess.Process]) -> None:
+async def _reap(processes: list[BotProcess]) -> None:
     """Give bots a moment to exit after the outcome, then terminate the rest."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), EXIT_WAIT_S)
@@ -191,6 +214,7 @@ async def play_on_referee(
     external_id: str = "",
     join_timeout_s: float = 30.0,
     log_dir: Path | None = None,
+    sandbox: Limits | None = None,
 ) -> RefereeMatch:
     """Play a match on the standalone referee at `address` and return it once it has finished.
 
@@ -200,8 +224,89 @@ async def play_on_referee(
     `join_timeout_s` to join; one that has not is `absent` and its decisions time out at once. Raises
     `RefereeFailure` when the referee is unreachable or the table does not finish (cancelled, lost), and
     cancels the table when anything here fails before its end.
+
+    With `sandbox` limits the hosted seats are confined like on the embedded referee: each sees only a unix
+    socket of its own match, which this worker forwards, byte for byte, to the referee's address.
     """
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
+    if sandbox is None or all(isinstance(team, RemoteBot) for team in teams):
+        return await _play_on_referee(
+            teams,
+            rules,
+            seed,
+            address=address,
+            admin_token=admin_token,
+            external_id=external_id,
+            join_timeout_s=join_timeout_s,
+            log_dir=log_dir,
+            sandbox=None,
+        )
+    socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
+    forwarder = await _forward(socket_dir / "referee.sock", address)
+    try:
+        return await _play_on_referee(
+            teams,
+            rules,
+            seed,
+            address=address,
+            admin_token=admin_token,
+            external_id=external_id,
+            join_timeout_s=join_timeout_s,
+            log_dir=log_dir,
+            sandbox=Sandbox(socket_dir, sandbox),
+        )
+    finally:
+        forwarder.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(forwarder.wait_closed(), 2.0)
+        shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+async def _forward(path: Path, address: str) -> asyncio.AbstractServer:
+    """A unix socket at `path` whose every connection is piped to the referee at `address` (host:port, or
+    unix:path): the one way out of a sandbox when the referee is not in this process."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            with contextlib.suppress(ConnectionError, OSError):
+                writer.close()
+
+    async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if address.startswith("unix:"):
+            return await asyncio.open_unix_connection(address.removeprefix("unix:"))
+        host, port = address.rsplit(":", 1)
+        return await asyncio.open_connection(host.strip("[]"), int(port))
+
+    async def handle(bot_reader: asyncio.StreamReader, bot_writer: asyncio.StreamWriter) -> None:
+        try:
+            referee_reader, referee_writer = await connect()
+        except OSError:
+            bot_writer.close()
+            return
+        await asyncio.gather(pipe(bot_reader, referee_writer), pipe(referee_reader, bot_writer))
+
+    return await asyncio.start_unix_server(handle, path=str(path))
+
+
+async def _play_on_referee(
+    teams: tuple[BotProgram | RemoteBot, BotProgram | RemoteBot],
+    rules: Rules,
+    seed: int,
+    *,
+    address: str,
+    admin_token: str,
+    external_id: str,
+    join_timeout_s: float,
+    log_dir: Path,
+    sandbox: Sandbox | None,
+) -> RefereeMatch:
+    bot_address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address
     names = [teams[seat % 2].name for seat in range(4)]
     remote = [isinstance(teams[seat % 2], RemoteBot) for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
@@ -225,14 +330,16 @@ async def play_on_referee(
         created = await _call(admin.CreateTable, request, auth, address)
         table_id = created.table_id
         logs = tuple(None if remote[seat] else log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
-        processes: list[asyncio.subprocess.Process] = []
+        processes: list[BotProcess] = []
         watchers: list[asyncio.Task[None]] = []
         ended = False
         try:
             for seat in range(4):
                 side, log_path = teams[seat % 2], logs[seat]
                 if isinstance(side, BotProgram):
-                    process = await launch_bot(side, address, created.seat_tokens[seat], log_path=log_path)
+                    process = await launch_bot(
+                        side, bot_address, created.seat_tokens[seat], log_path=log_path, sandbox=sandbox
+                    )
                     processes.append(process)
                     watchers.append(asyncio.create_task(_report_crash(admin, auth, table_id, seat, process)))
             status = await _wait_for_end(admin, table_id, auth, address)
@@ -240,6 +347,7 @@ async def play_on_referee(
             for watcher in watchers:
                 watcher.cancel()
             await _reap(processes)
+            _raise_if_a_sandbox_failed(processes)
             if status.status != admin_pb2.TABLE_STATUS_FINISHED:
                 raise RefereeFailure(f"table {table_id} on the referee at {address} was cancelled")
             replay = await _call(
@@ -262,7 +370,7 @@ async def _report_crash(
     auth: Sequence[tuple[str, str]],
     table_id: str,
     seat: int,
-    process: asyncio.subprocess.Process,
+    process: BotProcess,
 ) -> None:
     """A hosted bot that exits before its table ends has crashed: tell the referee, as the embedded one is told.
 
@@ -270,11 +378,16 @@ async def _report_crash(
     disconnect after its grace period instead.
     """
     code = await process.wait()
+    if process.sandbox_failed:  # not the bot's crash: end the table; the runner voids the match
+        with contextlib.suppress(grpc.RpcError):
+            reason = f"the sandbox of seat {seat} did not start: {process.sandbox_failed}"
+            await admin.CancelTable(
+                admin_pb2.CancelTableRequest(table_id=table_id, reason=reason), metadata=auth, timeout=RPC_TIMEOUT_S
+            )
+        return
     with contextlib.suppress(grpc.RpcError):
         await admin.ReportCrash(
-            admin_pb2.ReportCrashRequest(
-                table_id=table_id, seat=seat, detail=f"the bot process exited with code {code}"
-            ),
+            admin_pb2.ReportCrashRequest(table_id=table_id, seat=seat, detail=process.describe_exit(code)),
             metadata=auth,
             timeout=RPC_TIMEOUT_S,
         )

@@ -11,6 +11,12 @@ with its admin token in MUS_ADMIN_TOKEN), which offers the remote bot its seats 
 side is launched here, pointed at that referee. A remote bot that does not show up within the league's
 `absent_limit_s` is `absent`, and its team forfeits: a result like any other. The lease is kept by the
 heartbeat for as long as the match waits.
+
+Every hosted seat runs in its own sandbox (workers/launcher.py, docs/sandbox.md) unless the league was created
+with `--no-sandbox`. Two things refuse a match before it is played, never charging a bot: a worker without a
+sandbox (bubblewrap) voids it like any infrastructure failure, so a worker that has one can take it; a bot whose
+folder no longer has the content hash of its registered version fails it at once with a message (playing it
+again would not help: the league plays the version it was created with, and that program is gone).
 """
 
 from __future__ import annotations
@@ -20,21 +26,25 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, col, select
 
 from referee.engine.match import MatchOutcome
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.service.table import TableStatus
 from workers.db import repo
+from workers.db.errors import DbError
+from workers.db.models import BotVersion, Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
-from workers.db.session import ensure_schema, make_engine, session_scope
-from workers.launcher import BotProgram
+from workers.db.session import database_url, ensure_schema, make_engine, session_scope
+from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
 from workers.matches import RemoteBot, fault_records, incident_records, play_on_referee, play_programs
 
 log = logging.getLogger(__name__)
@@ -50,6 +60,9 @@ REFEREE_ADDRESS_VARIABLE = "MUS_REFEREE_ADDRESS"
 
 ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
 """That referee's admin token."""
+
+RECLAIM_EVERY_S = max(LEASE_S / 2, 0.5)
+"""How often a live worker looks for matches whose worker died (their lease expired)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +110,19 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
         token_hashes = {
             team.bot_name: repo.get_bot(session, team.bot_name).bot.token_sha256 for team in setup.teams if team.remote
         }
+        changed = _exposed_by_folder(setup) or _changed_program(session, setup)
+    if changed:
+        log.error("match_id=%s refused: %s", match_id, changed)
+        with session_scope(engine) as session:
+            repo.void_match(session, match_id, worker, changed, max_attempts=1)
+        return "failed"
+    hosted = any(not team.remote for team in setup.teams)
+    if hosted and setup.sandbox and not sandbox_available():
+        message = f"refused by worker {worker}: {INSTALL_HINT}, or create the league with --no-sandbox"
+        log.error("match_id=%s %s", match_id, message)
+        with session_scope(engine) as session:
+            repo.void_match(session, match_id, worker, message, max_attempts=MAX_ATTEMPTS)
+        return "void"
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(engine, match_id, worker, lease_s, stop), daemon=True)
     beat.start()
@@ -125,11 +151,63 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
     return "finished"
 
 
+def _changed_program(session: Session, setup: MatchSetup) -> str:
+    """Why a hosted side cannot be launched as registered (its folder changed since `mus bot add`), or ''."""
+    for team in setup.teams:
+        if team.remote:
+            continue
+        version = session.get(BotVersion, team.version_id)
+        assert version is not None, "a match's versions are foreign keys"
+        try:
+            now = repo.content_hash(team.command, team.folder)
+        except DbError as error:
+            now = f"unreadable ({error})"
+        if now != version.content_hash:
+            where = f"its folder {team.folder}" if team.folder else "its command"
+            return (
+                f"bot {team.bot_name!r} version {team.version_number} changed since it was added ({where} no longer"
+                f" has its content hash): `mus bot add {team.bot_name}` the new version and enter it in a new league"
+            )
+    return ""
+
+
+def _exposed_by_folder(setup: MatchSetup) -> str:
+    """Why a hosted side's folder cannot be bound into its sandbox: it holds this worker's database, broker
+    folder or logs (a bot added from the project's root, say), which the bot could then read; or ''."""
+    from workers.app import broker_dir  # not at import: the app module makes the embedded broker's folders
+
+    private: list[Path] = []
+    url = make_url(database_url())
+    if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
+        private.append(Path(url.database).resolve())
+    private += [broker_dir(), Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve()]
+    for team in setup.teams:
+        if team.remote or not team.folder:
+            continue
+        folder = Path(team.folder).resolve()
+        for path in private:
+            if path.is_relative_to(folder):
+                return (
+                    f"bot {team.bot_name!r}: its folder {folder} holds {path}, which its sandbox would show it;"
+                    " move the bot to a folder of its own and `mus bot add` it from there"
+                )
+    return ""
+
+
+def _limits(setup: MatchSetup) -> Limits | None:
+    """The sandbox of every hosted seat, or None for a league created with `--no-sandbox`."""
+    return Limits() if setup.sandbox else None
+
+
 def _play_hosted(setup: MatchSetup) -> _Played:
     """Both sides are programs: play them against a referee embedded in this worker."""
     programs = tuple(_program(team) for team in setup.teams)
     rules = Rules.from_options(setup.rules)
-    played = asyncio.run(play_programs((programs[0], programs[1]), rules, setup.seed, log_dir=logs_dir(setup.match_id)))
+    played = asyncio.run(
+        play_programs(
+            (programs[0], programs[1]), rules, setup.seed, log_dir=logs_dir(setup.match_id), sandbox=_limits(setup)
+        )
+    )
     if played.table.status is not TableStatus.FINISHED:
         raise RuntimeError(f"the table ended {played.table.status.value}")
     outcome = played.match.outcome
@@ -174,6 +252,7 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
             external_id=f"{setup.league_name}/{setup.match_id}/{setup.attempt}",
             join_timeout_s=setup.absent_limit_s,
             log_dir=logs_dir(setup.match_id),
+            sandbox=_limits(setup),
         )
     )
     outcome = played.match.outcome
@@ -201,3 +280,44 @@ def _heartbeat(engine: Engine, match_id: int, worker: str, lease_s: float, stop:
                     return
         except Exception:
             log.exception("match_id=%s: heartbeat failed; retrying", match_id)
+
+
+# ------------------------------------------------------------------------------ expired leases
+
+
+def reclaim_expired(engine: Engine, send: Callable[[int], None]) -> list[int]:
+    """Requeue every running match whose lease has expired (its worker died or hung) and send it again.
+
+    Any live worker runs this (`start_reclaimer`), not only `mus league run`: a league queued on a broker by a
+    run that has since stopped still finishes. Both queries use one `now`, so exactly the matches found are
+    requeued; a duplicate message is harmless (`play_match` claims before it plays).
+    """
+    with session_scope(engine) as session:
+        now = repo.database_now(session)
+        expired = session.exec(
+            select(Match.id).where(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)
+        ).all()
+        if expired:
+            repo.requeue_expired(session, now=now)
+    match_ids = [match_id for match_id in expired if match_id is not None]
+    for match_id in match_ids:
+        send(match_id)
+    return match_ids
+
+
+def start_reclaimer(engine: Engine, send: Callable[[int], None], every_s: float = RECLAIM_EVERY_S) -> threading.Event:
+    """Run `reclaim_expired` every `every_s` seconds on a daemon thread, until the returned event is set."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            try:
+                reclaimed = reclaim_expired(engine, send)
+            except Exception:
+                log.exception("reclaiming expired leases failed; trying again in %.1f s", every_s)
+                continue
+            if reclaimed:
+                log.warning("requeued and sent again match(es) %s: their worker's lease expired", reclaimed)
+
+    threading.Thread(target=loop, name="mus-reclaimer", daemon=True).start()
+    return stop

@@ -26,7 +26,7 @@ from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import TableStatus
 from workers.cli.main import app
-from workers.launcher import BotProgram, launch_bot, resolve_program
+from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
 
 EXIT_MARK = "exit status"
@@ -155,7 +155,7 @@ async def _play_with_a_drop(
     program = _reporting(bot)
     table = referee.create_table(Rules(), seed, [program.name] * 4)
     logs = tuple(log_dir / f"seat{seat}-cpp-random.log" for seat in range(4))
-    processes: list[asyncio.subprocess.Process] = []
+    processes: list[BotProcess] = []
     try:
         for seat in range(4):
             address = f"127.0.0.1:{proxy_port if seat == 0 else port}"

@@ -33,7 +33,7 @@ from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Table, TableStatus
 from workers.cli.main import app
-from workers.launcher import BotProgram, launch_bot, resolve_program
+from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
 
 JS_DIR = Path(__file__).resolve().parents[2] / "clients" / "js"
@@ -210,7 +210,7 @@ async def _play_table(
     logs: tuple[Path, ...],
 ) -> list[int | None]:
     """Launch the four seats' programs at their addresses; wait for the outcome and for every process to exit."""
-    processes: list[asyncio.subprocess.Process] = []
+    processes: list[BotProcess] = []
     try:
         for seat in range(4):
             processes.append(
@@ -336,7 +336,7 @@ def test_remote_mode_takes_both_seats_of_a_match_from_the_lobby(node: str, tmp_p
             bot = await asyncio.create_subprocess_exec(
                 node, str(JS_DIR / "bot.js"), "--remote", "--matches", "1", env=env, stdout=output, stderr=output
             )
-        hosted: list[asyncio.subprocess.Process] = []
+        hosted: list[BotProcess] = []
         logs = tuple(tmp_path / f"seat{seat}.log" for seat in range(4))
         try:
             # Its token is unknown until a league registers it: the bot waits and asks again.
@@ -353,10 +353,11 @@ def test_remote_mode_takes_both_seats_of_a_match_from_the_lobby(node: str, tmp_p
             await asyncio.wait_for(table.finished.wait(), 60)
             code = await asyncio.wait_for(bot.wait(), 15)
         finally:
-            for process in [bot, *hosted]:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
+            if bot.returncode is None:
+                bot.kill()
+                await bot.wait()
+            for process in hosted:
+                await process.close()
             await server.stop(grace=1.0)
         return code, table, logs
 
@@ -416,7 +417,7 @@ def test_a_league_plays_it_hosted_and_remote_on_mus_referee_serve(
                           node, "bot.js"))  # fmt: skip
     assert added["new_version"] and added["language"] == "javascript" and added["command"] == [node, "bot.js"], added
     token = json.loads(ok("bot", "add", "jsremote", "--remote", "--language", "javascript", "--json"))["token"]
-    ok("league", "create", "jscup", "--bots", "jshosted,jsremote", "--matches-per-pairing", "2", "--seed", "3",
+    ok("league", "create", "jscup", "--bots", "jshosted,jsremote", "--matches-per-pairing", "2",
        "--option", "target_score=10", "--absent-limit", "30", "--json")  # fmt: skip
     bot_log = tmp_path / "remote-bot.log"
     with _standalone_referee(tmp_path / "referee.log") as address:

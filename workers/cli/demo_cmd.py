@@ -16,6 +16,7 @@ from workers.cli.db import open_session
 from workers.cli.run_cmd import run_command
 from workers.db import repo
 from workers.db.session import database_url
+from workers.launcher import INSTALL_HINT, sandbox_available
 from workers.tournament import schedule_round_robin
 
 DEMO_BOTS = ("rules", "random", "passive")
@@ -39,6 +40,10 @@ def demo_command(
             )
         known = {league.name for league in repo.list_leagues(session)}
         if DEMO_LEAGUE not in known:
+            # The example bots are the project's own code: without a sandbox here they run unconfined.
+            sandbox = sandbox_available()
+            if not sandbox:
+                typer.echo(f"note: the demo's bots run unconfined ({INSTALL_HINT})", err=True)
             plan = schedule_round_robin(list(DEMO_BOTS), matches_per_pairing, 2026)
             repo.create_league(
                 session,
@@ -51,6 +56,7 @@ def demo_command(
                 options={},
                 matches_per_pairing=matches_per_pairing,
                 seed=2026,
+                sandbox=sandbox,
             )
             typer.echo(f"league {DEMO_LEAGUE}: {len(plan)} matches between {', '.join(DEMO_BOTS)}")
     if not is_embedded():

@@ -14,7 +14,7 @@ from referee.engine.rules import Rules
 from referee.engine.transcript import render_transcript
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
-from workers.launcher import LaunchError, resolve_program
+from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
 
 app = typer.Typer(help="Single matches between bot programs.", no_args_is_help=True)
@@ -32,6 +32,9 @@ def play_command(
     option: OptionList = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print only the result, as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="Print the result without the transcript.")] = False,
+    sandbox: Annotated[
+        bool, typer.Option(help="Run each seat in its own sandbox (bubblewrap) where this machine has one.")
+    ] = True,
 ) -> None:
     """Play BOT_A (seats 0 and 2) against BOT_B (seats 1 and 3), each seat its own process."""
     if ctx.args:  # everything after `--` is the second bot's command line
@@ -44,8 +47,13 @@ def play_command(
         programs = (resolve_program(bot_a), resolve_program(bot_b))
     except (MusError, LaunchError) as error:
         fail(str(error))
+    limits = None
+    if sandbox and sandbox_available():
+        limits = Limits()
+    elif sandbox:
+        typer.echo(f"note: the bots run unconfined ({INSTALL_HINT})", err=True)
     try:
-        played = asyncio.run(play_programs(programs, rules, seed))
+        played = asyncio.run(play_programs(programs, rules, seed, sandbox=limits))
     except LaunchError as error:
         fail(str(error))
     result = match_result(played, (programs[0].name, programs[1].name), seed)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from workers.app import broker_dir, is_embedded, make_app
+from workers.launcher import INSTALL_HINT, sandbox_available
 from workers.league_run import default_worker_count
 
 
@@ -21,6 +22,8 @@ def worker_command(
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if is_embedded():
         typer.echo(f"no MUS_BROKER_URL: serving the embedded broker in {broker_dir()}", err=True)
+    if not sandbox_available():
+        typer.echo(f"warning: {INSTALL_HINT}; hosted bots are refused except in --no-sandbox leagues", err=True)
     app = make_app()
     app.worker_main(
         [

@@ -205,6 +205,8 @@ class MatchSetup:
     status: MatchStatus
     attempt: int
     teams: tuple[TeamSetup, TeamSetup]
+    sandbox: bool = True
+    """False only for a league created with `--no-sandbox`: its hosted bots run unconfined."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -838,6 +840,7 @@ def match_setup(session: Session, match_id: int) -> MatchSetup:
         status=match.status,
         attempt=match.attempt,
         teams=(teams[0], teams[1]),
+        sandbox=league.sandbox,
     )
 
 

@@ -1,0 +1,251 @@
+"""A hostile hosted bot: one program, one mode per attack on what surrounds it (issue 9).
+
+Run as `python hostile.py MODE[,MODE...] [--db PATH] [--target PATH] [--pid PID] [--port PORT] [--tag TAG]`.
+Each attack prints one line, `ATTACK <name> BLOCKED <what it saw>` or `ATTACK <name> BREACH <what it got>`, then
+the bot plays its seat passively (unless the mode never plays: `sleep`). Tests read these lines from the seat's
+log. The attacks never do harm when they succeed: a signal is SIGCONT, a write is a new file named after `--tag`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import errno
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from clients.bots.passive_bot import PassiveBot
+from clients.sdk.runner import run_main
+from clients.sdk.view import BotView
+from referee.engine.actions import Action
+
+SECRETS = ("MUS_ADMIN_TOKEN", "MUS_DATABASE_URL", "MUS_BROKER_DIR", "MUS_BROKER_URL")
+
+
+def report(name: str, breached: bool, detail: str) -> None:
+    print(f"ATTACK {name} {'BREACH' if breached else 'BLOCKED'} {detail}", flush=True)
+
+
+def attack_env(options: argparse.Namespace) -> None:
+    leaked = [name for name in SECRETS if name in os.environ]
+    report("env", bool(leaked), f"variables={','.join(sorted(os.environ))}")
+
+
+def attack_db(options: argparse.Namespace) -> None:
+    for path in [Path("mus.db"), *(Path(path) for path in options.db)]:
+        try:
+            with path.open("rb") as file:
+                data = file.read(100)
+            report("db", True, f"read {len(data)} bytes of {path}")
+        except OSError as error:
+            report("db", False, f"{path}: {errno.errorcode.get(error.errno or 0, error)}")
+
+
+def attack_proc(options: argparse.Namespace) -> None:
+    pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    found: list[str] = []
+    targets = {pid for pid in pids if pid != os.getpid()} | set(options.pid)
+    for pid in sorted(targets):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if b"MUS_TOKEN=" in environ or any(name.encode() in environ for name in SECRETS):
+            found.append(str(pid))
+    report("proc", bool(found), f"visible_pids={len(pids)} tokens_read_from={','.join(found) or 'none'}")
+
+
+def attack_signal(options: argparse.Namespace) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    ptrace_attach = 16
+    for pid in options.pid:
+        try:
+            os.kill(pid, signal.SIGCONT)
+            report("signal", True, f"SIGCONT delivered to pid {pid}")
+        except OSError as error:
+            report("signal", False, f"pid {pid}: {errno.errorcode.get(error.errno or 0, error)}")
+        if libc.ptrace(ptrace_attach, pid, None, None) == 0:
+            libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+            report("ptrace", True, f"attached to pid {pid}")
+        else:
+            report("ptrace", False, f"pid {pid}: {errno.errorcode.get(ctypes.get_errno(), '?')}")
+
+
+def attack_tcp(options: argparse.Namespace) -> None:
+    for port in [5432, 6379, 5672, *options.port]:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2):
+                report("tcp", True, f"connected to 127.0.0.1:{port}")
+        except OSError as error:
+            report("tcp", False, f"127.0.0.1:{port}: {errno.errorcode.get(error.errno or 0, error)}")
+
+
+def attack_write(options: argparse.Namespace) -> None:
+    places = [Path.cwd(), Path(sys.prefix), *(Path(path) for path in options.target)]
+    for folder in places:
+        path = folder / f"hostile-{options.tag}.txt"
+        try:
+            path.write_text("written by a hostile bot\n")
+            report("write", True, f"wrote {path}")
+        except OSError as error:
+            report("write", False, f"{folder}: {errno.errorcode.get(error.errno or 0, error)}")
+    for folder in (Path("/tmp"), Path.home()):
+        (folder / "scratch").write_text("private")  # a sandbox's own tmpfs: allowed
+    report("write", False, "tmp and HOME writable, as they should be")
+
+
+def attack_share(options: argparse.Namespace) -> None:
+    """Partners leave a note for each other in every place they can write, then look for the other's note."""
+    mine = f"mus-share-{options.tag}-{os.getpid()}"
+    for folder in (Path("/tmp"), Path.home(), Path("/dev/shm")):
+        with contextlib.suppress(OSError):
+            (folder / mine).write_text("my cards: ...")
+    deadline = time.monotonic() + 1.5
+    seen: list[str] = []
+    while not seen and time.monotonic() < deadline:
+        for folder in (Path("/tmp"), Path.home(), Path("/dev/shm")):
+            with contextlib.suppress(OSError):
+                seen += [str(path) for path in folder.glob(f"mus-share-{options.tag}-*") if path.name != mine]
+        time.sleep(0.1)
+    report("share", bool(seen), f"partner notes seen: {','.join(seen) or 'none'}")
+
+
+def attack_fork(options: argparse.Namespace) -> None:
+    count = 0
+    failure = "none"
+    for _ in range(1000):
+        try:
+            pid = os.fork()
+        except OSError as error:
+            failure = errno.errorcode.get(error.errno or 0, str(error))
+            break
+        if pid == 0:
+            signal.pause()  # a child that would live forever
+            os._exit(0)
+        count += 1
+    report("fork", count >= 1000, f"forked={count} failure={failure}")
+
+
+def attack_alloc(options: argparse.Namespace) -> None:
+    blocks: list[bytearray] = []
+    try:
+        for _ in range(64):  # up to 4 GiB
+            blocks.append(bytearray(64 * 1024 * 1024))
+        report("alloc", True, f"allocated {len(blocks) * 64} MiB")
+    except MemoryError:
+        report("alloc", False, f"MemoryError after {len(blocks) * 64} MiB")
+    blocks.clear()
+
+
+def attack_forkalloc(options: argparse.Namespace) -> None:
+    """Four children that each hold 600 MiB at once: under the per-process limit, over the seat's."""
+    size = 600 * 1024 * 1024
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                block = bytearray(size)
+                block[::4096] = b"\1" * len(range(0, size, 4096))  # touch every page: resident, charged
+            except MemoryError:
+                os._exit(3)
+            time.sleep(2)
+            os._exit(0)
+        children.append(pid)
+    statuses = [os.waitpid(pid, 0)[1] for pid in children]
+    held = sum(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 for status in statuses)
+    killed = sum(os.WIFSIGNALED(status) for status in statuses)
+    report("forkalloc", held == 4, f"held={held} killed={killed} of 4 children of 600 MiB")
+
+
+def attack_print(options: argparse.Namespace) -> None:
+    line = "x" * 1023 + "\n"
+    for _ in range(20 * 1024):  # 20 MiB
+        sys.stdout.write(line)
+    sys.stdout.flush()
+    report("print", False, "printed 20 MiB")
+
+
+def attack_cpu(options: argparse.Namespace) -> None:
+    report("cpu", False, "spinning")
+    while True:
+        pass
+
+
+def attack_fsize(options: argparse.Namespace) -> None:
+    written = 0
+    try:
+        with open("/tmp/big", "wb") as file:
+            for _ in range(1024):
+                file.write(b"\0" * 1024 * 1024)
+                file.flush()
+                written += 1
+        report("fsize", True, "wrote 1 GiB in /tmp")
+    except OSError as error:  # Python ignores SIGXFSZ: the write fails with EFBIG instead
+        report("fsize", False, f"after {written} MiB: {errno.errorcode.get(error.errno or 0, error)}")
+    Path("/tmp/big").unlink(missing_ok=True)
+
+
+class SleepingBot(PassiveBot):
+    """Joins its seat, then never answers: its decisions time out."""
+
+    def decide(self, view: BotView) -> Action:
+        while True:
+            time.sleep(3600)
+
+
+def attack_sleep(options: argparse.Namespace) -> None:
+    report("sleep", False, "joining, then sleeping forever at its first decision")
+
+
+def attack_sigterm(options: argparse.Namespace) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    report("sigterm", False, "SIGTERM ignored; will not exit after the match")
+
+
+ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "env": attack_env,
+    "db": attack_db,
+    "proc": attack_proc,
+    "signal": attack_signal,
+    "tcp": attack_tcp,
+    "write": attack_write,
+    "share": attack_share,
+    "fork": attack_fork,
+    "alloc": attack_alloc,
+    "forkalloc": attack_forkalloc,
+    "print": attack_print,
+    "cpu": attack_cpu,
+    "fsize": attack_fsize,
+    "sleep": attack_sleep,
+    "sigterm": attack_sigterm,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("modes")
+    parser.add_argument("--db", action="append", default=[])
+    parser.add_argument("--target", action="append", default=[])
+    parser.add_argument("--pid", action="append", type=int, default=[])
+    parser.add_argument("--port", action="append", type=int, default=[])
+    parser.add_argument("--tag", default="x")
+    options = parser.parse_args()
+    modes = options.modes.split(",")
+    for mode in modes:
+        ATTACKS[mode](options)
+    code = run_main(SleepingBot() if "sleep" in modes else PassiveBot())
+    if "sigterm" in modes:
+        while True:
+            time.sleep(3600)
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""What a worker checks before it launches a league's hosted bots: the program is still the version that was
+added, and there is a sandbox to run it in (unless the league said `--no-sandbox`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.workers.conftest import Deployment
+from workers import play
+from workers.cli import match_cmd
+from workers.cli.main import app as cli
+from workers.db import repo
+from workers.db.models import MatchStatus
+from workers.db.session import session_scope
+from workers.launcher import INSTALL_HINT, sandbox_available
+
+BOT_SOURCE = "from clients.bots.passive_bot import main\n\nmain()\n"
+
+
+@pytest.fixture(autouse=True)
+def fresh_database() -> Iterator[None]:
+    """`play.database()` is cached per process: each test has its own deployment's."""
+    play.database.cache_clear()
+    yield
+    play.database.cache_clear()
+
+
+def league_with_a_folder_bot(deployment: Deployment, *, sandbox: bool = True) -> tuple[int, Path]:
+    """A league of one match between a bot in its own folder and the passive example; its match id and folder."""
+    folder = deployment.root / "mybot"
+    folder.mkdir()
+    (folder / "bot.py").write_text(BOT_SOURCE)
+    with session_scope(deployment.engine) as session:
+        repo.add_bot(session, "mine", command=[sys.executable, "bot.py"], folder=folder, language="python")
+        repo.add_bot(
+            session, "passive", command=[sys.executable, "-m", "clients.bots.passive"], folder=None, language="python"
+        )
+        league = repo.create_league(
+            session,
+            "checked",
+            bot_names=["mine", "passive"],
+            matches=[{"team0": "mine", "team1": "passive", "seed": 7, "duplicate_pair": None}],
+            options={"target_score": 5},
+            matches_per_pairing=1,
+            seed=7,
+            sandbox=sandbox,
+        )
+        assert league.id is not None
+        (match,) = repo.list_matches(session, league.id)
+        assert match.id is not None
+        return match.id, folder
+
+
+def match_state(deployment: Deployment, match_id: int) -> tuple[MatchStatus, str]:
+    with session_scope(deployment.engine) as session:
+        match = repo.get_match(session, match_id)
+        return match.status, match.error or ""
+
+
+@pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
+def test_a_bot_folder_changed_since_it_was_added_is_refused_and_the_match_fails_saying_what_to_do(
+    deployment: Deployment,
+) -> None:
+    match_id, folder = league_with_a_folder_bot(deployment)
+    (folder / "bot.py").write_text(BOT_SOURCE + "# now it reads the deals\n")
+    assert play.play_league_match(match_id) == "failed"
+    status, error = match_state(deployment, match_id)
+    assert status is MatchStatus.FAILED
+    assert "'mine' version 1 changed since it was added" in error and "`mus bot add mine`" in error
+
+
+@pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
+def test_an_unchanged_folder_bot_plays_its_league_match_in_the_sandbox(deployment: Deployment) -> None:
+    match_id, _ = league_with_a_folder_bot(deployment)
+    assert play.play_league_match(match_id) == "finished"
+    assert match_state(deployment, match_id)[0] is MatchStatus.FINISHED
+
+
+def test_a_worker_without_a_sandbox_refuses_the_match_and_says_how_to_install_one(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(play, "sandbox_available", lambda: False)  # this machine as one without bwrap
+    match_id, _ = league_with_a_folder_bot(deployment)
+    assert play.play_league_match(match_id) == "void"
+    status, error = match_state(deployment, match_id)
+    assert status is MatchStatus.QUEUED, "another worker, one with a sandbox, may take it"
+    assert "apt-get install bubblewrap" in error and "--no-sandbox" in error
+
+
+def test_a_no_sandbox_league_plays_on_a_worker_without_a_sandbox(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(play, "sandbox_available", lambda: False)
+    match_id, _ = league_with_a_folder_bot(deployment, sandbox=False)
+    with session_scope(deployment.engine) as session:
+        assert repo.match_setup(session, match_id).sandbox is False
+    assert play.play_league_match(match_id) == "finished"
+
+
+def test_match_play_runs_unconfined_with_a_one_line_note_where_there_is_no_sandbox(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(match_cmd, "sandbox_available", lambda: False)
+    result = CliRunner().invoke(cli, ["match", "play", "random", "passive", "--quiet", "-o", "target_score=5"])
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("note:")]
+    assert notes == [f"note: the bots run unconfined ({INSTALL_HINT})"]
+    assert "apt-get install bubblewrap" in INSTALL_HINT
+    assert "Result:" in result.output
+
+
+def test_a_bot_whose_folder_holds_the_database_is_refused_before_its_sandbox_would_show_it(
+    deployment: Deployment,
+) -> None:
+    with session_scope(deployment.engine) as session:
+        for name, folder in (("careless", deployment.root), ("passive", None)):
+            command = [sys.executable, "-m", "clients.bots.passive"]
+            repo.add_bot(session, name, command=command, folder=folder, language="python")
+        league = repo.create_league(
+            session,
+            "exposed",
+            bot_names=["careless", "passive"],
+            matches=[{"team0": "careless", "team1": "passive", "seed": 7, "duplicate_pair": None}],
+            options={"target_score": 5},
+            matches_per_pairing=1,
+            seed=7,
+        )
+        assert league.id is not None
+        (match,) = repo.list_matches(session, league.id)
+        assert match.id is not None
+    assert play.play_league_match(match.id) == "failed"
+    status, error = match_state(deployment, match.id)
+    assert status is MatchStatus.FAILED
+    assert f"holds {deployment.root / 'mus.db'}" in error and "a folder of its own" in error

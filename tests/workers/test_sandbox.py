@@ -1,0 +1,261 @@
+"""Hosted bots in their sandboxes: each attack of tests/support/hostile.py is blocked, its cause is recorded, and
+the other seats, the other matches and the worker go on (issue 9). Real bwrap, real referee, real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+import tests.support.hostile
+from referee.engine.match import MatchTermination
+from referee.engine.rules import Rules
+from referee.service.server import start_server
+from referee.service.servicer import Referee
+from referee.service.table import TableStatus
+from workers.launcher import (
+    INSTALL_HINT,
+    SANDBOX_HOME,
+    TRUNCATED_MARKER,
+    BotProgram,
+    LaunchError,
+    Limits,
+    Sandbox,
+    _usable_hierarchies,
+    resolve_program,
+    sandbox_available,
+    sandbox_command,
+    sandbox_environment,
+)
+from workers.matches import PlayedMatch, RefereeMatch, fault_records, incident_records, play_on_referee, play_programs
+
+needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+FAST = Rules.from_options({"target_score": 5, "decision_timeout_s": 1, "time_bank_s": 1})
+"""Short games and clocks: a seat that never answers forfeits its team within a few seconds."""
+
+
+def hostile(tmp_path: Path, modes: str, *arguments: str) -> tuple[BotProgram, str]:
+    """The hostile program copied into a bot folder of its own, as a submitted bot would be; and its tag."""
+    tag = uuid.uuid4().hex
+    folder = tmp_path / f"bot-{modes.replace(',', '-')}"
+    folder.mkdir()
+    shutil.copy(tests.support.hostile.__file__, folder / "hostile.py")
+    command = (sys.executable, str(folder / "hostile.py"), modes, "--tag", tag, *arguments)
+    return BotProgram("hostile", command, folder), tag
+
+
+def attacks(log: Path) -> dict[str, list[str]]:
+    """What the bot reported, by attack: 'BLOCKED ...' or 'BREACH ...' lines."""
+    found: dict[str, list[str]] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("ATTACK "):
+            _, name, rest = line.split(" ", 2)
+            found.setdefault(name, []).append(rest)
+    return found
+
+
+def processes_with(tag: str) -> list[int]:
+    """Host processes whose command line carries `tag`: what a seat left behind."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if tag.encode() in (entry / "cmdline").read_bytes():
+                    alive.append(int(entry.name))
+            except OSError:
+                continue
+    return alive
+
+
+def causes(played: PlayedMatch) -> list[tuple[int, str, str]]:
+    """The match's faults, then its incidents, as (seat, cause, detail)."""
+    records = [*fault_records(played.match), *incident_records(played.table.incidents)]
+    return [(record["seat"], record["cause"], record["detail"]) for record in records]
+
+
+def cgroup_limits() -> set[str]:
+    """What this machine lets the worker bound for a seat as a whole: "pids", "memory" (docs/sandbox.md).
+    Elsewhere the pid namespace still holds the seat's processes, and they all die with the match."""
+    return {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}
+
+
+# ---------------------------------------------------------------------------------------------- the command
+
+
+def test_the_sandbox_binds_no_project_root_no_home_and_nothing_writable(tmp_path: Path) -> None:
+    program = BotProgram("bot", (sys.executable, "bot.py"), tmp_path)
+    environment = sandbox_environment("unix:/run/mus/referee.sock", "token")
+    command = sandbox_command(program, Sandbox(tmp_path / "socket"), environment)
+    assert command[0] == "prlimit" and "bwrap" in command
+    bwrap = command[command.index("bwrap") :]
+    for option in ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"):
+        assert option in bwrap
+    assert {"--die-with-parent", "--new-session", "--clearenv"} <= set(bwrap)
+    assert "--bind" not in bwrap, "no writable bind: partners share nothing but the referee's socket"
+    sources = [bwrap[index + 1] for index, word in enumerate(bwrap) if word in ("--ro-bind", "--ro-bind-try")]
+    for forbidden in (str(PROJECT), "/", "/root", "/home", "/work", "/proc", "/var/run", "/run"):
+        assert forbidden not in sources
+    assert not any(source.endswith("mus.db") for source in sources)
+    assert str(PROJECT / "clients") in sources and str(tmp_path) in sources
+    assert sorted(environment) == ["HOME", "LANG", "MUS_REFEREE", "MUS_TOKEN", "PATH", "PYTHONUNBUFFERED"]
+    assert environment["HOME"] == SANDBOX_HOME
+
+
+# ---------------------------------------------------------------------------------------------- attacks
+
+
+@needs_bwrap
+def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mus.db").write_bytes(b"SQLite format 3\0 the deals")
+    elsewhere = tmp_path / "data" / "league.db"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"SQLite format 3\0")
+    monkeypatch.setenv("MUS_DATABASE_URL", f"sqlite:///{elsewhere}")
+    monkeypatch.setenv("MUS_ADMIN_TOKEN", "the-admin-token")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    venv = Path(sys.prefix)
+    program, tag = hostile(
+        tmp_path,
+        "env,db,proc,signal,tcp,write,share,sigterm",
+        *("--db", str(elsewhere), "--pid", str(os.getpid()), "--port", str(port)),
+        *("--target", str(PROJECT), "--target", str(PROJECT / "referee"), "--target", str(venv)),
+    )
+    played = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, sandbox=Limits()))
+
+    assert played.table.status is TableStatus.FINISHED
+    assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
+    assert causes(played) == [], "every seat played: the attacks cost the bot nothing and harmed nobody"
+    for seat in (0, 2):
+        seen = attacks(played.logs[seat])
+        assert set(seen) == {"env", "db", "proc", "signal", "ptrace", "tcp", "write", "share", "sigterm"}
+        breaches = [f"{name} {line}" for name, lines in seen.items() for line in lines if line.startswith("BREACH")]
+        assert breaches == []
+        assert "visible_pids=2 " in seen["proc"][0], "its own pid namespace: bwrap's init and itself"
+        assert len(seen["tcp"]) == 4 and all("ECONNREFUSED" in line for line in seen["tcp"])
+        assert sum("EROFS" in line for line in seen["write"]) == 5  # its folder, the venv, 3 targets
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nobody reached the host's port
+    listener.close()
+    for folder in (program.cwd, PROJECT, PROJECT / "referee", venv):
+        assert folder is not None and not list(folder.glob(f"hostile-{tag}.txt"))
+    assert processes_with(tag) == [], "the seat that ignores SIGTERM is killed at the end all the same"
+
+
+@needs_bwrap
+def test_forks_memory_files_and_output_are_bounded_and_the_cause_is_recorded(tmp_path: Path) -> None:
+    forker, fork_tag = hostile(tmp_path, "forkalloc,fork")
+    greedy, greedy_tag = hostile(tmp_path, "alloc,fsize,print")
+    limits = Limits(cpu_s=20, processes=64)
+    played = asyncio.run(play_programs((forker, greedy), FAST, 3, sandbox=limits, join_timeout_s=8))
+
+    assert played.table.status is TableStatus.FINISHED
+    outcome = played.match.outcome
+    assert outcome is not None and outcome.winner == 1, "the forking team could not play; the other team wins"
+    seats_charged = {(seat, cause) for seat, cause, _ in causes(played)}
+    assert {seat for seat, _ in seats_charged} <= {0, 2} and seats_charged, causes(played)
+    for seat in (0, 2):
+        seen = attacks(played.logs[seat])
+        (line,) = seen["fork"]
+        forked = int(line.split("forked=")[1].split()[0])
+        if "pids" in cgroup_limits():
+            assert line.startswith("BLOCKED") and forked < limits.processes
+        if "memory" in cgroup_limits():
+            (line,) = seen["forkalloc"]
+            assert line.startswith("BLOCKED"), "2.4 GiB held by four processes of one seat: over its 1 GiB"
+    for seat in (1, 3):
+        log = played.logs[seat].read_bytes()
+        assert len(log) <= limits.output_bytes + len(TRUNCATED_MARKER)
+        assert log.endswith(TRUNCATED_MARKER), "the 20 MiB printed are cut at 8 MiB, with a marker"
+        head = attacks(played.logs[seat])
+        assert head["alloc"][0].startswith("BLOCKED MemoryError")
+        assert head["fsize"][0].startswith("BLOCKED") and "EFBIG" in head["fsize"][0]
+    assert processes_with(fork_tag) == processes_with(greedy_tag) == [], "the forked children died with the match"
+
+
+@needs_bwrap
+def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_another_match_goes_on(
+    tmp_path: Path,
+) -> None:
+    spinner, spin_tag = hostile(tmp_path, "cpu")
+    sleeper, sleep_tag = hostile(tmp_path, "sleep")
+
+    async def both() -> tuple[PlayedMatch, PlayedMatch]:
+        hostile_match = play_programs((spinner, sleeper), FAST, 5, sandbox=Limits(cpu_s=1), join_timeout_s=3)
+        honest = play_programs((resolve_program("random"), resolve_program("passive")), FAST, 5, sandbox=Limits())
+        first, second = await asyncio.gather(hostile_match, honest)
+        return first, second
+
+    played, honest = asyncio.run(both())
+    assert played.table.status is TableStatus.FINISHED and played.match.outcome is not None
+    recorded = causes(played)
+    crashes = {(seat, detail) for seat, cause, detail in recorded if cause == "crash"}
+    assert crashes and crashes <= {(0, "killed: CPU time limit (SIGXCPU)"), (2, "killed: CPU time limit (SIGXCPU)")}
+    assert {cause for seat, cause, _ in recorded if seat % 2 == 1} <= {"timeout"}, "a sleeper never answers"
+    assert honest.table.status is TableStatus.FINISHED
+    assert honest.match.outcome is not None and honest.match.outcome.termination is MatchTermination.NORMAL
+    assert causes(honest) == [], "the match beside the hostile one was played as if alone"
+    assert processes_with(spin_tag) == processes_with(sleep_tag) == []
+
+
+@needs_bwrap
+def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_socket(tmp_path: Path) -> None:
+    """The referee listens on TCP, yet the sandboxed seats have no network: the worker forwards their socket."""
+
+    async def on_referee() -> tuple[RefereeMatch, int]:
+        referee = Referee("admin-token")
+        server, port = await start_server(referee, "127.0.0.1:0")
+        program, _ = hostile(tmp_path, "tcp", "--port", str(port))
+        try:
+            played = await play_on_referee(
+                (program, resolve_program("random")),
+                FAST,
+                11,
+                address=f"127.0.0.1:{port}",
+                admin_token="admin-token",
+                log_dir=tmp_path,
+                sandbox=Limits(),
+            )
+        finally:
+            await server.stop(grace=1.0)
+        return played, port
+
+    played, port = asyncio.run(on_referee())
+    assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
+    assert fault_records(played.match) == [] and incident_records(played.incidents) == []
+    for seat in (0, 2):
+        log = played.logs[seat]
+        assert log is not None
+        assert f"BLOCKED 127.0.0.1:{port}: ECONNREFUSED" in attacks(log)["tcp"], "not even its own referee's port"
+
+
+@needs_bwrap
+def test_a_sandbox_that_cannot_start_voids_the_match_while_a_bot_that_exits_at_once_has_crashed(
+    tmp_path: Path,
+) -> None:
+    gone = tmp_path / "removed-after-it-was-checked"
+    vanished = BotProgram("vanished", (sys.executable, "bot.py"), gone)
+    with pytest.raises(LaunchError, match="sandbox did not start: bwrap: Can't find source path"):
+        asyncio.run(play_programs((vanished, resolve_program("passive")), FAST, 1, sandbox=Limits()))
+
+    quitter = BotProgram("quitter", (sys.executable, "-c", "raise SystemExit(3)"))
+    played = asyncio.run(play_programs((quitter, resolve_program("passive")), FAST, 1, sandbox=Limits()))
+    assert played.table.status is TableStatus.FINISHED
+    assert {(seat, detail) for seat, cause, detail in causes(played) if cause == "crash"} == {
+        (0, "the bot process exited with code 3"),
+        (2, "the bot process exited with code 3"),
+    }
+    assert "mus-sandbox" not in played.logs[0].read_text(), "the start marker stays out of the seat's log"
