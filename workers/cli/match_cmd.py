@@ -15,7 +15,7 @@ from referee.engine.transcript import render_transcript
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available, stdio_program
-from workers.matches import PlayedMatch, fault_records, play_programs
+from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
 
 app = typer.Typer(help="Single matches between bot programs.", no_args_is_help=True)
 
@@ -77,16 +77,17 @@ def play_command(
     if not quiet:
         typer.echo(render_transcript(played.match.events), nl=False)
     typer.echo(describe_result(result))
-    if result["faults"]:
+    if result["faults"] or result["incidents"]:
         typer.echo(f"bot output: {played.logs[0].parent}")
 
 
 def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict[str, Any]:
-    """The result as JSON: winner, termination, per game and per vaca, faults with their causes."""
+    """The result as JSON: winner, termination, per game and per vaca, faults and incidents with their causes."""
     outcome = played.match.outcome
     assert outcome is not None
     table = played.table
-    faults = [{**fault, "bot": names[fault["seat"] % 2]} for fault in fault_records(played.match, table.incidents)]
+    faults = [{**fault, "bot": names[fault["seat"] % 2]} for fault in fault_records(played.match)]
+    incidents = [{**incident, "bot": names[incident["seat"] % 2]} for incident in incident_records(table.incidents)]
     return {
         "seed": seed,
         "teams": {"0": names[0], "1": names[1]},
@@ -106,6 +107,7 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
             for game in outcome.games
         ],
         "faults": faults,
+        "incidents": incidents,
         "decision_seconds_median": [
             sorted(state.decision_seconds)[len(state.decision_seconds) // 2] if state.decision_seconds else None
             for state in table.seats
@@ -118,4 +120,6 @@ def describe_result(result: dict[str, Any]) -> str:
     lines = [f"Result: {result['winner']} wins ({result['termination']}); games: {games}"]
     for fault in result["faults"]:
         lines.append(f"  fault: seat {fault['seat']} ({fault['bot']}) {fault['cause']}")
+    for incident in result["incidents"]:
+        lines.append(f"  incident: seat {incident['seat']} ({incident['bot']}) {incident['cause']}")
     return "\n".join(lines)
