@@ -36,7 +36,7 @@ from referee.service.table import TableStatus
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import BotProgram
-from workers.matches import PlayedMatch, fault_records, play_programs
+from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
 
 PROBE_WORKER = "bench-probe:0"
 
@@ -89,8 +89,9 @@ def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Pat
             PROBE_WORKER,
             outcome,
             match_record(played.match),
-            fault_records(played.match, played.table.incidents),
+            fault_records(played.match),
             [state.decision_seconds for state in played.table.seats],
+            incidents=incident_records(played.table.incidents),
         )
     recorded = time.perf_counter()
     return Phases(

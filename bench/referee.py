@@ -33,7 +33,7 @@ What is measured:
   bots (four channels per slot, one per bot). After a warm-up, Acts sent during a fixed window give
   `decisions_per_s`, and round trips (as above) of Acts sent in it give `rtt_*`; matches started before the
   window's end are played out, and `matches` counts every match of the level. `timeouts` counts the faults of
-  cause TIMEOUT in the outcomes of every match of the level (the outcome carries the table's `all_faults()`),
+  cause TIMEOUT in the outcomes of every match of the level (the outcome carries the table's `faults()`),
   `faults` every fault of any cause. `server_cpu_pct` and `client_cpu_pct` are the CPU time of each process
   over the window (100 = one core; the machine's cores are shared by both), and `server_cpu_us_per_decision`
   the server's CPU time over the window divided by the decisions in it (match set-up included).

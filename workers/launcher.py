@@ -38,6 +38,10 @@ EXAMPLE_BOTS = {
 }
 """The example bots by name, each run as its own program like any other bot."""
 
+STDIO_BRIDGE = ("-m", "clients.stdio", "--")
+"""After a Python interpreter: the stdio bridge (docs/stdio.md), which plays the seat over gRPC for the program
+that follows, in the same process tree and so in the same sandbox, with the same limits."""
+
 INSTALL_HINT = "no sandbox on this machine: install bubblewrap (apt-get install bubblewrap) and allow user namespaces"
 """What to do when `sandbox_available()` is False."""
 
@@ -146,6 +150,26 @@ def resolve_program(spec: str) -> BotProgram:
     return BotProgram(Path(first).name, tuple(words), Path.cwd())
 
 
+def stdio_program(program: BotProgram) -> BotProgram:
+    """The program run behind the stdio bridge: it speaks JSON lines, the bridge speaks gRPC for it."""
+    files = [Path(program.cwd or ".") / word for word in program.command[1:]]
+    name = next((path.stem for path in files if _is_file(path)), program.name)
+    return BotProgram(name, (sys.executable, *STDIO_BRIDGE, *program.command), program.cwd)
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` names a file; False for any word that cannot be a path (too long, say)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def stdio_command(command: Sequence[str]) -> list[str]:
+    """A stored bot command that runs `command` behind the stdio bridge (`mus bot add NAME --stdio -- ...`)."""
+    return ["python", *STDIO_BRIDGE, *command]
+
+
 # ---------------------------------------------------------------------------------------------- availability
 
 
@@ -225,6 +249,11 @@ def sandbox_command(
             bound.append(Path(folder))
     for name in _ETC_FILES:
         bwrap += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    # The scratch mounts come before the runtime's binds: a project or a venv that lies under /tmp (a CI clone)
+    # is then bound on top of the private tmpfs instead of being hidden by it.
+    bwrap += ["--dev", "/dev", "--proc", "/proc"]
+    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
+    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", SANDBOX_HOME]
     for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
         if not any(Path(prefix).is_relative_to(root) for root in bound):
             bwrap += ["--ro-bind", prefix, prefix]
@@ -234,9 +263,6 @@ def sandbox_command(
         if source.is_dir():
             bwrap += ["--ro-bind", str(source), str(source)]
             bound.append(source)
-    bwrap += ["--dev", "/dev", "--proc", "/proc"]
-    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
-    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", SANDBOX_HOME]
     if socket:
         bwrap += ["--ro-bind", str(sandbox.socket_dir), SOCKET_DIR]
     if program.cwd is not None:
@@ -245,21 +271,30 @@ def sandbox_command(
         bound.append(Path(own))
     else:
         bwrap += ["--chdir", SANDBOX_HOME]
-    executable = _executable(program)
-    if executable is not None and not any(executable.is_relative_to(root) for root in bound):
-        bwrap += ["--ro-bind", str(executable), str(executable)]
+    for executable in _executables(program):
+        if not any(executable.is_relative_to(root) for root in bound):
+            bwrap += ["--ro-bind", str(executable), str(executable)]
+            bound.append(executable)
     bwrap += ["--remount-ro", "/"]  # the root holding the mount points: nothing to write there either
     announce = ["/bin/sh", "-c", f"printf '{STARTED_MARKER.decode().strip()}\\n' && exec \"$@\"", "sh"]
     return [*rlimits, *bwrap, "--", *announce, *program.command]
 
 
-def _executable(program: BotProgram) -> Path | None:
-    """The bot's program file on the host, when it lies outside what the sandbox binds anyway."""
-    first = program.command[0]
+def _executables(program: BotProgram) -> list[Path]:
+    """The bot's program file on the host, and the one behind a stdio bridge, to bind where they lie."""
+    command = program.command
+    found = [_executable(command[0], program.cwd)]
+    if tuple(command[1:4]) == STDIO_BRIDGE and len(command) > 4:
+        found.append(_executable(command[4], program.cwd))
+    return [path for path in found if path is not None]
+
+
+def _executable(first: str, cwd: Path | None) -> Path | None:
+    """A program file on the host: looked up on PATH, or a path from the program's folder."""
     if "/" not in first:
         found = shutil.which(first)
         return Path(found).resolve() if found else None
-    path = Path(program.cwd or ".") / first
+    path = Path(cwd or ".") / first
     return path.resolve() if path.is_file() else None
 
 

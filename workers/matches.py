@@ -23,13 +23,14 @@ import grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
 from mus.v1 import types_pb2 as pb
+from referee.engine.events import EventKind
 from referee.engine.match import Match
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service import convert
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from referee.service.table import Incident, Table, TableStatus
+from referee.service.table import Incident, IncidentCause, Table, TableStatus
 from workers.launcher import SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
 
 log = logging.getLogger(__name__)
@@ -407,7 +408,8 @@ def _referee_match(replay: admin_pb2.GetTableReplayResponse, logs: tuple[Path | 
         if times.seat < 4:
             seconds[times.seat] = tuple(times.seconds)
     incidents = tuple(
-        Incident(incident.seat, fault_cause_name(incident.cause), incident.detail) for incident in replay.incidents
+        Incident(incident.seat, IncidentCause(fault_cause_name(incident.cause)), incident.detail)
+        for incident in replay.incidents
     )
     return RefereeMatch(replay.table_id, match, record, incidents, tuple(seconds), logs)
 
@@ -458,12 +460,17 @@ async def _call(
             raise RefereeFailure(f"{name}: the referee at {address} {what} ({code.name}: {error.details()})") from None
 
 
-def fault_records(match: Match, incidents: Iterable[Incident]) -> list[dict[str, Any]]:
-    """The rules' faults (from the engine's events), then the referee's incidents, as {seat, cause, detail}."""
-    faults: list[dict[str, Any]] = [
+def fault_records(match: Match) -> list[dict[str, Any]]:
+    """The rules' faults (rules §13: illegal_action, timeout, limit), in the order charged, from the engine's Fault
+    events, as {seat, cause, detail}. Never an incident: those are `incident_records`."""
+    return [
         {"seat": event.data["seat"], "cause": event.data["cause"], "detail": ""}
         for event in match.events
-        if event.kind.value == "fault"
+        if event.kind is EventKind.FAULT
     ]
-    faults += [{"seat": incident.seat, "cause": incident.cause, "detail": incident.detail} for incident in incidents]
-    return faults
+
+
+def incident_records(incidents: Iterable[Incident]) -> list[dict[str, Any]]:
+    """The referee's incidents (a seat's connection or process: protocol_error, disconnect, crash, absent), in the
+    order recorded, as {seat, cause, detail}. Never a fault."""
+    return [{"seat": incident.seat, "cause": incident.cause.value, "detail": incident.detail} for incident in incidents]

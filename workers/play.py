@@ -45,7 +45,7 @@ from workers.db.models import BotVersion, Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import database_url, ensure_schema, make_engine, session_scope
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
-from workers.matches import RemoteBot, fault_records, play_on_referee, play_programs
+from workers.matches import RemoteBot, fault_records, incident_records, play_on_referee, play_programs
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,9 @@ class _Played:
     outcome: MatchOutcome
     record: dict[str, Any]
     faults: list[dict[str, Any]]
+    """The rules' faults, in order (`fault_records`)."""
+    incidents: list[dict[str, Any]]
+    """The referee's incidents, in order (`incident_records`)."""
     decision_seconds: list[list[float]]
 
 
@@ -135,7 +138,14 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
         stop.set()
     with session_scope(engine) as session:
         stored = repo.record_result(
-            session, match_id, worker, played.outcome, played.record, played.faults, played.decision_seconds
+            session,
+            match_id,
+            worker,
+            played.outcome,
+            played.record,
+            played.faults,
+            played.decision_seconds,
+            incidents=played.incidents,
         )
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
     return "finished"
@@ -205,7 +215,8 @@ def _play_hosted(setup: MatchSetup) -> _Played:
     return _Played(
         outcome,
         match_record(played.match),
-        fault_records(played.match, played.table.incidents),
+        fault_records(played.match),
+        incident_records(played.table.incidents),
         [state.decision_seconds for state in played.table.seats],
     )
 
@@ -249,7 +260,8 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
     return _Played(
         outcome,
         played.record,
-        fault_records(played.match, played.incidents),
+        fault_records(played.match),
+        incident_records(played.incidents),
         [list(seconds) for seconds in played.decision_seconds],
     )
 

@@ -444,14 +444,16 @@ class EventDecoder:
 
     @staticmethod
     def _lance_closed(closed: types_pb2.LanceClosed) -> dict[str, Any]:
-        """The engine's payload: `stake` only for an accepted bet, `winner_team` only after a refusal (the wire
-        also names the deje paid and the one holding team; those stay in points_scored and declared)."""
+        """The engine's payload: `stake` only for an accepted bet (the wire also names the deje paid, which stays in
+        points_scored), `winner_team` after a refusal and for the one holding team of a lance without betting."""
         outcome = LanceOutcome(_named(types_pb2.LanceOutcome, "LANCE_OUTCOME_", closed.outcome, "lance outcome"))
         return {
             "lance": _lance(closed.lance).value,
             "outcome": outcome.value,
             "stake": closed.stake if outcome is LanceOutcome.ACCEPTED else 0,
-            "winner_team": team_from_proto(closed.winner_team) if outcome is LanceOutcome.REJECTED else None,
+            "winner_team": team_from_proto(closed.winner_team)
+            if outcome in (LanceOutcome.REJECTED, LanceOutcome.NO_BETTING)
+            else None,
         }
 
 
@@ -519,8 +521,8 @@ def view_from_request(
 def outcome_from_proto(outcome: types_pb2.Outcome) -> MatchOutcome:
     """The engine's `MatchOutcome` of a wire `Outcome`.
 
-    Numbers become 1-based. A vaca cut short by a forfeit has no winner on the wire and no `VacaResult` in the
-    engine, so it is left out; the faults become counts per team.
+    Numbers become 1-based. A vaca cut short by a forfeit is kept, as the engine keeps it: a `VacaResult` whose
+    winner is None, with the games won in it before the forfeit. The faults become counts per team.
     """
     games = tuple(
         GameResult(
@@ -535,11 +537,10 @@ def outcome_from_proto(outcome: types_pb2.Outcome) -> MatchOutcome:
         )
         for game in outcome.games
     )
-    vacas: list[VacaResult] = []
-    for vaca in outcome.vacas:
-        winner = team_from_proto(vaca.winner_team)
-        if winner is not None:
-            vacas.append(VacaResult(vaca.vaca_number + 1, winner, (vaca.games_team_0, vaca.games_team_1)))
+    vacas = [
+        VacaResult(vaca.vaca_number + 1, team_from_proto(vaca.winner_team), (vaca.games_team_0, vaca.games_team_1))
+        for vaca in outcome.vacas
+    ]
     faults = [0, 0]
     for fault in outcome.faults:
         faults[team_of(fault.seat)] += 1

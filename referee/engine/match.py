@@ -979,12 +979,15 @@ class Match:
         when the deje ends the game, as types.proto orders a hand (LanceClosed, then PointsScored)."""
         self._results[result.lance] = result
         self._betting = None
+        winner = result.refusal_winner
+        if result.outcome is LanceOutcome.NO_BETTING:
+            winner = team_of(result.participants[0])  # rules §7: the only team that holds the jugada
         self._emit(
             EventKind.LANCE_CLOSED,
             lance=result.lance.value,
             outcome=result.outcome.value,
             stake=result.stake,
-            winner_team=result.refusal_winner,
+            winner_team=winner,
         )
         if deje:
             assert result.refusal_winner is not None

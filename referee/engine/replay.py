@@ -52,13 +52,14 @@ def setup_from_json(data: Mapping[str, Any]) -> Setup:
     )
 
 
-EVENTS_VERSION = 3
+EVENTS_VERSION = 4
 """Which engine wrote a replay's event log: bumped whenever the same steps give other events, so that a check
 compares a stored log only with one the same engine writes. A record without it was written at version 1.
 
 2: a refused lance closes before its deje is scored, and a deje that ends the game closes its lance.
 3: the rejected señas of one step are one `sena_rejected` event listing them (`senas`: sena, code, reason),
    unknown señas ride on their action's step (`unknown_senas`), and a `limit` step forfeits a seat.
+4: a `lance_closed` of outcome `no_betting` names its `winner_team`, the only team that holds the jugada.
 """
 
 

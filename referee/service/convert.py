@@ -187,9 +187,10 @@ def rules_from_map(options: Mapping[str, str]) -> Rules:
     return rules_from_assignments([f"{key}={text}" for key, text in options.items()])
 
 
-def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
+def event_to_proto(event: Event, seq: int, recipient: int | None, *, bot_names: Sequence[str] = ()) -> pb.Event:
     """One engine event as the wire sees it. `recipient` is the seat it is sent to (None: a spectator or the
-    omniscient replay), which decides only the `leaked` flag of a seña."""
+    omniscient replay), which decides only the `leaked` flag of a seña. `bot_names` are the table's four names, by
+    seat, for `MatchStarted` (the engine plays seats, not bots)."""
     data = event.data
     kind = event.kind
     message = pb.Event(seq=seq)
@@ -198,7 +199,7 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
         message.match_started.rules.update(
             {key: value if isinstance(value, str) else json.dumps(value) for key, value in data["rules"].items()}
         )
-        message.match_started.bot_names.extend(data.get("bot_names", []))
+        message.match_started.bot_names.extend(bot_names)
     elif kind is EventKind.GAME_STARTED:
         message.game_started.vaca_number = data["vaca"] - 1
         message.game_started.game_number = data["game"] - 1
@@ -306,8 +307,24 @@ def event_to_proto(event: Event, seq: int, recipient: int | None) -> pb.Event:
     return message
 
 
+def match_faults(match: Match) -> list[pb.Fault]:
+    """Every fault of the match (rules §13: illegal action, timeout, limit), in order, from the engine's events."""
+    return [
+        pb.Fault(
+            seat=event.data["seat"], cause=fault_cause_to_proto(event.data["cause"]), team_faults=event.data["faults"]
+        )
+        for event in match.events
+        if event.kind is EventKind.FAULT
+    ]
+
+
+def incident_to_proto(seat: int, cause: str, detail: str) -> pb.Incident:
+    """An incident (a seat's connection or process; not a fault) as the wire carries it."""
+    return pb.Incident(seat=seat, cause=fault_cause_to_proto(cause), detail=detail)
+
+
 def fault_cause_to_proto(cause: str) -> pb.FaultCause.ValueType:
-    """A fault cause by name: the engine's (illegal_action, timeout) and the service's own."""
+    """A cause by name: the engine's faults (illegal_action, timeout, limit) and the table's incidents."""
     return pb.FaultCause.Value(f"FAULT_CAUSE_{cause.upper()}")
 
 
@@ -413,8 +430,10 @@ def _vaca_result(result: VacaResult) -> pb.VacaResult:
     )
 
 
-def outcome_to_proto(outcome: MatchOutcome, faults: Sequence[pb.Fault] = ()) -> pb.Outcome:
-    """The match result; `faults` are every fault of the match (the rules' and the service's)."""
+def outcome_to_proto(
+    outcome: MatchOutcome, faults: Sequence[pb.Fault] = (), incidents: Sequence[pb.Incident] = ()
+) -> pb.Outcome:
+    """The match result; `faults` are the rules' faults of the match (`match_faults`), `incidents` the table's."""
     return pb.Outcome(
         winner_team=team_to_proto(outcome.winner),
         termination=pb.MatchTermination.Value(f"MATCH_TERMINATION_{outcome.termination.name}"),
@@ -423,4 +442,5 @@ def outcome_to_proto(outcome: MatchOutcome, faults: Sequence[pb.Fault] = ()) -> 
         vacas_team_0=outcome.vacas[0],
         vacas_team_1=outcome.vacas[1],
         faults=list(faults),
+        incidents=list(incidents),
     )

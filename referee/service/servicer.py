@@ -536,7 +536,8 @@ def table_status_message(table: Table) -> admin_pb2.GetTableStatusResponse:
             for seat, state in enumerate(table.seats)
         ],
         rules=convert.rules_to_map(table.rules),
-        faults=table.all_faults(),
+        faults=table.faults(),
+        incidents=table.incident_messages(),
     )
     match = table.match
     if match is not None:
@@ -556,12 +557,7 @@ def table_replay_message(table: Table) -> admin_pb2.GetTableReplayResponse:
     return admin_pb2.GetTableReplayResponse(
         table_id=table.table_id,
         record_json=dumps_record(table.match),
-        incidents=[
-            admin_pb2.Incident(
-                seat=incident.seat, cause=convert.fault_cause_to_proto(incident.cause), detail=incident.detail
-            )
-            for incident in table.incidents
-        ],
+        incidents=table.incident_messages(),
         decision_times=[
             admin_pb2.SeatDecisionTimes(seat=seat, seconds=state.decision_seconds)
             for seat, state in enumerate(table.seats)

@@ -3,8 +3,9 @@
 A table is driven by one asyncio event loop and every method is synchronous, so a step of the match is never
 interleaved with another: no locks, and one slow or hostile bot only ever waits on its own clock. The rules'
 clocks are those of rules §13: a decision has `decision_timeout_s`, then draws on the seat's bank; a seña
-round has `decision_timeout_s` only. Beyond the rules' faults (illegal action, timeout), the table records
-incidents with their causes: protocol_error, disconnect, crash, stall, absent.
+round has `decision_timeout_s` only. The rules' faults (illegal action, timeout, limit) are the engine's; beside
+them the table records incidents, what happened to a seat's connection or process (`IncidentCause`). The two are
+kept apart and each is listed once, in order (types.proto `FaultCause`): a timeout is never also an incident.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
@@ -76,8 +78,6 @@ class _Decision:
     kind: DecisionKind
     asked_at: float
     uses_bank: bool
-    answered: bool = False
-    """Whether the seat sent anything for it (an illegal action counts): silence until timeout is a stall."""
 
 
 @dataclass(slots=True)
@@ -105,12 +105,24 @@ class _Seat:
     """The seat's new decision, already inside the Update that carries it; the events join it at the flush."""
 
 
+class IncidentCause(StrEnum):
+    """What happened to a seat's connection or process, named as types.proto `FaultCause` names it (one enum of
+    causes on the wire). An incident counts nothing by itself: the rules' faults are the engine's `FaultCause`."""
+
+    PROTOCOL_ERROR = "protocol_error"
+    DISCONNECT = "disconnect"
+    CRASH = "crash"
+    STALL = "stall"
+    """Reserved for a seat that stops reading its stream: never recorded by this referee (types.proto)."""
+    ABSENT = "absent"
+
+
 @dataclass(frozen=True, slots=True)
 class Incident:
-    """A service-level fault: a named cause beyond the rules' illegal action and timeout."""
+    """Something that happened to a seat's connection or process; not a fault (rules §13)."""
 
     seat: int
-    cause: str
+    cause: IncidentCause
     detail: str
 
 
@@ -136,6 +148,8 @@ class Table:
         self.loop = loop or asyncio.get_running_loop()
         self.clock = clock
         self.reconnect_grace_s = reconnect_grace_s
+        self.bot_names = tuple(bot_names)
+        """The bots' names by seat, as `MatchStarted.bot_names` tells every seat."""
         self.seats = [_Seat(name, secrets.token_urlsafe(24), rules.time_bank_s) for name in bot_names]
         self.status = TableStatus.WAITING
         self.cancel_reason = ""
@@ -265,25 +279,25 @@ class Table:
         state.grace = None
         if state.outbox is not None or self.status not in (TableStatus.RUNNING, TableStatus.WAITING):
             return
-        self.record_incident(seat, "disconnect", f"no stream for {self.reconnect_grace_s:g} s")
+        self.record_incident(seat, IncidentCause.DISCONNECT, f"no stream for {self.reconnect_grace_s:g} s")
         self._drop(seat)
 
     def report_crash(self, seat: int, detail: str) -> None:
         """The launcher saw the seat's process exit: it will not answer again."""
         if self.status in (TableStatus.FINISHED, TableStatus.CANCELLED) or self.seats[seat].gone:
             return
-        self.record_incident(seat, "crash", detail)
+        self.record_incident(seat, IncidentCause.CRASH, detail)
         self._drop(seat)
 
     def protocol_error(self, seat: int, detail: str) -> None:
         """The seat's stream sent something the protocol does not allow; the stream is closed after this."""
         if self.status in (TableStatus.FINISHED, TableStatus.CANCELLED):
             return
-        self.record_incident(seat, "protocol_error", detail)
+        self.record_incident(seat, IncidentCause.PROTOCOL_ERROR, detail)
         self._check_limits(seat)
 
-    def record_incident(self, seat: int, cause: str, detail: str) -> None:
-        log.info("table %s seat %d: %s (%s)", self.table_id, seat, cause, detail)
+    def record_incident(self, seat: int, cause: IncidentCause, detail: str) -> None:
+        log.info("table %s seat %d: %s (%s)", self.table_id, seat, cause.value, detail)
         if len(self.incidents) >= MAX_INCIDENTS:
             return  # counted as over the cap by `_check_limits`; nothing more is kept
         self.incidents.append(Incident(seat, cause, detail))
@@ -350,7 +364,7 @@ class Table:
             return
         for seat, state in enumerate(self.seats):
             if state.outbox is None and not state.gone:
-                self.record_incident(seat, "absent", "not at the table at the join deadline")
+                self.record_incident(seat, IncidentCause.ABSENT, "not at the table at the join deadline")
                 state.gone = True
         self._start()
 
@@ -370,7 +384,7 @@ class Table:
         for event in match.events[self._published :]:
             # Converted and serialized once; each recipient gets it with its own seq. Only a seña's `leaked`
             # flag depends on the recipient, so those are converted per recipient.
-            base = convert.event_to_proto(event, 0, None)
+            base = convert.event_to_proto(event, 0, None, bot_names=self.bot_names)
             payload = base.WhichOneof("payload")
             per_recipient = payload == "sena_delivered"
             base_data = base.SerializeToString()
@@ -379,7 +393,7 @@ class Table:
                     continue
                 events = self.seat_events[seat]
                 if per_recipient:
-                    message = convert.event_to_proto(event, len(events), seat)
+                    message = convert.event_to_proto(event, len(events), seat, bot_names=self.bot_names)
                     data = message.SerializeToString()
                 else:
                     data = convert.event_bytes(base_data, len(events))
@@ -521,9 +535,7 @@ class Table:
         state = self.seats[seat]
         if decision.uses_bank:
             state.bank = 0.0
-        if state.outbox is not None and not decision.answered and decision.kind is not DecisionKind.SENAS:
-            self.record_incident(seat, "stall", f"silent on decision {decision.decision_id} until its deadline")
-        del self.decisions[seat]
+        del self.decisions[seat]  # the engine charges the timeout (rules §13); it is no incident as well
         match.apply_timeout(seat)
 
     def act(self, seat: int, decision_id: int, message: pb.Action) -> play_pb2.ActionRejected | None:
@@ -550,7 +562,6 @@ class Table:
                         decision_id=decision_id,
                         code=play_pb2.REJECTION_CODE_DECISION_CLOSED,
                         reason=f"decision {decision_id} is closed",
-                        decision_open=decision is not None,
                     ),
                 )
                 return None
@@ -561,7 +572,6 @@ class Table:
             )
             self._illegal(seat, decision_id, reason, play_pb2.REJECTION_CODE_NOT_ASKED)
             return None
-        decision.answered = True
         now = self.clock()
         elapsed = now - decision.asked_at
         if now >= self._deadline(seat, decision):
@@ -605,9 +615,11 @@ class Table:
         decision = self.decisions.get(seat)
         match.record_illegal_action(seat, reason)
         retry = self.rules.illegal_action_policy is IllegalActionPolicy.RETRY
-        still_open = decision is not None and retry and not match.is_over
-        if decision is not None and not still_open:
+        if decision is not None and not (retry and not match.is_over):
             del self.decisions[seat]  # the policy applied the default action: this decision is closed
+        # `decision_open` speaks of the decision the Act named (play.proto): an id never issued names none, even
+        # when the seat has another decision open (that one stays open under `retry`, and its request stands).
+        still_open = decision is not None and decision.decision_id == decision_id and seat in self.decisions
         rejection = play_pb2.ActionRejected(
             decision_id=decision_id,
             code=code,
@@ -639,7 +651,10 @@ class Table:
         self.decisions.clear()
         self._flush(everyone=True)  # the last events go before the outcome
         self.status = TableStatus.FINISHED
-        self.outcome = convert.outcome_to_proto(match.outcome, self.all_faults())
+        # The outcome goes to the four seats and to spectators: an incident's cause is public, its detail (a
+        # process's exit, a stream's error) stays with the admin API.
+        incidents = [pb.Incident(seat=incident.seat, cause=incident.cause) for incident in self.incident_messages()]
+        self.outcome = convert.outcome_to_proto(match.outcome, self.faults(), incidents)
         for state in self.seats:
             if state.grace is not None:
                 state.grace.cancel()
@@ -678,21 +693,13 @@ class Table:
 
     # ------------------------------------------------------------------ reports
 
-    def all_faults(self) -> list[pb.Fault]:
-        """Every fault of the match: the rules' (from the engine's events) and the table's incidents."""
-        faults: list[pb.Fault] = []
-        if self.match is not None:
-            for event in self.match.events:
-                if event.kind.value == "fault":
-                    faults.append(
-                        pb.Fault(
-                            seat=event.data["seat"],
-                            cause=convert.fault_cause_to_proto(event.data["cause"]),
-                            team_faults=event.data["faults"],
-                        )
-                    )
-        faults.extend(
-            pb.Fault(seat=incident.seat, cause=convert.fault_cause_to_proto(incident.cause))
+    def faults(self) -> list[pb.Fault]:
+        """Every fault charged so far (rules §13), in order: the engine's Fault events. Never an incident."""
+        return convert.match_faults(self.match) if self.match is not None else []
+
+    def incident_messages(self) -> list[pb.Incident]:
+        """Every incident recorded so far, in order, as the wire carries them. Never a fault."""
+        return [
+            convert.incident_to_proto(incident.seat, incident.cause.value, incident.detail)
             for incident in self.incidents
-        )
-        return faults
+        ]

@@ -20,13 +20,12 @@ from typer.testing import CliRunner, Result
 
 from clients.cpp.build import build_bot, missing_toolchain
 from tests.cli.helpers import error_of
-from workers.cli import check_cmd
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
 
 REPO = Path(__file__).resolve().parents[2]
 JS_DIR = REPO / "clients" / "js"
-STDIO_DIR = REPO / "clients" / "stdio"
+STDIO_EXAMPLE = REPO / "clients" / "stdio" / "examples" / "first_legal.sh"
 FAST = ["--matches", "1", "--decision-timeout", "2", "--join-timeout", "5"]
 """One match per variant, a 2 s decision clock, 5 s to join: a check of a good bot takes a few seconds."""
 ONE_VARIANT = [*FAST, "--variant", "defaults"]
@@ -106,13 +105,10 @@ def test_the_javascript_example_bot_passes_every_check() -> None:
 
 
 def test_the_stdio_example_bot_passes_every_check() -> None:
-    if not check_cmd.stdio_available():
-        pytest.skip("no stdio bridge yet (clients/stdio): its example bot is checked once it lands")
-    examples = sorted(path for path in STDIO_DIR.rglob("*") if path.suffix in (".sh", ".awk") and path.is_file())
-    if not examples:
-        pytest.skip(f"no example stdio bot (*.sh, *.awk) found under {STDIO_DIR}")
-    command = ["awk", "-f", str(examples[0])] if examples[0].suffix == ".awk" else ["sh", str(examples[0])]
-    assert_passes(*check(*FAST, "--stdio", "--", *command))
+    """The shell bot of clients/stdio/examples, behind the stdio bridge (`--stdio`), as `mus bot add --stdio`."""
+    result, report = check(*FAST, "--stdio", "--", "sh", str(STDIO_EXAMPLE))
+    assert_passes(result, report)
+    assert report["bot"] == "first_legal" and report["command"][1:4] == ["-m", "clients.stdio", "--"], report
 
 
 # ------------------------------------------------------------------------------------- broken bots fail, saying why
@@ -238,12 +234,6 @@ def test_bot_add_check_runs_the_check_on_the_new_version_and_fails_with_it(datab
     assert handshake["check"] == "handshake" and handshake["status"] == "fail"
     assert re.fullmatch(r"seat [02]'s process ended before it joined \(the bot process exited with code 0\)",
                         handshake["summary"]), handshake  # fmt: skip
-
-
-def test_stdio_wraps_the_command_in_the_bridge() -> None:
-    assert check_cmd.stdio_command(["awk", "-f", "bot.awk"]) == [
-        sys.executable, "-m", "clients.stdio", "--", "awk", "-f", "bot.awk"
-    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

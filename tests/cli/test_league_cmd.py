@@ -52,7 +52,9 @@ def ok(*args: str) -> Result:
     return result
 
 
-def play(url: str, league: str, count: int, *, faults_on_seat: int | None = None) -> list[int]:
+def play(
+    url: str, league: str, count: int, *, faults_on_seat: int | None = None, crash_on_seat: int | None = None
+) -> list[int]:
     """Play the league's next `count` matches as a worker would: claim, then record a random match's result.
 
     The random policy differs between the twins of a pair (its seed is the match id), so pairs can split.
@@ -68,8 +70,16 @@ def play(url: str, league: str, count: int, *, faults_on_seat: int | None = None
             match = play_random_match(rules, claimed.seed, policy_seed=match_id)
             assert match.outcome is not None
             faults = [] if faults_on_seat is None else [{"seat": faults_on_seat, "cause": "timeout", "detail": "slow"}]
+            incidents = [] if crash_on_seat is None else [{"seat": crash_on_seat, "cause": "crash", "detail": "exit 1"}]
             assert repo.record_result(
-                session, match_id, "test:1", match.outcome, match_record(match), faults, [[0.1], [], [], []]
+                session,
+                match_id,
+                "test:1",
+                match.outcome,
+                match_record(match),
+                faults,
+                [[0.1], [], [], []],
+                incidents=incidents,
             )
             played.append(match_id)
     engine.dispose()
@@ -191,22 +201,26 @@ def test_status_counts_matches_per_status_and_shows_the_latest_infrastructure_er
     assert "Matches of cup" in table and "alpha v1" in table
 
 
-def test_standings_rank_the_bots_with_elo_intervals_wins_points_pairs_and_faults(database: str) -> None:
+def test_standings_rank_the_bots_with_elo_intervals_wins_points_pairs_faults_and_incidents(database: str) -> None:
     ok("create", "cup", "--bots", "alpha,beta,gamma", "--matches-per-pairing", "4")
     play(database, "cup", 10, faults_on_seat=1)
-    play(database, "cup", 2)
+    play(database, "cup", 2, crash_on_seat=0)
     rows = json.loads(ok("standings", "cup", "--json").stdout)
     assert sorted(row["bot"] for row in rows) == list(BOTS)
     for row in rows:
-        assert {"bot", "elo", "elo_low", "elo_high", "matches", "wins", "losses", "pair_score", "faults"} <= row.keys()
+        keys = {"bot", "elo", "elo_low", "elo_high", "matches", "wins", "losses", "pair_score", "faults", "incidents"}
+        assert keys <= row.keys()
         assert row["elo_low"] < row["elo"] < row["elo_high"] and row["version"] == 1
         assert row["wins"] + row["losses"] == row["matches"]
     assert sum(row["matches"] for row in rows) == 2 * 12 and sum(row["wins"] for row in rows) == 12
     assert sum(row["faults"].get("timeout", 0) for row in rows) == 10, "a fault is charged to the seat's team's bot"
+    assert sum(row["incidents"].get("crash", 0) for row in rows) == 2, "an incident is counted apart"
+    assert all("crash" not in row["faults"] for row in rows) and all("timeout" not in row["incidents"] for row in rows)
     assert sum(row["elo"] for row in rows) == pytest.approx(1500 * 3), "the entrants' mean is the reference"
     assert [row["rank"] for row in rows] == sorted(row["rank"] for row in rows)
     text = ok("standings", "cup").stdout
     assert "League cup (created): 12 of 12 matches finished" in text and "±" in text and "timeout" in text
+    assert "inciden" in text and "crash" in text, text
 
 
 def test_standings_anchor_fixes_one_bot_and_plot_writes_a_png(database: str, tmp_path: Path) -> None:
@@ -228,12 +242,13 @@ def test_standings_of_a_league_without_results_rate_every_entrant_at_the_referen
 
 def test_export_writes_every_match_as_csv_and_everything_as_json(database: str, tmp_path: Path) -> None:
     ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "4")
-    played = play(database, "cup", 3, faults_on_seat=2)
+    played = play(database, "cup", 3, faults_on_seat=2, crash_on_seat=1)
     rows = list(csv.DictReader(io.StringIO(ok("export", "cup", "--format", "csv").stdout)))
     assert len(rows) == 4 and [row["status"] for row in rows].count("finished") == 3
     first = next(row for row in rows if int(row["match_id"]) == played[0])
     assert first["winner_bot"] in ("alpha", "beta") and first["faults_team0"] == "1"
     assert first["fault_causes"] == "seat2:timeout"
+    assert first["incidents_team1"] == "1" and first["incident_causes"] == "seat1:crash"
     queued = next(row for row in rows if row["status"] == "queued")
     assert queued["winner_bot"] == "" and queued["team0_bot"] in ("alpha", "beta")
     target = tmp_path / "cup.json"

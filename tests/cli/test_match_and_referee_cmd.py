@@ -37,15 +37,18 @@ def test_match_play_prints_the_transcript_and_the_result_line() -> None:
     assert "--- Hand 0:" in result.stdout and "Result: random wins" in result.stdout
 
 
-def test_a_crashing_program_is_charged_a_crash_and_its_team_forfeits(tmp_path: Path) -> None:
+def test_a_crashing_program_is_a_crash_incident_its_timeouts_are_its_faults_and_its_team_forfeits(
+    tmp_path: Path,
+) -> None:
     crasher = tmp_path / "crash.py"
     crasher.write_text("import sys\nsys.exit(3)\n")
     result = runner.invoke(app, ["match", "play", "rules", str(crasher), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["winner"] == "rules" and data["termination"] == "forfeit"
-    causes = {fault["cause"] for fault in data["faults"] if fault["bot"] == "crash"}
-    assert "crash" in causes and "timeout" in causes
+    assert {fault["cause"] for fault in data["faults"] if fault["bot"] == "crash"} == {"timeout"}
+    assert [incident["cause"] for incident in data["incidents"] if incident["bot"] == "crash"] == ["crash"] * 2
+    assert data["incidents"] == [incident for incident in data["incidents"] if incident["bot"] == "crash"]
 
 
 def test_bad_bots_and_options_are_one_line_errors() -> None:

@@ -54,8 +54,16 @@ def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             assert claimed is not None
             match = play_random_match(Rules.from_options({"target_score": 30}), claimed.seed, policy_seed=match_id)
             assert match.outcome is not None
+            incidents = [{"seat": 1, "cause": "disconnect", "detail": "no stream for 5 s"}] if not match_id % 2 else []
             assert repo.record_result(
-                session, match_id, "test:1", match.outcome, match_record(match), [], [[], [], [], []]
+                session,
+                match_id,
+                "test:1",
+                match.outcome,
+                match_record(match),
+                [],
+                [[], [], [], []],
+                incidents=incidents,
             )
     engine.dispose()
     return url
@@ -103,6 +111,20 @@ def test_show_prints_the_match_hand_by_hand_omniscient_by_default(database: str)
     assert "omniscient view" in text and "--- Hand 0:" in text and "Match won by" in text
     assert dealt_seats(text) == {0, 1, 2, 3}
     assert "rules: target_score=30" in text
+
+
+def test_show_lists_the_matchs_incidents_after_the_transcript_and_in_json(database: str) -> None:
+    finished, _ = match_ids(database)
+    with_incident = next(match_id for match_id in finished if not match_id % 2)
+    text = ok("show", str(with_incident)).stdout
+    assert text.rstrip().endswith("incident: seat 1 (beta v1) disconnect: no stream for 5 s") or text.rstrip().endswith(
+        "incident: seat 1 (alpha v1) disconnect: no stream for 5 s"
+    ), text[-300:]
+    data = json.loads(ok("show", str(with_incident), "--json").stdout)
+    assert data["incidents"] == [{"seat": 1, "cause": "disconnect", "detail": "no stream for 5 s"}]
+    without = next(match_id for match_id in finished if match_id % 2)
+    assert "incident:" not in ok("show", str(without)).stdout
+    assert json.loads(ok("show", str(without), "--json").stdout)["incidents"] == []
 
 
 def test_show_with_a_seat_prints_only_what_that_seat_saw(database: str) -> None:
@@ -219,6 +241,21 @@ def test_verify_reports_a_stored_result_that_the_replay_contradicts_and_exits_1(
     assert "points: stored" in lines[1] and "winning version id" in lines[1]
     data = json.loads(runner.invoke(replay_cmd.app, ["verify", str(finished[1]), "--json"]).stdout)
     assert data["mismatches"] == 1 and data["matches"][0]["ok"] is False
+
+
+def test_verify_reports_stored_faults_that_are_not_the_replays_fault_events(database: str) -> None:
+    """The stored faults are exactly the match's Fault events (rules §13); an incident stored among them, or a
+    fault the match never charged, is a mismatch."""
+    finished, _ = match_ids(database)
+    execute(
+        database,
+        "UPDATE match_result SET faults = :faults WHERE match_id = :id",
+        faults=json.dumps([{"seat": 2, "cause": "crash", "detail": ""}]),
+        id=finished[0],
+    )
+    result = runner.invoke(replay_cmd.app, ["verify", str(finished[0])])
+    assert result.exit_code == 1
+    assert "MISMATCH: faults (seat, cause): stored [(2, 'crash')], replayed []" in result.stdout
 
 
 def test_verify_reports_a_replay_whose_steps_were_tampered_with(database: str) -> None:

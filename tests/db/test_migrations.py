@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from collections.abc import Callable
@@ -95,7 +96,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0099"
-down_revision = "0002"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
@@ -122,5 +123,40 @@ def test_a_failing_migration_leaves_the_database_at_its_previous_revision(
 
     with pytest.raises(sa.exc.IntegrityError):
         ensure_schema(engine)
-    assert schema_revision(engine) == "0002"
+    assert schema_revision(engine) == "0003"
     assert _tables(engine) == TABLES
+
+
+def test_revision_0003_moves_the_incidents_out_of_the_faults_and_drops_the_stalls_that_repeated_timeouts(
+    empty_engine_factory: Callable[[], Engine], tmp_path: Path
+) -> None:
+    """Before 0003 a result listed the incidents in `faults`, after the faults, and a `stall` with every timeout."""
+    from tests.db.factories import add_bots, make_league, played
+    from workers.db import repo
+    from workers.db.session import session_scope
+
+    engine = empty_engine_factory()
+    ensure_schema(engine)
+    with session_scope(engine) as db:
+        add_bots(db, tmp_path, "alpha", "bravo")
+        league = make_league(db, "spring", ["alpha", "bravo"])
+        match_id = repo.unfinished_match_ids(db, league.id or 0)[0]
+        claimed = repo.claim_match(db, match_id, "host:1", 60.0)
+        assert claimed is not None
+        outcome, record = played(claimed.seed)
+        faults = [{"seat": 1, "cause": "timeout"}]
+        incidents = [{"seat": 3, "cause": "crash", "detail": "exit 1"}]
+        assert repo.record_result(db, match_id, "host:1", outcome, record, faults, [], incidents=incidents)
+    downgrade_schema(engine, "0002")
+    with engine.begin() as connection:
+        (old,) = connection.execute(sa.text("SELECT faults FROM match_result")).scalars().all()
+        old = json.loads(old) if isinstance(old, str) else old
+        assert [entry["cause"] for entry in old] == ["timeout", "crash"], "0002 stored them together"
+        stalled = [*old[:1], {"seat": 1, "cause": "stall", "detail": "silent"}, *old[1:]]
+        connection.execute(sa.text("UPDATE match_result SET faults = :faults"), {"faults": json.dumps(stalled)})
+    ensure_schema(engine)
+    with engine.connect() as connection:
+        row = connection.execute(sa.text("SELECT faults, incidents FROM match_result")).one()
+    stored_faults, stored_incidents = (json.loads(value) if isinstance(value, str) else value for value in row)
+    assert stored_faults == [{"seat": 1, "cause": "timeout", "detail": ""}]
+    assert stored_incidents == [{"seat": 3, "cause": "crash", "detail": "exit 1"}]

@@ -159,6 +159,33 @@ def test_a_forfeit_is_stored_with_the_unfinished_game_and_vaca_unwon(engine: Eng
     assert details.result.faults == [{"seat": 1, "cause": "timeout", "detail": ""}] * 3
 
 
+def test_faults_and_incidents_are_stored_apart_each_in_order(engine: Engine, match_ids: list[int]) -> None:
+    _claim(engine, match_ids[0])
+    with session_scope(engine) as session:
+        outcome, record = forfeited(repo.get_match(session, match_ids[0]).seed)
+        faults = [{"seat": 1, "cause": "timeout"}] * 3
+        incidents = [{"seat": 1, "cause": "crash", "detail": "exit 1"}, {"seat": 3, "cause": "disconnect"}]
+        assert repo.record_result(session, match_ids[0], "host:1", outcome, record, faults, [], incidents=incidents)
+        details = repo.get_match_details(session, match_ids[0])
+        league = repo.get_league(session, details.match.league_id)
+        (finished,) = repo.league_results(session, league)
+    assert details.result.faults == [{"seat": 1, "cause": "timeout", "detail": ""}] * 3
+    assert details.result.incidents == [
+        {"seat": 1, "cause": "crash", "detail": "exit 1"},
+        {"seat": 3, "cause": "disconnect", "detail": ""},
+    ]
+    assert finished.to_json()["faults"] == details.result.faults
+    assert finished.to_json()["incidents"] == details.result.incidents
+
+
+def test_a_fault_cause_among_the_incidents_is_refused(engine: Engine, match_ids: list[int]) -> None:
+    outcome, record = _claim(engine, match_ids[0])
+    with session_scope(engine) as session, pytest.raises(InvalidInput, match="incidents have one of"):
+        repo.record_result(
+            session, match_ids[0], "host:1", outcome, record, [], [], incidents=[{"seat": 0, "cause": "timeout"}]
+        )
+
+
 def test_an_outcome_mapping_is_stored_like_the_outcome(engine: Engine, match_ids: list[int]) -> None:
     outcome, record = _claim(engine, match_ids[0])
     with session_scope(engine) as session:
@@ -191,6 +218,7 @@ BAD_RECORDS: dict[str, tuple[Any, str]] = {
     "replay not JSON": (lambda o, r: (o, {**r, "extra": object()}, [], []), "not JSON"),
     "fault on seat 4": (lambda o, r: (o, r, [{"seat": 4, "cause": "timeout"}], []), "seat"),
     "fault without cause": (lambda o, r: (o, r, [{"seat": 1}], []), "cause"),
+    "an incident among the faults": (lambda o, r: (o, r, [{"seat": 1, "cause": "crash"}], []), "faults have one of"),
     "negative decision time": (lambda o, r: (o, r, [], [[-1.0]]), "decision time"),
     "five seats of times": (lambda o, r: (o, r, [], [[], [], [], [], []]), "four seats"),
 }

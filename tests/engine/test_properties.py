@@ -912,6 +912,7 @@ def check_hand_protocol(match: Match) -> None:
                 holders = [seat for seat, has in hand.declared.get(lance, []) if has]
                 assert lance in ("pares", "juego") and len({seat % 2 for seat in holders}) < 2, event
                 assert data["outcome"] == ("no_betting" if holders else "skipped"), event
+                assert data["winner_team"] == (holders[0] % 2 if holders else None), event
             else:
                 closing = hand.closing
                 assert closing is not None, f"{lance} closed while §8.2 still waits for seat {hand.betting.turn}"

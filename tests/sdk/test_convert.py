@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from itertools import combinations
 from typing import Any
 
@@ -25,9 +26,11 @@ from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card, Suit, parse_cards, sort_hand
 from referee.engine.events import Event, EventKind
 from referee.engine.hands import Lance
-from referee.engine.match import DecisionKind, GameTermination, MatchTermination
+from referee.engine.match import DecisionKind, GameTermination, Match, MatchTermination, VacaResult
 from referee.engine.rules import Rules
+from referee.engine.selfplay import random_action
 from referee.engine.senas import Sena
+from referee.service import convert as service
 
 HAND = parse_cards("12o 3c 1e 7b")
 RULES = Rules()
@@ -516,4 +519,21 @@ def test_a_wire_outcome_becomes_the_engine_outcome() -> None:
         (1, 1, 1, (3, 40), GameTermination.TARGET_AT_DEJE),
         (1, 2, None, (0, 0), GameTermination.FORFEIT),
     ]
-    assert engine.vaca_results == () and engine.faults == (2, 0)
+    assert engine.vaca_results == (VacaResult(1, None, (0, 1)),), "the vaca cut short by the forfeit is kept"
+    assert engine.faults == (2, 0)
+
+
+def test_the_outcome_of_a_forfeited_match_survives_the_wire_with_its_unfinished_vaca() -> None:
+    """The engine keeps the vaca a forfeit cuts short (no winner, the games won in it); so does the SDK."""
+    rules = Rules.from_options({"vacas_to_win_match": 2, "games_to_win_vaca": 2})
+    match = Match(rules, 5)
+    rng = random.Random(5)
+    while not match.games_won[0] + match.games_won[1] and not match.vacas_won[0] + match.vacas_won[1]:
+        seat = match.awaited()[0]
+        match.apply(seat, random_action(rng, match.legal_actions(seat)))
+    while not match.is_over:
+        match.record_illegal_action(match.awaited()[0], "a test's illegal action")
+    outcome = match.outcome
+    assert outcome is not None and outcome.termination is MatchTermination.FORFEIT
+    assert outcome.vaca_results[-1].winner is None
+    assert outcome_from_proto(service.outcome_to_proto(outcome, service.match_faults(match))) == outcome

@@ -61,7 +61,7 @@ def test_sdk_bots_play_the_same_matches_over_grpc_as_on_the_local_table(options:
                 )
             )
             assert table.status.value == "finished"
-            assert table.all_faults() == []
+            assert table.faults() == []
             results.append((list(outcomes), bots))
         return results
 

@@ -223,7 +223,7 @@ def test_cancel_table_ends_live_play_streams_with_aborted_and_charges_nobody() -
         )
         assert status.status == admin_pb2.TABLE_STATUS_CANCELLED
         assert not status.HasField("outcome") and list(status.faults) == []
-        assert running_table.incidents == [] and running_table.all_faults() == []
+        assert running_table.incidents == [] and running_table.faults() == []
         again = await admin.CancelTable(cancel(running_table.table_id), metadata=metadata)
         assert again.status == admin_pb2.TABLE_STATUS_CANCELLED, "cancelling a cancelled table changes nothing"
 
@@ -352,7 +352,7 @@ def test_get_table_status_reports_seats_score_faults_and_outcome() -> None:
         final = await status()
         assert final.status == admin_pb2.TABLE_STATUS_FINISHED
         assert final.outcome == table.outcome
-        assert list(final.faults) == list(table.outcome.faults) == table.all_faults()
+        assert list(final.faults) == list(table.outcome.faults) == table.faults()
         assert (final.faults_team_0, final.faults_team_1) == tuple(match.faults)
         assert (final.vacas_team_0, final.vacas_team_1) == tuple(match.vacas_won)
         assert (final.score_team_0, final.score_team_1) == tuple(match.score)

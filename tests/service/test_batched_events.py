@@ -28,14 +28,15 @@ def test_batching_seats_receive_exactly_their_events_and_decisions_in_one_messag
                     )
                 )
             )
-            assert table.status.value == "finished" and table.all_faults() == []
+            assert table.status.value == "finished" and table.faults() == []
             match = table.match
             assert match is not None
             for seat, log in enumerate(logs):
                 assert log.status is None and log.outcome is not None
                 received = [message.event for message in log.of("event")]
                 expected = [
-                    convert.event_to_proto(event, seq, seat) for seq, event in enumerate(match.events_for(seat))
+                    convert.event_to_proto(event, seq, seat, bot_names=table.bot_names)
+                    for seq, event in enumerate(match.events_for(seat))
                 ]
                 assert received == expected, f"seat {seat}: every event, in order, with its seq"
                 requests = log.of("decision_request")

@@ -171,7 +171,7 @@ def play_rules(name: str) -> list[Played]:
 def test_every_message_each_seat_receives_is_what_the_rules_let_it_know(name: str) -> None:
     for played in play_rules(name):
         table = played.table
-        assert table.outcome is not None and table.all_faults() == [], "every bot here is honest"
+        assert table.outcome is not None and table.faults() == [], "every bot here is honest"
         check_engine_routing(table)
         decisions = expected_decisions(table)
         for seat, wire in enumerate(played.seats):
@@ -190,7 +190,10 @@ def test_every_message_each_seat_receives_is_what_the_rules_let_it_know(name: st
                 assert refusal.startswith("FAILED_PRECONDITION") and "finished" in refusal, refusal
             messages, status = played.replay
             assert status == "OK"
-            events = [event_to_proto(event, index, None) for index, event in enumerate(match_of(table).events)]
+            events = [
+                event_to_proto(event, index, None, bot_names=table.bot_names)
+                for index, event in enumerate(match_of(table).events)
+            ]
             assert [message.event for message in messages[:-1]] == events, "the omniscient replay is every event"
             assert messages[-1].outcome == table.outcome
 
@@ -217,7 +220,10 @@ def check_engine_routing(table: Table) -> None:
 
 
 def check_events_one_for_one(table: Table, seat: int, wire: WireSeat) -> None:
-    expected = [event_to_proto(event, index, seat) for index, event in enumerate(match_of(table).events_for(seat))]
+    expected = [
+        event_to_proto(event, index, seat, bot_names=table.bot_names)
+        for index, event in enumerate(match_of(table).events_for(seat))
+    ]
     received = wire.events()
     assert [event.seq for event in received] == list(range(len(received)))
     assert received == expected, f"seat {seat}: the wire is exactly the engine's events_for(seat)"
@@ -309,7 +315,7 @@ def check_live_spectator(table: Table, live: list[watch_pb2.WatchResponse]) -> N
     match = match_of(table)
     public = [event for event in match.events_for(None) if event.kind is not EventKind.SENA_DELIVERED]
     assert [message.event for message in live[:-1]] == [
-        event_to_proto(event, index, None) for index, event in enumerate(public)
+        event_to_proto(event, index, None, bot_names=table.bot_names) for index, event in enumerate(public)
     ]
     assert live[-1].outcome == table.outcome
     for message in live[:-1]:

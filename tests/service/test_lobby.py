@@ -244,3 +244,29 @@ def test_a_garbage_first_lobby_message_gets_a_status_not_a_traceback() -> None:
 
     code, details = with_referee(scenario)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "unreadable first message" in details, (code, details)
+
+
+def test_a_bot_may_hold_several_lobby_sessions_and_a_tables_two_seats_go_to_one_of_them() -> None:
+    """lobby.proto: a bot that runs on several machines holds one session on each; each is welcomed (never
+    ALREADY_EXISTS) and has its own max_concurrent_matches. The two seats of the bot's team at one table are
+    offered to one session, so a bot that runs one process gets both offers of its match."""
+
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await register(running, "secret")
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            first = LobbyClient(channel, "secret")
+            assert (await first.read()).welcome.bot_name == "far"
+            second = LobbyClient(channel, "secret")
+            assert (await second.read()).welcome.bot_name == "far", "a second session is welcomed"
+            created = await stub.CreateTable(remote_table_request({1, 3}), metadata=auth)
+            offers = [(await first.read()).assignment, (await first.read()).assignment]
+            assert {offer.table_id for offer in offers} == {created.table_id}
+            assert sorted(offer.seat for offer in offers) == [1, 3], "both seats of the team, to one session"
+            other = await stub.CreateTable(remote_table_request({1, 3}), metadata=auth)
+            busy_elsewhere = [(await second.read()).assignment, (await second.read()).assignment]
+            assert {offer.table_id for offer in busy_elsewhere} == {other.table_id}, "capacity is per session"
+            first.send(None)
+            second.send(None)
+
+    with_referee(scenario)

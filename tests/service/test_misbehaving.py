@@ -139,7 +139,7 @@ def assert_honest_seats_untouched(result: SideBySide) -> None:
     assert max(good.started_at, bad.started_at) < min(result.ended.values()), "both matches ran at the same time"
     assert good.status is TableStatus.FINISHED
     assert good.outcome is not None and good.outcome.termination == pb.MATCH_TERMINATION_NORMAL
-    assert good.all_faults() == [], "the normal table next to the misbehaving one must see no fault"
+    assert good.faults() == [], "the normal table next to the misbehaving one must see no fault"
     assert good.incidents == []
     assert_replays_legally(good)
     for seat, run in enumerate(result.good_runs):
@@ -202,10 +202,10 @@ def test_a_slow_bot_draws_on_its_bank_then_times_out_and_its_team_forfeits() -> 
         assert rejection.code == "REJECTION_CODE_DECISION_CLOSED", rejection
         assert not rejection.fault_counted, "an answer after the timeout is discarded, not a further fault"
     assert_forfeit_by_timeouts(result.bad)
-    assert set(incidents(result.bad)) <= {(BAD, "stall")}
+    assert incidents(result.bad) == [], "a timeout is a fault, never also an incident"
 
 
-def test_a_silent_bot_stalls_times_out_and_its_team_forfeits() -> None:
+def test_a_silent_bot_times_out_and_its_team_forfeits_with_no_incident_beside_its_timeouts() -> None:
     result = with_referee(lambda running: side_by_side(running, "silent", FAST, seed=12), timeout=40)
     assert_honest_seats_untouched(result)
     report = result.culprit
@@ -214,8 +214,11 @@ def test_a_silent_bot_stalls_times_out_and_its_team_forfeits() -> None:
     assert report.outcome_message() == result.bad.outcome
     assert_forfeit_by_timeouts(result.bad)
     assert action_steps(result.bad, BAD) == []
-    # Every decision it let run out is a stall (a seña round that runs out is neither a fault nor a stall).
-    assert incidents(result.bad) == [(BAD, "stall")] * FAST.max_faults_before_forfeit
+    # Every decision it let run out is one timeout fault, and nothing else: no `stall` beside it (issue 10).
+    assert incidents(result.bad) == []
+    outcome = result.bad.outcome
+    assert outcome is not None and list(outcome.incidents) == []
+    assert [fault.cause for fault in outcome.faults] == [pb.FAULT_CAUSE_TIMEOUT] * FAST.max_faults_before_forfeit
 
 
 def test_a_crashed_bot_is_recorded_as_a_crash_and_its_team_forfeits() -> None:
@@ -318,7 +321,7 @@ def test_a_wrong_token_is_unauthenticated_and_charges_nobody() -> None:
         assert "token" in stream.details, stream
         assert stream.received == 0, "nothing is sent to an unauthenticated stream"
     assert_played_to_the_end(result.bad_runs[BAD], result.bad, "the bot, once it used its own token")
-    assert result.bad.all_faults() == []
+    assert result.bad.faults() == []
     assert result.bad.outcome is not None and result.bad.outcome.termination == pb.MATCH_TERMINATION_NORMAL
 
 
@@ -341,7 +344,7 @@ def test_another_seats_token_cannot_take_a_live_seat_nor_act_for_it() -> None:
     sent = [act.kind for act in victim_report.acts]
     applied = [f"ACTION_KIND_{action.kind.name}" for action in action_steps(result.bad, victim)]
     assert applied == sent, "every action applied for the victim's seat is one the victim sent itself"
-    assert result.bad.all_faults() == []
+    assert result.bad.faults() == []
 
 
 def test_garbage_bytes_are_a_protocol_error_named_by_invalid_argument() -> None:
@@ -428,7 +431,7 @@ def test_a_seat_whose_bot_never_joins_is_absent_and_its_team_forfeits() -> None:
     assert incidents(bad) == [(BAD, "absent")]
     assert_forfeit_by_timeouts(bad)
     assert_replays_legally(bad)
-    assert good.all_faults() == [] and good.incidents == []
+    assert good.faults() == [] and good.incidents == []
     assert good.outcome is not None and good.outcome.termination == pb.MATCH_TERMINATION_NORMAL
     for seat in wire:
         assert seat.last.code == "OK" and seat.of("action_rejected") == [], seat.last
@@ -528,7 +531,7 @@ def test_an_unknown_sena_is_rejected_to_its_sender_alone_and_is_not_a_fault() ->
     ]
     assert windows, "the seat was asked at least once where señas ride"
     assert sender.of("action_rejected") == [], "a list with unknown señas is still a legal answer"
-    assert table.all_faults() == []
+    assert table.faults() == []
     events = [event.sena_rejected for event in sender.events() if event.WhichOneof("payload") == "sena_rejected"]
     assert len(events) == len(windows), "one event per Act"
     rejected = [rejection for event in events for rejection in event.senas]
@@ -558,7 +561,7 @@ def test_senas_on_a_bet_or_a_discard_are_rejected_to_their_sender_and_the_action
         if message.decision_request.kind not in (pb.DECISION_KIND_MUS, pb.DECISION_KIND_SENA_ROUND)
     ]
     assert strays, "the seat bet or discarded at least once"
-    assert sender.of("action_rejected") == [] and table.all_faults() == []
+    assert sender.of("action_rejected") == [] and table.faults() == []
     events = [event.sena_rejected for event in sender.events() if event.HasField("sena_rejected")]
     assert len(events) == len(strays), "one event per Act, its unknown and its misplaced señas together"
     reasons = [rejection.reason for event in events for rejection in event.senas]
@@ -597,7 +600,7 @@ def test_la_bonita_where_the_rules_leave_it_out_is_rejected_to_its_sender_and_th
         f"the table is wedged: {table.status.value}, open decisions {dict(table.decisions)}, "
         f"incidents {incidents(table)}, seat 0's stream {seats[0].streams}"
     )
-    assert table.all_faults() == []
+    assert table.faults() == []
     rejected = [
         item for event in seats[0].events() if event.HasField("sena_rejected") for item in event.sena_rejected.senas
     ]

@@ -22,7 +22,7 @@ def test_many_tables_of_random_wire_bots_all_finish_without_faults() -> None:
         )
         for table in tables:
             assert table.status.value == "finished"
-            assert table.all_faults() == []
+            assert table.faults() == []
         return [list(seats) for seats in logs]
 
     for seats in with_referee(scenario):

@@ -58,7 +58,7 @@ def assert_clean_finish(table: Table) -> None:
     assert table.status is TableStatus.FINISHED
     assert table.outcome is not None and table.outcome.termination == pb.MATCH_TERMINATION_NORMAL
     assert incidents(table) == [], "a reconnection within the grace period is no incident"
-    assert table.all_faults() == []
+    assert table.faults() == []
     assert_replays_legally(table)
 
 

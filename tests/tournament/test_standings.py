@@ -1,4 +1,5 @@
-"""The standings table: counts per bot, duplicate-pair score, faults by cause, ranking by Elo, JSON rows."""
+"""The standings table: counts per bot, duplicate-pair score, faults and incidents by cause, ranking by Elo, JSON
+rows."""
 
 from __future__ import annotations
 
@@ -19,7 +20,17 @@ RESULTS = [
     MatchScore("a", "c", 1, 1, 2, games=(1, 2), points=(70, 95), faults=({"illegal_action": 2}, {})),
     MatchScore("c", "a", 1, 1, 3, games=(1, 2), points=(66, 88), faults=({"timeout": 1}, {"timeout": 1})),
     # pair 2, b v c: only one twin so far, b won it when c forfeited on faults
-    MatchScore("b", "c", 0, 2, 4, games=(1, 0), points=(40, 12), faults=({}, {"timeout": 3, "crash": 0})),
+    MatchScore(
+        "b",
+        "c",
+        0,
+        2,
+        4,
+        games=(1, 0),
+        points=(40, 12),
+        faults=({}, {"timeout": 3}),
+        incidents=({}, {"crash": 1, "disconnect": 0}),
+    ),
 ]
 
 
@@ -38,7 +49,15 @@ def test_rows_count_matches_games_points_pairs_and_faults_by_cause() -> None:
     assert (b.matches, b.wins, b.losses, b.pair_score, b.pairs) == (3, 1, 2, 0.0, 1)  # an incomplete pair has
     assert (c.matches, c.wins, c.losses, c.pair_score, c.pairs) == (3, 1, 2, 0.5, 1)  # no pair score yet
     assert b.faults == {"timeout": 1}
-    assert c.faults == {"timeout": 4}  # a zero count is not listed
+    assert c.faults == {"timeout": 4}
+
+
+def test_incidents_are_counted_apart_from_faults_by_cause() -> None:
+    rows = standings(RESULTS, fit_elo(RESULTS))
+    a, b, c = (row_of(rows, bot) for bot in "abc")
+    assert c.incidents == {"crash": 1}  # a zero count is not listed
+    assert "crash" not in c.faults, "an incident is never counted as a fault"
+    assert a.incidents == b.incidents == {}
 
 
 def test_rows_are_ranked_by_elo_and_carry_its_interval() -> None:
@@ -88,4 +107,5 @@ def test_rows_serialise_to_json_and_back() -> None:
         "pair_score",
         "pairs",
         "faults",
+        "incidents",
     }

@@ -156,7 +156,7 @@ def test_a_league_with_a_remote_bot_is_played_on_the_standalone_referee_and_stor
             outcome = replay_record(record).outcome
             assert outcome is not None and outcome.winner == result.winner_team
             assert outcome.termination.value == result.termination == "normal", result.faults
-            assert not [fault for fault in result.faults if fault["cause"] == "absent"], result.faults
+            assert not [incident for incident in result.incidents if incident["cause"] == "absent"], result.incidents
             assert all(summary["count"] > 0 for summary in result.decision_seconds), result.decision_seconds
             assert verify_replay(repo.get_match_details(session, match_id), record, rules) == []
             match = repo.get_match(session, match_id)
@@ -177,8 +177,9 @@ def test_an_offline_remote_bot_is_absent_after_the_league_limit_and_its_team_for
         remote_team = 0 if result.team0_bot == REMOTE else 1
         assert result.winner_team == 1 - remote_team
         assert result.termination == "forfeit"
-        absent = sorted(fault["seat"] for fault in result.faults if fault["cause"] == "absent")
-        assert absent == [remote_team, remote_team + 2], result.faults
+        absent = sorted(incident["seat"] for incident in result.incidents if incident["cause"] == "absent")
+        assert absent == [remote_team, remote_team + 2], result.incidents
+        assert {fault["cause"] for fault in result.faults} == {"timeout"}, "its faults are its seats' timeouts"
         assert all(fault["seat"] % 2 == remote_team for fault in result.faults), "the hosted side is not charged"
         record = repo.get_replay(session, match_ids[0])
         rules = repo.get_league(session, league_id).rules
@@ -256,6 +257,6 @@ def test_a_hosted_bot_that_crashes_on_the_standalone_referee_is_charged_a_crash(
         [result] = repo.league_results(session, league.id)
         crasher_team = 0 if result.team0_bot == "crasher" else 1
         assert result.termination == "forfeit" and result.winner_team == 1 - crasher_team
-        crashed = sorted(fault["seat"] for fault in result.faults if fault["cause"] == "crash")
-        assert crashed == [crasher_team, crasher_team + 2], result.faults
-        assert not [fault for fault in result.faults if fault["cause"] in ("disconnect", "absent")], result.faults
+        crashed = sorted(incident["seat"] for incident in result.incidents if incident["cause"] == "crash")
+        assert crashed == [crasher_team, crasher_team + 2], result.incidents
+        assert [incident["cause"] for incident in result.incidents] == ["crash", "crash"], result.incidents

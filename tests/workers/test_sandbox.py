@@ -33,7 +33,7 @@ from workers.launcher import (
     sandbox_command,
     sandbox_environment,
 )
-from workers.matches import PlayedMatch, RefereeMatch, fault_records, play_on_referee, play_programs
+from workers.matches import PlayedMatch, RefereeMatch, fault_records, incident_records, play_on_referee, play_programs
 
 needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
 
@@ -77,10 +77,9 @@ def processes_with(tag: str) -> list[int]:
 
 
 def causes(played: PlayedMatch) -> list[tuple[int, str, str]]:
-    return [
-        (fault["seat"], fault["cause"], fault["detail"])
-        for fault in fault_records(played.match, played.table.incidents)
-    ]
+    """The match's faults, then its incidents, as (seat, cause, detail)."""
+    records = [*fault_records(played.match), *incident_records(played.table.incidents)]
+    return [(record["seat"], record["cause"], record["detail"]) for record in records]
 
 
 def cgroup_limits() -> set[str]:
@@ -143,11 +142,20 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     for seat in (0, 2):
         seen = attacks(played.logs[seat])
         assert set(seen) == {"env", "db", "proc", "signal", "ptrace", "tcp", "write", "share", "sigterm"}
-        breaches = [f"{name} {line}" for name, lines in seen.items() for line in lines if line.startswith("BREACH")]
+        # A folder under /tmp that is not itself bound (the project root of a clone in /tmp) lies, inside the
+        # sandbox, on the seat's private tmpfs: writing there reaches nothing of the host (checked below).
+        breaches = [
+            f"{name} {line}"
+            for name, lines in seen.items()
+            for line in lines
+            if line.startswith("BREACH") and not (name == "write" and line.startswith("BREACH wrote /tmp/"))
+        ]
         assert breaches == []
         assert "visible_pids=2 " in seen["proc"][0], "its own pid namespace: bwrap's init and itself"
         assert len(seen["tcp"]) == 4 and all("ECONNREFUSED" in line for line in seen["tcp"])
-        assert sum("EROFS" in line for line in seen["write"]) == 5  # its folder, the venv, 3 targets
+        private = sum(line.startswith("BREACH wrote /tmp/") for line in seen["write"])
+        assert private == (1 if PROJECT.is_relative_to("/tmp") else 0)
+        assert sum("EROFS" in line for line in seen["write"]) == 5 - private  # its folder, the venv, 3 targets
     with pytest.raises(BlockingIOError):
         listener.accept()  # nobody reached the host's port
     listener.close()
@@ -195,7 +203,9 @@ def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_anoth
     sleeper, sleep_tag = hostile(tmp_path, "sleep")
 
     async def both() -> tuple[PlayedMatch, PlayedMatch]:
-        hostile_match = play_programs((spinner, sleeper), FAST, 5, sandbox=Limits(cpu_s=1), join_timeout_s=3)
+        # The spinners never join: the table waits for them until the CPU limit kills them (a crash ends the wait),
+        # however loaded the machine is; join_timeout_s only bounds a limit that never fires.
+        hostile_match = play_programs((spinner, sleeper), FAST, 5, sandbox=Limits(cpu_s=1), join_timeout_s=60)
         honest = play_programs((resolve_program("random"), resolve_program("passive")), FAST, 5, sandbox=Limits())
         first, second = await asyncio.gather(hostile_match, honest)
         return first, second
@@ -205,7 +215,7 @@ def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_anoth
     recorded = causes(played)
     crashes = {(seat, detail) for seat, cause, detail in recorded if cause == "crash"}
     assert crashes and crashes <= {(0, "killed: CPU time limit (SIGXCPU)"), (2, "killed: CPU time limit (SIGXCPU)")}
-    assert {cause for seat, cause, _ in recorded if seat % 2 == 1} <= {"timeout", "stall"}, "a sleeper never answers"
+    assert {cause for seat, cause, _ in recorded if seat % 2 == 1} <= {"timeout"}, "a sleeper never answers"
     assert honest.table.status is TableStatus.FINISHED
     assert honest.match.outcome is not None and honest.match.outcome.termination is MatchTermination.NORMAL
     assert causes(honest) == [], "the match beside the hostile one was played as if alone"
@@ -236,7 +246,7 @@ def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_sock
 
     played, port = asyncio.run(on_referee())
     assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
-    assert fault_records(played.match, played.incidents) == []
+    assert fault_records(played.match) == [] and incident_records(played.incidents) == []
     for seat in (0, 2):
         log = played.logs[seat]
         assert log is not None

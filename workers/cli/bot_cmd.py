@@ -19,6 +19,7 @@ from workers.cli.errors import fail
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
+from workers.launcher import stdio_command
 
 app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
 
@@ -192,6 +193,14 @@ def add_command(
     remote: Annotated[
         bool, typer.Option("--remote", help="A bot that runs elsewhere and joins through the lobby: prints a token.")
     ] = False,
+    stdio: Annotated[
+        bool,
+        typer.Option(
+            "--stdio",
+            help="The program speaks JSON lines on stdin and stdout (docs/stdio.md): it is stored behind the stdio "
+            "bridge, which plays over gRPC for it in the same sandbox.",
+        ),
+    ] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Then check the program with `mus bot check NAME` (exit 1 if it fails).")
     ] = False,
@@ -199,13 +208,16 @@ def add_command(
 ) -> None:
     """Register a bot program (`mus bot add NAME -- COMMAND ...`) or a remote bot (`mus bot add NAME --remote`).
 
+    With `--stdio`, the program speaks JSON lines on stdin and stdout (docs/stdio.md): the stored command is the
+    stdio bridge followed by it (`python -m clients.stdio -- COMMAND ...`), versioned and sandboxed like any other.
+
     A program is versioned by a content hash of its folder and command: adding it again after a change makes a
     new version (new leagues enter it; old results stay with the old version), adding it unchanged does not.
     """
     words = list(command or [])
     if remote:
-        if words or directory is not None:
-            fail("a remote bot runs elsewhere: give it no command and no --dir")
+        if words or directory is not None or stdio:
+            fail("a remote bot runs elsewhere: give it no command, no --dir and no --stdio")
         with open_session() as session:
             readded = _existing(session, name) is not None
             token = repo.add_remote_bot(session, name, language=language or "unknown")
@@ -223,9 +235,12 @@ def add_command(
         fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")
     folder = bot_folder(words, directory)
     words = relative_command(words, folder)
+    language = language or guess_language(words)
+    if stdio:
+        words = stdio_command(words)
     with open_session() as session:
         known = _known_hashes(session, name)
-        version = repo.add_bot(session, name, command=words, folder=folder, language=language or guess_language(words))
+        version = repo.add_bot(session, name, command=words, folder=folder, language=language)
         info = repo.get_bot(session, name)
     new = version.content_hash not in known
     if json_output:

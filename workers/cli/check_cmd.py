@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import shlex
 import shutil
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -33,6 +31,7 @@ from workers.launcher import (
     Limits,
     resolve_program,
     sandbox_available,
+    stdio_program,
 )
 
 COMMAND_KEY = "mus.command"
@@ -48,15 +47,6 @@ class DashDashCommand(TyperCommand):
             ctx.meta[COMMAND_KEY] = args[split + 1 :]
             args = args[:split]
         return super().parse_args(ctx, args)
-
-
-def stdio_command(command: list[str]) -> list[str]:
-    """A stdio bot's command as it runs: behind the bridge that speaks gRPC for it (clients/stdio)."""
-    return [sys.executable, "-m", "clients.stdio", "--", *command]
-
-
-def stdio_available() -> bool:
-    return importlib.util.find_spec("clients.stdio") is not None
 
 
 _MARKS = {Status.PASS: "[green]✓[/green]", Status.FAIL: "[red]✗[/red]", Status.SKIP: "[yellow]-[/yellow]"}
@@ -272,11 +262,9 @@ def check_command(
             fail("a registered bot's command already says how it runs: --stdio goes with `-- COMMAND`")
         program = registered_program(name)
     else:
-        if stdio:
-            if not stdio_available():
-                fail("--stdio needs the stdio bridge (clients/stdio), which this installation does not have")
-            command = stdio_command(command)
         program = command_program(command)
+        if stdio:
+            program = stdio_program(program)  # the bridge speaks gRPC for it, in the same sandbox
     report = check_program(program, config, json_output=json_output, name=name)
     if not report.passed:
         raise typer.Exit(code=1)

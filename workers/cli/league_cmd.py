@@ -77,6 +77,9 @@ CSV_COLUMNS = (
     "faults_team0",
     "faults_team1",
     "fault_causes",
+    "incidents_team0",
+    "incidents_team1",
+    "incident_causes",
     "finished_at",
 )
 
@@ -364,6 +367,7 @@ def match_rows(
                 "games": list(result.games),
                 "points": list(result.points),
                 "faults": [dict(fault) for fault in result.faults],
+                "incidents": [dict(incident) for incident in result.incidents],
                 "decision_seconds": [dict(summary) for summary in result.decision_seconds],
                 "finished_at": iso(result.finished_at),
             }
@@ -424,10 +428,13 @@ class LeagueTable:
 
 
 def match_score(finished: int, result: repo.FinishedMatch) -> MatchScore:
-    """A stored result as the tournament logic takes it: bots by name, faults per team by cause."""
+    """A stored result as the tournament logic takes it: bots by name, faults and incidents per team by cause."""
     faults: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
     for fault in result.faults:
         faults[int(fault["seat"]) % 2][str(fault["cause"])] += 1
+    incidents: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+    for incident in result.incidents:
+        incidents[int(incident["seat"]) % 2][str(incident["cause"])] += 1
     return MatchScore(
         team0=result.team0_bot,
         team1=result.team1_bot,
@@ -438,6 +445,7 @@ def match_score(finished: int, result: repo.FinishedMatch) -> MatchScore:
         games=result.games,
         points=result.points,
         faults=(dict(faults[0]), dict(faults[1])),
+        incidents=(dict(incidents[0]), dict(incidents[1])),
     )
 
 
@@ -455,8 +463,8 @@ def league_table(session: Session, name: str, anchor: str | None = None) -> Leag
     return LeagueTable(league, entrants, results, scores, rows, reference, total)
 
 
-def _faults_text(faults: dict[str, int]) -> str:
-    return ", ".join(f"{cause} {count}" for cause, count in sorted(faults.items()) if count) or "-"
+def _causes_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{cause} {count}" for cause, count in sorted(counts.items()) if count) or "-"
 
 
 @app.command("standings")
@@ -470,7 +478,11 @@ def standings_command(
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """The league table: rank, Elo ± 95% interval, matches won/lost, games, points, duplicate-pair score, faults."""
+    """The league table: rank, Elo ± 95% interval, won/lost, games, points, duplicate-pair score, faults, incidents.
+
+    Faults (rules §13: illegal action, timeout, limit) count toward a forfeit; incidents (crash, disconnect,
+    protocol error, absent) are what happened to a bot's connections or processes, listed apart.
+    """
     with open_session() as session:
         table_data = league_table(session, name, anchor)
     versions = {entrant.bot_name: entrant.version_number for entrant in table_data.entrants}
@@ -502,8 +514,9 @@ def standings_command(
         caption=f"Elo by maximum likelihood over every result ({table_data.reference}); "
         "pairs: duplicate-pair score over complete pairs (1 both won, 0.5 split).",
     )
-    for column in ("#", "bot", "Elo ± 95%", "W", "L", "games", "points", "pairs", "faults"):
-        table.add_column(column, justify="left" if column in ("bot", "faults") else "right", no_wrap=column != "faults")
+    for column in ("#", "bot", "Elo ± 95%", "W", "L", "games", "points", "pairs", "faults", "incidents"):
+        left = column in ("bot", "faults", "incidents")
+        table.add_column(column, justify="left" if left else "right", no_wrap=column not in ("faults", "incidents"))
     for row in table_data.rows:
         half = (row.elo_high - row.elo_low) / 2
         table.add_row(
@@ -515,7 +528,8 @@ def standings_command(
             f"{row.games_won}-{row.games_lost}",
             f"{row.points_for}-{row.points_against}",
             f"{row.pair_score:g}/{row.pairs}",
-            _faults_text(dict(row.faults)),
+            _causes_text(dict(row.faults)),
+            _causes_text(dict(row.incidents)),
         )
     Console().print(table)
     typer.echo(f"Deals: {describe_deals(league)}. Sandbox: {describe_sandbox(league)}.")
@@ -573,6 +587,7 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         result = row["result"] or {}
         faults = result.get("faults", [])
+        incidents = result.get("incidents", [])
         flat: dict[str, Any] = {
             "match_id": row["match_id"],
             "index": row["index"],
@@ -596,5 +611,8 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
             flat["faults_team0"] = sum(1 for fault in faults if fault["seat"] % 2 == 0)
             flat["faults_team1"] = sum(1 for fault in faults if fault["seat"] % 2 == 1)
             flat["fault_causes"] = ";".join(f"seat{fault['seat']}:{fault['cause']}" for fault in faults)
+            flat["incidents_team0"] = sum(1 for incident in incidents if incident["seat"] % 2 == 0)
+            flat["incidents_team1"] = sum(1 for incident in incidents if incident["seat"] % 2 == 1)
+            flat["incident_causes"] = ";".join(f"seat{incident['seat']}:{incident['cause']}" for incident in incidents)
         writer.writerow(flat)
     return buffer.getvalue()

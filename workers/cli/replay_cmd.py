@@ -54,6 +54,9 @@ class StoredReplay:
 
     setup: MatchSetup
     record: dict[str, Any]
+    incidents: tuple[dict[str, Any], ...] = ()
+    """What the referee recorded of the seats' connections and processes (crash, disconnect, ...), in order: not
+    in the replay record, whose Fault events are the match's faults."""
 
     @property
     def names(self) -> tuple[str, str]:
@@ -91,7 +94,8 @@ def load_replay(session: Session, match_id: int) -> StoredReplay:
             f"match {match_id}'s replay opens when its duplicate twin, match {twin.id}, dealt the same cards, has "
             "finished"
         )
-    return StoredReplay(repo.match_setup(session, match_id), record)
+    result = repo.get_match_details(session, match_id).result
+    return StoredReplay(repo.match_setup(session, match_id), record, tuple(result.incidents))
 
 
 def resimulate(stored: StoredReplay) -> Match:
@@ -161,6 +165,7 @@ def show_command(
                 "seat": seat,
                 "hand": hand,
                 "events": [event.to_json() for event in events],
+                "incidents": [dict(incident) for incident in stored.incidents],
             }
         )
         return
@@ -172,6 +177,10 @@ def show_command(
     view = "omniscient view" if seat is None else f"seat {seat}'s view ({names[seat % 2]})"
     typer.echo(f"  {view}" + (f", hand {hand}" if hand is not None else ""))
     typer.echo(render_transcript(events), nl=False)
+    for incident in stored.incidents:
+        detail = f": {incident['detail']}" if incident.get("detail") else ""
+        bot = names[int(incident["seat"]) % 2]
+        typer.echo(f"incident: seat {incident['seat']} ({bot}) {incident['cause']}{detail}")
 
 
 @app.command("export")
@@ -348,6 +357,12 @@ def verify_replay(details: MatchDetails, record: Mapping[str, Any], league_rules
     if match.outcome is None:
         return [*problems, "the replay ends before the match does"]
     problems.extend(compare_outcome(details, match.outcome))
+    stored_faults = [(fault.get("seat"), fault.get("cause")) for fault in details.result.faults]
+    replayed_faults = [
+        (event.data["seat"], event.data["cause"]) for event in match.events if event.kind is EventKind.FAULT
+    ]
+    if stored_faults != replayed_faults:
+        problems.append(f"faults (seat, cause): stored {stored_faults}, replayed {replayed_faults}")
     if "events" in record and stored_events_version(record) == EVENTS_VERSION:
         replayed = [event.to_json() for event in match.events]
         stored_events = list(record["events"])

@@ -243,7 +243,11 @@ class MatchResult(_Table, table=True):
     """The sum of team 0's final game scores."""
     points_team1: int
     faults: list[dict[str, Any]] = Field(default_factory=list, sa_type=sa.JSON)
-    """Every fault charged in the match, in order: {seat, cause, detail}."""
+    """Every fault charged in the match (rules §13: illegal_action, timeout, limit), in order: {seat, cause,
+    detail}. Never an incident."""
+    incidents: list[dict[str, Any]] = Field(default_factory=list, sa_type=sa.JSON)
+    """Every incident the referee recorded (a seat's connection or process: protocol_error, disconnect, crash,
+    absent), in order: {seat, cause, detail}. Never a fault."""
     decision_seconds: list[dict[str, Any]] = Field(default_factory=list, sa_type=sa.JSON)
     """Per seat: {seat, count, median, p95, max} of its decision times in seconds."""
     created_at: datetime = Field(default_factory=utc_now)

@@ -41,10 +41,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from referee.engine.errors import RulesError
+from referee.engine.match import FaultCause, GameTermination, MatchOutcome, MatchTermination
 from referee.engine.match import GameResult as EngineGameResult
-from referee.engine.match import GameTermination, MatchOutcome, MatchTermination
 from referee.engine.match import VacaResult as EngineVacaResult
 from referee.engine.rules import Rules
+from referee.service.table import IncidentCause
 from workers.db.errors import Conflict, DatabaseInBotFolder, DbError, InvalidInput, NotFound
 from workers.db.models import (
     Bot,
@@ -230,6 +231,9 @@ class FinishedMatch:
     games: tuple[int, int]
     points: tuple[int, int]
     faults: tuple[dict[str, Any], ...]
+    """The rules' faults, in order: {seat, cause, detail}."""
+    incidents: tuple[dict[str, Any], ...]
+    """The referee's incidents, in order: {seat, cause, detail}."""
     decision_seconds: tuple[dict[str, Any], ...]
     finished_at: datetime
 
@@ -252,6 +256,7 @@ class FinishedMatch:
             "games": list(self.games),
             "points": list(self.points),
             "faults": [dict(fault) for fault in self.faults],
+            "incidents": [dict(incident) for incident in self.incidents],
             "decision_seconds": [dict(summary) for summary in self.decision_seconds],
             "finished_at": self.finished_at.isoformat(),
         }
@@ -1013,6 +1018,7 @@ def record_result(
     faults: Sequence[Mapping[str, Any]],
     decision_seconds: Sequence[Sequence[float]],
     *,
+    incidents: Sequence[Mapping[str, Any]] = (),
     now: datetime | None = None,
 ) -> bool:
     """Store a finished match: its result, games, vacas and replay, and mark it finished, in one transaction.
@@ -1024,8 +1030,10 @@ def record_result(
     a fresh deal (requeued, or taken over), such a stale result returns False and is not written.
 
     `outcome` is the engine's `MatchOutcome` or its `outcome_record` mapping; `replay` the `match_record`;
-    `faults` every fault charged, in order, as {seat, cause, detail}; `decision_seconds` each seat's decision
-    times, stored as a summary (`decision_summary`). Bad input raises `InvalidInput` before anything is
+    `faults` every fault charged (rules §13: illegal_action, timeout, limit), in order, as {seat, cause, detail};
+    `incidents` what the referee recorded of the seats' connections and processes (protocol_error, disconnect,
+    crash, stall, absent), in order, in the same shape; `decision_seconds` each seat's decision times, stored as a
+    summary (`decision_summary`). Bad input raises `InvalidInput` before anything is
     written. Commits, or rolls back the whole session: call it with nothing else pending.
     """
     _check_worker(worker)
@@ -1040,7 +1048,8 @@ def record_result(
         log.warning("match_id=%s: worker %s's result is of a deal the match has left; not written", match_id, worker)
         return False
     parsed = _parse_outcome(outcome)
-    fault_rows = _parse_faults(faults)
+    fault_rows = _parse_causes(faults, "fault", FAULT_CAUSES)
+    incident_rows = _parse_causes(incidents, "incident", INCIDENT_CAUSES)
     summaries = decision_summary(decision_seconds)
     replay_format, replay_data, replay_size = _pack_replay(replay, match.seed)
     now = now or database_now(session)
@@ -1058,6 +1067,7 @@ def record_result(
             points_team0=sum(game.score[0] for game in parsed.games),
             points_team1=sum(game.score[1] for game in parsed.games),
             faults=fault_rows,
+            incidents=incident_rows,
             decision_seconds=summaries,
             created_at=now,
         )
@@ -1311,16 +1321,26 @@ def _pair(value: Any) -> tuple[int, int]:
     return (_count(value[0]), _count(value[1]))
 
 
-def _parse_faults(faults: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+FAULT_CAUSES = frozenset(cause.value for cause in FaultCause)
+"""The causes of faults (rules §13), as stored: types.proto `FaultCause` names, lowercase."""
+
+INCIDENT_CAUSES = frozenset(cause.value for cause in IncidentCause)
+"""The causes of incidents (a seat's connection or process), as stored: the other `FaultCause` names."""
+
+
+def _parse_causes(entries: Sequence[Mapping[str, Any]], what: str, causes: frozenset[str]) -> list[dict[str, Any]]:
+    """Faults or incidents as stored: {seat, cause, detail}, each cause one of `causes` (never the other kind)."""
     rows: list[dict[str, Any]] = []
-    for index, fault in enumerate(faults):
-        if not isinstance(fault, Mapping):
-            raise InvalidInput(f"fault {index} must be a mapping with seat, cause and detail")
-        seat, cause, detail = fault.get("seat"), fault.get("cause"), fault.get("detail", "")
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise InvalidInput(f"{what} {index} must be a mapping with seat, cause and detail")
+        seat, cause, detail = entry.get("seat"), entry.get("cause"), entry.get("detail", "")
         if isinstance(seat, bool) or seat not in (0, 1, 2, 3):
-            raise InvalidInput(f"fault {index} must name a seat from 0 to 3, got {seat!r}")
+            raise InvalidInput(f"{what} {index} must name a seat from 0 to 3, got {seat!r}")
         if not isinstance(cause, str) or not cause:
-            raise InvalidInput(f"fault {index} must name its cause, got {cause!r}")
+            raise InvalidInput(f"{what} {index} must name its cause, got {cause!r}")
+        if cause not in causes:
+            raise InvalidInput(f"{what} {index} has cause {cause!r}; {what}s have one of: {', '.join(sorted(causes))}")
         rows.append({"seat": int(seat), "cause": cause, "detail": "" if detail is None else str(detail)})
     return rows
 
@@ -1442,6 +1462,7 @@ def league_results(session: Session, league: LeagueRef) -> list[FinishedMatch]:
                 games=(result.games_team0, result.games_team1),
                 points=(result.points_team0, result.points_team1),
                 faults=tuple(result.faults),
+                incidents=tuple(result.incidents),
                 decision_seconds=tuple(result.decision_seconds),
                 finished_at=match.finished_at,
             )

@@ -37,7 +37,9 @@ class MatchScore:
     `team0` is the bot that held seats 0 and 2, `team1` seats 1 and 3; `winner` is the winning team (0 or 1),
     a forfeit included. `finished` orders the league's results by when they finished (unique in a league): it
     is only used by `elo_over_time`, never by the fit. `games` and `points` are per team (points: the tanteo
-    scored over the match's games); `faults` per team, by cause (`timeout`, `illegal_action`, `crash`, ...).
+    scored over the match's games); `faults` per team, by cause (the rules' faults: `timeout`, `illegal_action`,
+    `limit`); `incidents` per team, by cause (what happened to its seats' connections or processes: `crash`,
+    `disconnect`, `protocol_error`, `absent`).
     `deal` is how many times the match was moved to a fresh deal (0 for most).
     The mappings make the value unhashable; it is compared, never hashed.
     """
@@ -50,6 +52,7 @@ class MatchScore:
     games: tuple[int, int] = (0, 0)
     points: tuple[int, int] = (0, 0)
     faults: tuple[Mapping[str, int], Mapping[str, int]] = field(default_factory=_no_faults)
+    incidents: tuple[Mapping[str, int], Mapping[str, int]] = field(default_factory=_no_faults)
     deal: int = 0
     """The match's deal number: twins are a pair only when played on the same deal (see the module docstring)."""
 
@@ -63,6 +66,9 @@ class MatchScore:
         for team_faults in self.faults:
             if any(n < 0 for n in team_faults.values()):
                 raise TournamentError(f"fault counts cannot be negative: {self.faults}")
+        for team_incidents in self.incidents:
+            if any(n < 0 for n in team_incidents.values()):
+                raise TournamentError(f"incident counts cannot be negative: {self.incidents}")
 
     def team_of(self, bot: str) -> int:
         """The team the bot played as in this match."""

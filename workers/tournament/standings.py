@@ -23,7 +23,8 @@ class StandingRow:
 
     `pair_score` sums the bot's complete duplicate pairs (1 both won, 0.5 split, 0 both lost) over `pairs`
     complete pairs: the luck of the deal cancels out of it, so it is the fairest raw count of the table.
-    `faults` counts the bot's faults by cause over all its matches.
+    `faults` counts the bot's faults by cause over all its matches (rules §13: they count toward a forfeit);
+    `incidents` counts, apart, what happened to its seats' connections and processes (crash, disconnect, ...).
     """
 
     rank: int
@@ -41,6 +42,7 @@ class StandingRow:
     pair_score: float
     pairs: int
     faults: Mapping[str, int] = field(default_factory=dict)
+    incidents: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (plain str, int, float and dict values), the shape of `--json` output rows."""
@@ -60,6 +62,7 @@ class StandingRow:
             "pair_score": self.pair_score,
             "pairs": self.pairs,
             "faults": dict(sorted(self.faults.items())),
+            "incidents": dict(sorted(self.incidents.items())),
         }
 
 
@@ -74,6 +77,7 @@ class _Tally:
     pair_score: float = 0.0
     pairs: int = 0
     faults: Counter[str] = field(default_factory=Counter)
+    incidents: Counter[str] = field(default_factory=Counter)
 
 
 def standings(results: Iterable[MatchScore], ratings: Mapping[str, Rating]) -> list[StandingRow]:
@@ -99,6 +103,7 @@ def standings(results: Iterable[MatchScore], ratings: Mapping[str, Rating]) -> l
             tally.points_for += score.points[team]
             tally.points_against += score.points[1 - team]
             tally.faults.update({cause: n for cause, n in score.faults[team].items() if n})
+            tally.incidents.update({cause: n for cause, n in score.incidents[team].items() if n})
     for observation in observations(listed):
         if observation.complete_pair:
             tallies[observation.first].pair_score += observation.score
@@ -130,6 +135,7 @@ def standings(results: Iterable[MatchScore], ratings: Mapping[str, Rating]) -> l
                 pair_score=tally.pair_score,
                 pairs=tally.pairs,
                 faults=dict(sorted(tally.faults.items())),
+                incidents=dict(sorted(tally.incidents.items())),
             )
         )
     return rows

@@ -122,7 +122,7 @@ class CreateTableRequest(_message.Message):
     """When set, each seat's time bank for the match in seconds (>= 0), overriding rules["time_bank_s"]."""
     join_timeout_s: _builtins.float
     """When set, seconds the seats have to join once the table is created; a seat that has not joined by
-    then is charged FAULT_CAUSE_ABSENT. Unset: the referee's configured default.
+    then is recorded as a FAULT_CAUSE_ABSENT incident. Unset: the referee's configured default.
     """
     external_id: _builtins.str
     """Optional caller's key for this table (for example the league's match id), so that a retried
@@ -368,6 +368,7 @@ class GetTableStatusResponse(_message.Message):
     FAULTS_TEAM_1_FIELD_NUMBER: _builtins.int
     FAULTS_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
+    INCIDENTS_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table's id."""
     status: Global___TableStatus.ValueType
@@ -400,11 +401,15 @@ class GetTableStatusResponse(_message.Message):
 
     @_builtins.property
     def faults(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Fault]:
-        """Every fault charged so far, in order."""
+        """Every fault charged so far, in order (rulebook section 13; never an incident)."""
 
     @_builtins.property
     def outcome(self) -> _types_pb2.Outcome:
         """The final result; set only when status is TABLE_STATUS_FINISHED."""
+
+    @_builtins.property
+    def incidents(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Incident]:
+        """Every incident recorded so far, in order (a seat's connection or process; never a fault)."""
 
     def __init__(
         self,
@@ -424,10 +429,11 @@ class GetTableStatusResponse(_message.Message):
         faults_team_1: _builtins.int = ...,
         faults: _abc.Iterable[_types_pb2.Fault] | None = ...,
         outcome: _types_pb2.Outcome | None = ...,
+        incidents: _abc.Iterable[_types_pb2.Incident] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["faults", b"faults", "faults_team_0", b"faults_team_0", "faults_team_1", b"faults_team_1", "games_team_0", b"games_team_0", "games_team_1", b"games_team_1", "hand_number", b"hand_number", "outcome", b"outcome", "rules", b"rules", "score_team_0", b"score_team_0", "score_team_1", b"score_team_1", "seats", b"seats", "status", b"status", "table_id", b"table_id", "vacas_team_0", b"vacas_team_0", "vacas_team_1", b"vacas_team_1"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["faults", b"faults", "faults_team_0", b"faults_team_0", "faults_team_1", b"faults_team_1", "games_team_0", b"games_team_0", "games_team_1", b"games_team_1", "hand_number", b"hand_number", "incidents", b"incidents", "outcome", b"outcome", "rules", b"rules", "score_team_0", b"score_team_0", "score_team_1", b"score_team_1", "seats", b"seats", "status", b"status", "table_id", b"table_id", "vacas_team_0", b"vacas_team_0", "vacas_team_1", b"vacas_team_1"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -547,40 +553,6 @@ class GetTableReplayRequest(_message.Message):
 Global___GetTableReplayRequest: _TypeAlias = GetTableReplayRequest  # noqa: Y015
 
 @_typing.final
-class Incident(_message.Message):
-    """A service-level fault the referee recorded at a table, beyond the rules' illegal actions and timeouts
-    (which are in the replay record's events).
-    """
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    SEAT_FIELD_NUMBER: _builtins.int
-    CAUSE_FIELD_NUMBER: _builtins.int
-    DETAIL_FIELD_NUMBER: _builtins.int
-    seat: _builtins.int
-    """The seat at fault, 0..3."""
-    cause: _types_pb2.FaultCause.ValueType
-    """Why: FAULT_CAUSE_PROTOCOL_ERROR, FAULT_CAUSE_DISCONNECT, FAULT_CAUSE_CRASH, FAULT_CAUSE_STALL or
-    FAULT_CAUSE_ABSENT. (FAULT_CAUSE_LIMIT is a fault of the replay record's events: it ends the match.)
-    """
-    detail: _builtins.str
-    """What happened, in words, for logs."""
-    def __init__(
-        self,
-        *,
-        seat: _builtins.int = ...,
-        cause: _types_pb2.FaultCause.ValueType = ...,
-        detail: _builtins.str = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "detail", b"detail", "seat", b"seat"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___Incident: _TypeAlias = Incident  # noqa: Y015
-
-@_typing.final
 class SeatDecisionTimes(_message.Message):
     """One seat's decision times at a table."""
 
@@ -627,8 +599,8 @@ class GetTableReplayResponse(_message.Message):
     full event log, every card included). Re-simulating its steps from its rules and seed gives the outcome.
     """
     @_builtins.property
-    def incidents(self) -> _containers.RepeatedCompositeFieldContainer[Global___Incident]:
-        """The referee's incidents, in the order they were recorded."""
+    def incidents(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.Incident]:
+        """The referee's incidents, in the order they were recorded (the faults are the record's Fault events)."""
 
     @_builtins.property
     def decision_times(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatDecisionTimes]:
@@ -639,7 +611,7 @@ class GetTableReplayResponse(_message.Message):
         *,
         table_id: _builtins.str = ...,
         record_json: _builtins.str = ...,
-        incidents: _abc.Iterable[Global___Incident] | None = ...,
+        incidents: _abc.Iterable[_types_pb2.Incident] | None = ...,
         decision_times: _abc.Iterable[Global___SeatDecisionTimes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015

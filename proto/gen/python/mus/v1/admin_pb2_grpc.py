@@ -137,8 +137,8 @@ class TableAdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReportCrash(self, request, context):
-        """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
-        incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+        """Report that a seat's bot process exited (the caller launched it): the table records a FAULT_CAUSE_CRASH
+        incident and the seat will not be asked again, so its decisions time out at once. A no-op for a table that has
         ended or a seat already dropped.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

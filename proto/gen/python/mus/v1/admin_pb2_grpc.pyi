@@ -66,8 +66,8 @@ class TableAdminServiceStub:
     (`was_registered` is false).
     """
     ReportCrash: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ReportCrashRequest, _admin_pb2.ReportCrashResponse]
-    """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
-    incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+    """Report that a seat's bot process exited (the caller launched it): the table records a FAULT_CAUSE_CRASH
+    incident and the seat will not be asked again, so its decisions time out at once. A no-op for a table that has
     ended or a seat already dropped.
     """
     GetTableReplay: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]
@@ -117,8 +117,8 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     (`was_registered` is false).
     """
     ReportCrash: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReportCrashRequest, _admin_pb2.ReportCrashResponse]  # type: ignore[assignment]
-    """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
-    incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+    """Report that a seat's bot process exited (the caller launched it): the table records a FAULT_CAUSE_CRASH
+    incident and the seat will not be asked again, so its decisions time out at once. A no-op for a table that has
     ended or a seat already dropped.
     """
     GetTableReplay: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTableReplayRequest, _admin_pb2.GetTableReplayResponse]  # type: ignore[assignment]
@@ -201,8 +201,8 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.ReportCrashRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ReportCrashResponse, _abc.Awaitable[_admin_pb2.ReportCrashResponse]]:
-        """Report that a seat's bot process exited (the caller launched it): the seat is charged a `crash`
-        incident and will not be asked again, so its decisions time out at once. A no-op for a table that has
+        """Report that a seat's bot process exited (the caller launched it): the table records a FAULT_CAUSE_CRASH
+        incident and the seat will not be asked again, so its decisions time out at once. A no-op for a table that has
         ended or a seat already dropped.
         """
 

@@ -112,7 +112,7 @@ class LobbyHello(_message.Message):
     bot_token: _builtins.str
     """The secret token issued when the bot was registered (`mus bot add NAME --remote`)."""
     max_concurrent_matches: _builtins.int
-    """The most matches (tables) the bot will play at the same time (at least 1); its seats at one table count
+    """The most matches (tables) this session will play at the same time (1..64); its seats at one table count
     as one match.
     """
     protocol_version: _builtins.int

@@ -26,8 +26,16 @@ if _version_not_supported:
 
 
 class LobbyServiceStub:
-    """LobbyService is served by the referee service. A remote bot holds one Connect stream open while it is
+    """LobbyService is served by the referee service. A remote bot holds a Connect stream open while it is
     willing to play; the referee offers it seats at tables on that stream.
+
+    Sessions: a bot may hold several Connect streams at once with the same token (for example one per machine it
+    runs on); each is welcomed and has its own max_concurrent_matches. A seat is offered to one session with room
+    for its table: one that already holds an offer or a seat of that table first (so the two seats of the bot's
+    team at one table go to one session, and a bot that runs one process gets both), else the least busy one.
+    An offer declined or not answered on one session goes to another session of the bot that has not refused it,
+    if there is one. A remote bot is offered both seats of its team: two offers per match, one per seat, each
+    with its own seat token and its own Play stream.
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
@@ -41,13 +49,17 @@ class LobbyServiceStub:
     ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
     assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-    joins is charged FAULT_CAUSE_ABSENT by that table.
+    joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
-    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token), ALREADY_EXISTS (this bot already holds
-    a lobby stream), INVALID_ARGUMENT (a first message that is not hello, a second hello,
-    max_concurrent_matches = 0), FAILED_PRECONDITION (an unsupported protocol_version).
+    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token: never registered, revoked, or not yet
+    registered by a league worker, which registers a remote bot before its first match, so keep retrying;
+    and the end of an open stream whose token was revoked), INVALID_ARGUMENT (a first message that is not hello,
+    a second hello, max_concurrent_matches outside 1..64), FAILED_PRECONDITION (an unsupported protocol_version),
+    DEADLINE_EXCEEDED (no hello within 10 s). A message the referee cannot read, an unexpected message, a message
+    over 64 KiB or more than 20 messages per second (bursts of 100) end the session; offers it held go back to
+    the queue.
     """
 
     def __init__(self, channel):
@@ -64,8 +76,16 @@ class LobbyServiceStub:
 
 
 class LobbyServiceServicer:
-    """LobbyService is served by the referee service. A remote bot holds one Connect stream open while it is
+    """LobbyService is served by the referee service. A remote bot holds a Connect stream open while it is
     willing to play; the referee offers it seats at tables on that stream.
+
+    Sessions: a bot may hold several Connect streams at once with the same token (for example one per machine it
+    runs on); each is welcomed and has its own max_concurrent_matches. A seat is offered to one session with room
+    for its table: one that already holds an offer or a seat of that table first (so the two seats of the bot's
+    team at one table go to one session, and a bot that runs one process gets both), else the least busy one.
+    An offer declined or not answered on one session goes to another session of the bot that has not refused it,
+    if there is one. A remote bot is offered both seats of its team: two offers per match, one per seat, each
+    with its own seat token and its own Play stream.
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
@@ -79,13 +99,17 @@ class LobbyServiceServicer:
     ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
     assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-    joins is charged FAULT_CAUSE_ABSENT by that table.
+    joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
-    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token), ALREADY_EXISTS (this bot already holds
-    a lobby stream), INVALID_ARGUMENT (a first message that is not hello, a second hello,
-    max_concurrent_matches = 0), FAILED_PRECONDITION (an unsupported protocol_version).
+    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token: never registered, revoked, or not yet
+    registered by a league worker, which registers a remote bot before its first match, so keep retrying;
+    and the end of an open stream whose token was revoked), INVALID_ARGUMENT (a first message that is not hello,
+    a second hello, max_concurrent_matches outside 1..64), FAILED_PRECONDITION (an unsupported protocol_version),
+    DEADLINE_EXCEEDED (no hello within 10 s). A message the referee cannot read, an unexpected message, a message
+    over 64 KiB or more than 20 messages per second (bursts of 100) end the session; offers it held go back to
+    the queue.
     """
 
     def Connect(self, request_iterator, context):
@@ -113,8 +137,16 @@ def add_LobbyServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class LobbyService:
-    """LobbyService is served by the referee service. A remote bot holds one Connect stream open while it is
+    """LobbyService is served by the referee service. A remote bot holds a Connect stream open while it is
     willing to play; the referee offers it seats at tables on that stream.
+
+    Sessions: a bot may hold several Connect streams at once with the same token (for example one per machine it
+    runs on); each is welcomed and has its own max_concurrent_matches. A seat is offered to one session with room
+    for its table: one that already holds an offer or a seat of that table first (so the two seats of the bot's
+    team at one table go to one session, and a bot that runs one process gets both), else the least busy one.
+    An offer declined or not answered on one session goes to another session of the bot that has not refused it,
+    if there is one. A remote bot is offered both seats of its team: two offers per match, one per seat, each
+    with its own seat token and its own Play stream.
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
@@ -128,13 +160,17 @@ class LobbyService:
     ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
     assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-    joins is charged FAULT_CAUSE_ABSENT by that table.
+    joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
-    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token), ALREADY_EXISTS (this bot already holds
-    a lobby stream), INVALID_ARGUMENT (a first message that is not hello, a second hello,
-    max_concurrent_matches = 0), FAILED_PRECONDITION (an unsupported protocol_version).
+    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token: never registered, revoked, or not yet
+    registered by a league worker, which registers a remote bot before its first match, so keep retrying;
+    and the end of an open stream whose token was revoked), INVALID_ARGUMENT (a first message that is not hello,
+    a second hello, max_concurrent_matches outside 1..64), FAILED_PRECONDITION (an unsupported protocol_version),
+    DEADLINE_EXCEEDED (no hello within 10 s). A message the referee cannot read, an unexpected message, a message
+    over 64 KiB or more than 20 messages per second (bursts of 100) end the session; offers it held go back to
+    the queue.
     """
 
     @staticmethod

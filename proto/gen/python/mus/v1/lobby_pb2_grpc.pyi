@@ -27,8 +27,16 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class LobbyServiceStub:
-    """LobbyService is served by the referee service. A remote bot holds one Connect stream open while it is
+    """LobbyService is served by the referee service. A remote bot holds a Connect stream open while it is
     willing to play; the referee offers it seats at tables on that stream.
+
+    Sessions: a bot may hold several Connect streams at once with the same token (for example one per machine it
+    runs on); each is welcomed and has its own max_concurrent_matches. A seat is offered to one session with room
+    for its table: one that already holds an offer or a seat of that table first (so the two seats of the bot's
+    team at one table go to one session, and a bot that runs one process gets both), else the least busy one.
+    An offer declined or not answered on one session goes to another session of the bot that has not refused it,
+    if there is one. A remote bot is offered both seats of its team: two offers per match, one per seat, each
+    with its own seat token and its own Play stream.
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
@@ -42,13 +50,17 @@ class LobbyServiceStub:
        ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
        assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-       joins is charged FAULT_CAUSE_ABSENT by that table.
+       joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
-    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token), ALREADY_EXISTS (this bot already holds
-    a lobby stream), INVALID_ARGUMENT (a first message that is not hello, a second hello,
-    max_concurrent_matches = 0), FAILED_PRECONDITION (an unsupported protocol_version).
+    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token: never registered, revoked, or not yet
+    registered by a league worker, which registers a remote bot before its first match, so keep retrying;
+    and the end of an open stream whose token was revoked), INVALID_ARGUMENT (a first message that is not hello,
+    a second hello, max_concurrent_matches outside 1..64), FAILED_PRECONDITION (an unsupported protocol_version),
+    DEADLINE_EXCEEDED (no hello within 10 s). A message the referee cannot read, an unexpected message, a message
+    over 64 KiB or more than 20 messages per second (bursts of 100) end the session; offers it held go back to
+    the queue.
     """
 
     @_typing.overload
@@ -62,8 +74,16 @@ class LobbyServiceStub:
 
 @_typing.type_check_only
 class LobbyServiceAsyncStub(LobbyServiceStub):
-    """LobbyService is served by the referee service. A remote bot holds one Connect stream open while it is
+    """LobbyService is served by the referee service. A remote bot holds a Connect stream open while it is
     willing to play; the referee offers it seats at tables on that stream.
+
+    Sessions: a bot may hold several Connect streams at once with the same token (for example one per machine it
+    runs on); each is welcomed and has its own max_concurrent_matches. A seat is offered to one session with room
+    for its table: one that already holds an offer or a seat of that table first (so the two seats of the bot's
+    team at one table go to one session, and a bot that runs one process gets both), else the least busy one.
+    An offer declined or not answered on one session goes to another session of the bot that has not refused it,
+    if there is one. A remote bot is offered both seats of its team: two offers per match, one per seat, each
+    with its own seat token and its own Play stream.
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
@@ -77,13 +97,17 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
        ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
        assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-       joins is charged FAULT_CAUSE_ABSENT by that table.
+       joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
-    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token), ALREADY_EXISTS (this bot already holds
-    a lobby stream), INVALID_ARGUMENT (a first message that is not hello, a second hello,
-    max_concurrent_matches = 0), FAILED_PRECONDITION (an unsupported protocol_version).
+    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token: never registered, revoked, or not yet
+    registered by a league worker, which registers a remote bot before its first match, so keep retrying;
+    and the end of an open stream whose token was revoked), INVALID_ARGUMENT (a first message that is not hello,
+    a second hello, max_concurrent_matches outside 1..64), FAILED_PRECONDITION (an unsupported protocol_version),
+    DEADLINE_EXCEEDED (no hello within 10 s). A message the referee cannot read, an unexpected message, a message
+    over 64 KiB or more than 20 messages per second (bursts of 100) end the session; offers it held go back to
+    the queue.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -93,8 +117,16 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
     """
 
 class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
-    """LobbyService is served by the referee service. A remote bot holds one Connect stream open while it is
+    """LobbyService is served by the referee service. A remote bot holds a Connect stream open while it is
     willing to play; the referee offers it seats at tables on that stream.
+
+    Sessions: a bot may hold several Connect streams at once with the same token (for example one per machine it
+    runs on); each is welcomed and has its own max_concurrent_matches. A seat is offered to one session with room
+    for its table: one that already holds an offer or a seat of that table first (so the two seats of the bot's
+    team at one table go to one session, and a bot that runs one process gets both), else the least busy one.
+    An offer declined or not answered on one session goes to another session of the bot that has not refused it,
+    if there is one. A remote bot is offered both seats of its team: two offers per match, one per seat, each
+    with its own seat token and its own Play stream.
 
     Protocol:
     1. The bot sends ConnectRequest.hello with its bot token. The referee answers ConnectResponse.welcome.
@@ -108,13 +140,17 @@ class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
        ignored.
     5. After AssignmentConfirmed the bot opens a PlayService.Play stream to referee_address and joins with the
        assignment's seat_token. The token is valid for Play only once confirmed; a confirmed bot that never
-       joins is charged FAULT_CAUSE_ABSENT by that table.
+       joins is recorded as a FAULT_CAUSE_ABSENT incident by that table (its decisions then time out: faults).
     If the lobby stream ends, open offers are withdrawn; confirmed assignments stay valid and the bot may still
     play them.
 
-    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token), ALREADY_EXISTS (this bot already holds
-    a lobby stream), INVALID_ARGUMENT (a first message that is not hello, a second hello,
-    max_concurrent_matches = 0), FAILED_PRECONDITION (an unsupported protocol_version).
+    Errors are gRPC status codes: UNAUTHENTICATED (unknown bot token: never registered, revoked, or not yet
+    registered by a league worker, which registers a remote bot before its first match, so keep retrying;
+    and the end of an open stream whose token was revoked), INVALID_ARGUMENT (a first message that is not hello,
+    a second hello, max_concurrent_matches outside 1..64), FAILED_PRECONDITION (an unsupported protocol_version),
+    DEADLINE_EXCEEDED (no hello within 10 s). A message the referee cannot read, an unexpected message, a message
+    over 64 KiB or more than 20 messages per second (bursts of 100) end the session; offers it held go back to
+    the queue.
     """
 
     @_abc_1.abstractmethod

@@ -394,9 +394,12 @@ class ActionRejected(_message.Message):
     fault_counted: _builtins.bool
     """True when this rejection counted one fault against the seat's team (a Fault event follows)."""
     decision_open: _builtins.bool
-    """True when the same decision is still open and may be answered again (illegal_action_policy = "retry");
-    false when it is closed (illegal_action_policy = "default_action" applied the default, or it was closed
-    before).
+    """True only for ILLEGAL_ACTION when the decision the Act named is still open and may be answered again
+    (illegal_action_policy = "retry"). False when that decision is closed (illegal_action_policy =
+    "default_action" applied the default, a DECISION_CLOSED rejection) and for NOT_ASKED, whose id names no
+    decision of this seat: a newer decision of the seat that is open is never described here; its
+    DecisionRequest stands. (Under "retry" an Act with an id never issued leaves the seat's open decision open;
+    under "default_action" it is an illegal answer to it, and its default is applied.)
     """
     decision_time_left_ms: _builtins.int
     """When decision_open: milliseconds left of the decision's own time."""
@@ -404,7 +407,7 @@ class ActionRejected(_message.Message):
     """When decision_open: milliseconds left in the seat's time bank."""
     @_builtins.property
     def legal_actions(self) -> _containers.RepeatedCompositeFieldContainer[_types_pb2.LegalAction]:
-        """The decision's legal actions, when the decision is still open; empty otherwise."""
+        """The legal actions of the decision the Act named, when decision_open; empty otherwise."""
 
     def __init__(
         self,

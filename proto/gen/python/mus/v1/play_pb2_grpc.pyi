@@ -31,8 +31,8 @@ class PlayServiceStub:
 
     Protocol of one Play stream (one stream per seat per match):
     1. The bot sends PlayRequest.join with its seat token. The referee answers PlayResponse.joined, then waits
-       until all four seats have joined (a seat that does not join before the table's join deadline is charged
-       FAULT_CAUSE_ABSENT).
+       until all four seats have joined (a seat that does not join before the table's join deadline is recorded
+       as a FAULT_CAUSE_ABSENT incident, and its decisions time out at once: those timeouts are its faults).
     2. The referee sends events as they happen and, whenever this seat must decide, a DecisionRequest that
        carries the seat's full view and the legal actions. Every event reaches the stream before any
        DecisionRequest whose view includes it. The bot answers with PlayRequest.act echoing the decision id.
@@ -41,15 +41,22 @@ class PlayServiceStub:
 
     Errors are gRPC status codes on the stream, never an Error message:
     - UNAUTHENTICATED: the seat token is unknown.
-    - FAILED_PRECONDITION: the table is finished or cancelled; the token came with a lobby assignment that was
-      not confirmed; or the referee does not speak the requested protocol_version (the status message names
-      the versions it speaks).
-    - ALREADY_EXISTS: another stream already holds this seat; a seat may join again only after its previous
-      stream has ended (Joined.resumed is then true).
-    - INVALID_ARGUMENT: a protocol error (a first message that is not a Join, a second Join, an unset oneof);
-      counted as FAULT_CAUSE_PROTOCOL_ERROR once the seat is known and the match is running.
-    - RESOURCE_EXHAUSTED: a message over the referee's size limit; also a protocol error.
+    - FAILED_PRECONDITION: the table is finished or cancelled; the seat was dropped (it stayed away past the
+      reconnect grace period, or its process crashed); the token came with a lobby assignment that was not
+      confirmed; or the referee does not speak the requested protocol_version (the status message names the
+      versions it speaks).
+    - ALREADY_EXISTS: another stream still holds this seat. A seat may join again once its previous stream has
+      ended (Joined.resumed is then true); a rejoin that races the referee noticing the old stream's end gets
+      this code, so retry it after a moment.
+    - INVALID_ARGUMENT: a protocol error (an unreadable first message or one that is not a Join, a second Join,
+      an unset oneof, an Act over its caps); recorded as a FAULT_CAUSE_PROTOCOL_ERROR incident, not a fault,
+      once the seat is known. The seat may join again, as after a dropped stream, within the reconnect grace
+      period.
+    - RESOURCE_EXHAUSTED: a message over the referee's size limit, or a flood of messages; also a protocol error.
     - ABORTED: the table was cancelled by an administrator while the stream was open.
+    - DEADLINE_EXCEEDED: no Join within 10 s of opening the stream.
+    A stream that breaks without a status from the referee ends with UNAVAILABLE (some clients say INTERNAL):
+    join again with Join.next_seq.
     """
 
     @_typing.overload
@@ -67,8 +74,8 @@ class PlayServiceAsyncStub(PlayServiceStub):
 
     Protocol of one Play stream (one stream per seat per match):
     1. The bot sends PlayRequest.join with its seat token. The referee answers PlayResponse.joined, then waits
-       until all four seats have joined (a seat that does not join before the table's join deadline is charged
-       FAULT_CAUSE_ABSENT).
+       until all four seats have joined (a seat that does not join before the table's join deadline is recorded
+       as a FAULT_CAUSE_ABSENT incident, and its decisions time out at once: those timeouts are its faults).
     2. The referee sends events as they happen and, whenever this seat must decide, a DecisionRequest that
        carries the seat's full view and the legal actions. Every event reaches the stream before any
        DecisionRequest whose view includes it. The bot answers with PlayRequest.act echoing the decision id.
@@ -77,15 +84,22 @@ class PlayServiceAsyncStub(PlayServiceStub):
 
     Errors are gRPC status codes on the stream, never an Error message:
     - UNAUTHENTICATED: the seat token is unknown.
-    - FAILED_PRECONDITION: the table is finished or cancelled; the token came with a lobby assignment that was
-      not confirmed; or the referee does not speak the requested protocol_version (the status message names
-      the versions it speaks).
-    - ALREADY_EXISTS: another stream already holds this seat; a seat may join again only after its previous
-      stream has ended (Joined.resumed is then true).
-    - INVALID_ARGUMENT: a protocol error (a first message that is not a Join, a second Join, an unset oneof);
-      counted as FAULT_CAUSE_PROTOCOL_ERROR once the seat is known and the match is running.
-    - RESOURCE_EXHAUSTED: a message over the referee's size limit; also a protocol error.
+    - FAILED_PRECONDITION: the table is finished or cancelled; the seat was dropped (it stayed away past the
+      reconnect grace period, or its process crashed); the token came with a lobby assignment that was not
+      confirmed; or the referee does not speak the requested protocol_version (the status message names the
+      versions it speaks).
+    - ALREADY_EXISTS: another stream still holds this seat. A seat may join again once its previous stream has
+      ended (Joined.resumed is then true); a rejoin that races the referee noticing the old stream's end gets
+      this code, so retry it after a moment.
+    - INVALID_ARGUMENT: a protocol error (an unreadable first message or one that is not a Join, a second Join,
+      an unset oneof, an Act over its caps); recorded as a FAULT_CAUSE_PROTOCOL_ERROR incident, not a fault,
+      once the seat is known. The seat may join again, as after a dropped stream, within the reconnect grace
+      period.
+    - RESOURCE_EXHAUSTED: a message over the referee's size limit, or a flood of messages; also a protocol error.
     - ABORTED: the table was cancelled by an administrator while the stream was open.
+    - DEADLINE_EXCEEDED: no Join within 10 s of opening the stream.
+    A stream that breaks without a status from the referee ends with UNAVAILABLE (some clients say INTERNAL):
+    join again with Join.next_seq.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -99,8 +113,8 @@ class PlayServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Protocol of one Play stream (one stream per seat per match):
     1. The bot sends PlayRequest.join with its seat token. The referee answers PlayResponse.joined, then waits
-       until all four seats have joined (a seat that does not join before the table's join deadline is charged
-       FAULT_CAUSE_ABSENT).
+       until all four seats have joined (a seat that does not join before the table's join deadline is recorded
+       as a FAULT_CAUSE_ABSENT incident, and its decisions time out at once: those timeouts are its faults).
     2. The referee sends events as they happen and, whenever this seat must decide, a DecisionRequest that
        carries the seat's full view and the legal actions. Every event reaches the stream before any
        DecisionRequest whose view includes it. The bot answers with PlayRequest.act echoing the decision id.
@@ -109,15 +123,22 @@ class PlayServiceServicer(metaclass=_abc_1.ABCMeta):
 
     Errors are gRPC status codes on the stream, never an Error message:
     - UNAUTHENTICATED: the seat token is unknown.
-    - FAILED_PRECONDITION: the table is finished or cancelled; the token came with a lobby assignment that was
-      not confirmed; or the referee does not speak the requested protocol_version (the status message names
-      the versions it speaks).
-    - ALREADY_EXISTS: another stream already holds this seat; a seat may join again only after its previous
-      stream has ended (Joined.resumed is then true).
-    - INVALID_ARGUMENT: a protocol error (a first message that is not a Join, a second Join, an unset oneof);
-      counted as FAULT_CAUSE_PROTOCOL_ERROR once the seat is known and the match is running.
-    - RESOURCE_EXHAUSTED: a message over the referee's size limit; also a protocol error.
+    - FAILED_PRECONDITION: the table is finished or cancelled; the seat was dropped (it stayed away past the
+      reconnect grace period, or its process crashed); the token came with a lobby assignment that was not
+      confirmed; or the referee does not speak the requested protocol_version (the status message names the
+      versions it speaks).
+    - ALREADY_EXISTS: another stream still holds this seat. A seat may join again once its previous stream has
+      ended (Joined.resumed is then true); a rejoin that races the referee noticing the old stream's end gets
+      this code, so retry it after a moment.
+    - INVALID_ARGUMENT: a protocol error (an unreadable first message or one that is not a Join, a second Join,
+      an unset oneof, an Act over its caps); recorded as a FAULT_CAUSE_PROTOCOL_ERROR incident, not a fault,
+      once the seat is known. The seat may join again, as after a dropped stream, within the reconnect grace
+      period.
+    - RESOURCE_EXHAUSTED: a message over the referee's size limit, or a flood of messages; also a protocol error.
     - ABORTED: the table was cancelled by an administrator while the stream was open.
+    - DEADLINE_EXCEEDED: no Join within 10 s of opening the stream.
+    A stream that breaks without a status from the referee ends with UNAVAILABLE (some clients say INTERNAL):
+    join again with Join.next_seq.
     """
 
     @_abc_1.abstractmethod

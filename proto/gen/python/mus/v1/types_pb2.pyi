@@ -480,58 +480,79 @@ class _FaultCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FaultCause
     FAULT_CAUSE_UNSPECIFIED: _FaultCause.ValueType  # 0
     """Not a cause; never sent."""
     FAULT_CAUSE_ILLEGAL_ACTION: _FaultCause.ValueType  # 1
-    """The seat sent an action that was not legal, or acted when it was not asked."""
+    """A fault: the seat sent an action that was not legal, or acted when it was not asked."""
     FAULT_CAUSE_TIMEOUT: _FaultCause.ValueType  # 2
-    """The seat used up its decision time and its time bank; the default action was applied."""
+    """A fault: the seat used up its decision time and its time bank; the default action was applied."""
     FAULT_CAUSE_PROTOCOL_ERROR: _FaultCause.ValueType  # 3
-    """The seat broke the protocol (for example an Act before Join, a second Join, an unparsable or oversized
-    message); its stream was ended with a gRPC error status.
+    """An incident: the seat broke the protocol (for example a second Join, an empty PlayRequest, an unreadable or
+    oversized message, an Act over its caps, a flood of messages); its stream was ended with a gRPC error
+    status. The seat may join again with its seat token (Join.next_seq), within the reconnect grace period.
     """
     FAULT_CAUSE_DISCONNECT: _FaultCause.ValueType  # 4
-    """The seat's stream ended or broke while the match was running and the seat did not join again in time."""
+    """An incident: the seat's stream ended or broke while the match was running and the seat did not join again
+    within the reconnect grace period.
+    """
     FAULT_CAUSE_CRASH: _FaultCause.ValueType  # 5
-    """The seat's hosted bot process exited while the match was running."""
+    """An incident: the seat's hosted bot process exited while the match was running (reported by the worker that
+    launched it, TableAdminService.ReportCrash).
+    """
     FAULT_CAUSE_STALL: _FaultCause.ValueType  # 6
-    """The seat kept its stream open but stopped reading the referee's messages for longer than the referee
-    allows.
+    """An incident reserved for a seat that keeps its stream open but stops reading the referee's messages. This
+    referee does not detect it and never records it: a seat that stops answering is charged by its clocks
+    (TIMEOUT faults), and nothing else.
     """
     FAULT_CAUSE_ABSENT: _FaultCause.ValueType  # 7
-    """The seat never joined the table before the join deadline."""
+    """An incident: the seat never joined the table before the join deadline."""
     FAULT_CAUSE_LIMIT: _FaultCause.ValueType  # 8
-    """The seat's messages made its table's record outgrow the referee's cap on one match (events, bytes or
-    steps; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal actions. A legal
-    match stays far below the cap. The seat's team forfeits the match at once, whatever its fault count.
+    """A fault: the seat's messages made its table's record outgrow the referee's cap on one match (events, bytes,
+    steps or incidents; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal
+    actions. A legal match stays far below the cap. The seat's team forfeits the match at once, whatever its
+    fault count.
     """
 
 class FaultCause(_FaultCause, metaclass=_FaultCauseEnumTypeWrapper):
-    """Why a seat was charged a fault (rulebook section 13). Every fault counts one against the seat's team; at
-    max_faults_before_forfeit the team forfeits the match.
+    """The causes of faults and of incidents: one enum, so that a cause has one name and one number everywhere (the
+    Fault event, Outcome.faults, Outcome.incidents, the admin API, the league's database and standings).
+
+    A fault (rulebook section 13) counts one against the seat's team; at max_faults_before_forfeit the team
+    forfeits the match. Its causes are ILLEGAL_ACTION, TIMEOUT and LIMIT, and each is a public Fault event.
+    An incident is what happened to a seat's connection or process: PROTOCOL_ERROR, DISCONNECT, CRASH, STALL and
+    ABSENT. An incident counts nothing by itself; a seat that crashed, stayed disconnected past the grace period
+    or never joined is not asked again, so its decisions time out at once, and those timeouts are its faults.
+    No cause is both: a timeout is never also recorded as an incident.
     """
 
 FAULT_CAUSE_UNSPECIFIED: FaultCause.ValueType  # 0
 """Not a cause; never sent."""
 FAULT_CAUSE_ILLEGAL_ACTION: FaultCause.ValueType  # 1
-"""The seat sent an action that was not legal, or acted when it was not asked."""
+"""A fault: the seat sent an action that was not legal, or acted when it was not asked."""
 FAULT_CAUSE_TIMEOUT: FaultCause.ValueType  # 2
-"""The seat used up its decision time and its time bank; the default action was applied."""
+"""A fault: the seat used up its decision time and its time bank; the default action was applied."""
 FAULT_CAUSE_PROTOCOL_ERROR: FaultCause.ValueType  # 3
-"""The seat broke the protocol (for example an Act before Join, a second Join, an unparsable or oversized
-message); its stream was ended with a gRPC error status.
+"""An incident: the seat broke the protocol (for example a second Join, an empty PlayRequest, an unreadable or
+oversized message, an Act over its caps, a flood of messages); its stream was ended with a gRPC error
+status. The seat may join again with its seat token (Join.next_seq), within the reconnect grace period.
 """
 FAULT_CAUSE_DISCONNECT: FaultCause.ValueType  # 4
-"""The seat's stream ended or broke while the match was running and the seat did not join again in time."""
+"""An incident: the seat's stream ended or broke while the match was running and the seat did not join again
+within the reconnect grace period.
+"""
 FAULT_CAUSE_CRASH: FaultCause.ValueType  # 5
-"""The seat's hosted bot process exited while the match was running."""
+"""An incident: the seat's hosted bot process exited while the match was running (reported by the worker that
+launched it, TableAdminService.ReportCrash).
+"""
 FAULT_CAUSE_STALL: FaultCause.ValueType  # 6
-"""The seat kept its stream open but stopped reading the referee's messages for longer than the referee
-allows.
+"""An incident reserved for a seat that keeps its stream open but stops reading the referee's messages. This
+referee does not detect it and never records it: a seat that stops answering is charged by its clocks
+(TIMEOUT faults), and nothing else.
 """
 FAULT_CAUSE_ABSENT: FaultCause.ValueType  # 7
-"""The seat never joined the table before the join deadline."""
+"""An incident: the seat never joined the table before the join deadline."""
 FAULT_CAUSE_LIMIT: FaultCause.ValueType  # 8
-"""The seat's messages made its table's record outgrow the referee's cap on one match (events, bytes or
-steps; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal actions. A legal
-match stays far below the cap. The seat's team forfeits the match at once, whatever its fault count.
+"""A fault: the seat's messages made its table's record outgrow the referee's cap on one match (events, bytes,
+steps or incidents; see docs/protocol.md, "Limits"): for example a flood of rejected senas or illegal
+actions. A legal match stays far below the cap. The seat's team forfeits the match at once, whatever its
+fault count.
 """
 Global___FaultCause: _TypeAlias = FaultCause  # noqa: Y015
 
@@ -1715,7 +1736,7 @@ class Fault(_message.Message):
     seat: _builtins.int
     """The seat at fault."""
     cause: Global___FaultCause.ValueType
-    """Why."""
+    """Why: FAULT_CAUSE_ILLEGAL_ACTION, FAULT_CAUSE_TIMEOUT or FAULT_CAUSE_LIMIT."""
     team_faults: _builtins.int
     """The seat's team's fault count in this match, this fault included."""
     def __init__(
@@ -1966,6 +1987,7 @@ class Outcome(_message.Message):
     VACAS_TEAM_0_FIELD_NUMBER: _builtins.int
     VACAS_TEAM_1_FIELD_NUMBER: _builtins.int
     FAULTS_FIELD_NUMBER: _builtins.int
+    INCIDENTS_FIELD_NUMBER: _builtins.int
     winner_team: Global___Team.ValueType
     """The team that won the match."""
     termination: Global___MatchTermination.ValueType
@@ -1984,7 +2006,16 @@ class Outcome(_message.Message):
 
     @_builtins.property
     def faults(self) -> _containers.RepeatedCompositeFieldContainer[Global___Fault]:
-        """Every fault charged in the match, in order."""
+        """Every fault charged in the match (rulebook section 13), in the order they were charged: the same as the
+        match's Fault events. Never an incident.
+        """
+
+    @_builtins.property
+    def incidents(self) -> _containers.RepeatedCompositeFieldContainer[Global___Incident]:
+        """Every incident the referee recorded at the table (a seat's connection or process), in the order they
+        happened, each with its seat and cause; its detail is left empty here (the outcome reaches every seat and
+        spectator) and is given by TableAdminService. Never a fault.
+        """
 
     def __init__(
         self,
@@ -1996,11 +2027,46 @@ class Outcome(_message.Message):
         vacas_team_0: _builtins.int = ...,
         vacas_team_1: _builtins.int = ...,
         faults: _abc.Iterable[Global___Fault] | None = ...,
+        incidents: _abc.Iterable[Global___Incident] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["faults", b"faults", "games", b"games", "termination", b"termination", "vacas", b"vacas", "vacas_team_0", b"vacas_team_0", "vacas_team_1", b"vacas_team_1", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["faults", b"faults", "games", b"games", "incidents", b"incidents", "termination", b"termination", "vacas", b"vacas", "vacas_team_0", b"vacas_team_0", "vacas_team_1", b"vacas_team_1", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Outcome: _TypeAlias = Outcome  # noqa: Y015
+
+@_typing.final
+class Incident(_message.Message):
+    """Something that happened to a seat's connection or process (an incident), beyond the rules' faults. It counts
+    nothing by itself (see FaultCause).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    """The seat, 0..3."""
+    cause: Global___FaultCause.ValueType
+    """What happened: FAULT_CAUSE_PROTOCOL_ERROR, FAULT_CAUSE_DISCONNECT, FAULT_CAUSE_CRASH or FAULT_CAUSE_ABSENT
+    (FAULT_CAUSE_STALL is reserved).
+    """
+    detail: _builtins.str
+    """What happened, in words, for logs (TableAdminService only; empty in Outcome)."""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        cause: Global___FaultCause.ValueType = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "detail", b"detail", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Incident: _TypeAlias = Incident  # noqa: Y015
