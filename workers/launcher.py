@@ -24,10 +24,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+from workers.seccomp import seccomp_filter
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +182,18 @@ def sandbox_available() -> bool:
         return False
     probe = BotProgram("probe", ("true",))
     try:
-        command = sandbox_command(probe, Sandbox(Path("/nonexistent-probe")), {}, socket=False)
-        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=20, check=False)
+        with seccomp_pipe() as seccomp_fd:
+            command = sandbox_command(
+                probe, Sandbox(Path("/nonexistent-probe")), {}, socket=False, seccomp_fd=seccomp_fd
+            )
+            done = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=20,
+                check=False,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+            )
     except (OSError, subprocess.TimeoutExpired) as error:
         log.warning("the sandbox trial run failed: %s", error)
         return False
@@ -191,6 +203,32 @@ def sandbox_available() -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- the command
+
+
+@contextlib.contextmanager
+def seccomp_pipe() -> Iterator[int | None]:
+    """A pipe's read end holding the seccomp filter (workers/seccomp.py), for `bwrap --seccomp FD`; None where
+    this architecture has no filter (the seat then runs without one, and the worker says so once)."""
+    program = seccomp_filter()
+    if program is None:
+        _warn_no_seccomp()
+        yield None
+        return
+    read, write = os.pipe()
+    try:
+        os.write(write, program)  # a few hundred bytes: far below a pipe's buffer
+        os.close(write)
+        write = -1
+        yield read
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+
+
+@cache
+def _warn_no_seccomp() -> None:
+    log.warning("no seccomp filter for this architecture: seats run without one (docs/sandbox.md)")
 
 
 def sandbox_environment(referee_address: str, seat_token: str) -> dict[str, str]:
@@ -207,9 +245,17 @@ def sandbox_environment(referee_address: str, seat_token: str) -> dict[str, str]
 
 
 def sandbox_command(
-    program: BotProgram, sandbox: Sandbox, environment: dict[str, str], *, socket: bool = True
+    program: BotProgram,
+    sandbox: Sandbox,
+    environment: dict[str, str],
+    *,
+    socket: bool = True,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
-    """The full command line of a sandboxed seat: `prlimit` (rlimits) then `bwrap` then the bot's command."""
+    """The full command line of a sandboxed seat: `prlimit` (rlimits) then `bwrap` then the bot's command.
+
+    `seccomp_fd` is a descriptor the child inherits, holding the seat's seccomp filter (`seccomp_pipe`).
+    """
     limits = sandbox.limits
     rlimits = [
         "prlimit",
@@ -276,6 +322,8 @@ def sandbox_command(
             bwrap += ["--ro-bind", str(executable), str(executable)]
             bound.append(executable)
     bwrap += ["--remount-ro", "/"]  # the root holding the mount points: nothing to write there either
+    if seccomp_fd is not None:
+        bwrap += ["--seccomp", str(seccomp_fd)]
     announce = ["/bin/sh", "-c", f"printf '{STARTED_MARKER.decode().strip()}\\n' && exec \"$@\"", "sh"]
     return [*rlimits, *bwrap, "--", *announce, *program.command]
 
@@ -426,9 +474,24 @@ async def launch_bot(
     inherits no standard input; its output goes through a pipe to `log_path`, up to the output limit.
     """
     limits = sandbox.limits if sandbox is not None else Limits()
+    seccomp = seccomp_pipe() if sandbox is not None else contextlib.nullcontext(None)
+    with seccomp as seccomp_fd:
+        return await _launch(program, referee_address, seat_token, log_path, sandbox, limits, seccomp_fd)
+
+
+async def _launch(
+    program: BotProgram,
+    referee_address: str,
+    seat_token: str,
+    log_path: Path | None,
+    sandbox: Sandbox | None,
+    limits: Limits,
+    seccomp_fd: int | None,
+) -> BotProcess:
     cgroups: tuple[Path, ...] = ()
     if sandbox is not None:
-        command = sandbox_command(program, sandbox, sandbox_environment(referee_address, seat_token))
+        environment = sandbox_environment(referee_address, seat_token)
+        command = sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd)
         cgroups = _make_cgroups(limits)
         if cgroups:
             # The shell joins the cgroups and becomes prlimit, then bwrap: everything the seat starts is inside.
@@ -455,6 +518,7 @@ async def launch_bot(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
         )
     except OSError as error:
         for cgroup in cgroups:

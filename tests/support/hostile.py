@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import ctypes
 import errno
+import fcntl
 import os
 import signal
 import socket
@@ -116,6 +117,35 @@ def attack_share(options: argparse.Namespace) -> None:
     report("share", bool(seen), f"partner notes seen: {','.join(seen) or 'none'}")
 
 
+def attack_locks(options: argparse.Namespace) -> None:
+    """Partners, or a bot and its own processes in the twin match, signal through locks and watches on the files
+    every seat binds read-only (the kernel shares them across namespaces), or leave the sandbox's namespaces."""
+    outcomes = []
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open(sys.executable, "rb") as shared:
+        calls: list[tuple[str, Callable[[], object]]] = [
+            ("flock", lambda: fcntl.flock(shared, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+            ("fcntl_lock", lambda: fcntl.lockf(shared, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+            ("fcntl_getlk", lambda: fcntl.fcntl(shared, fcntl.F_GETLK, bytes(32))),
+            ("inotify", lambda: _checked(libc.inotify_init1(0))),
+            ("unshare_user", lambda: _checked(libc.unshare(0x10000000))),
+        ]
+        for name, call in calls:
+            try:
+                call()
+                outcomes.append(f"{name}=done")
+            except OSError as error:
+                outcomes.append(f"{name}={errno.errorcode.get(error.errno or 0, error.errno)}")
+    report("locks", any(outcome.endswith("=done") for outcome in outcomes), " ".join(outcomes))
+
+
+def _checked(result: int) -> int:
+    if result < 0:
+        number = ctypes.get_errno()
+        raise OSError(number, os.strerror(number))
+    return result
+
+
 def attack_fork(options: argparse.Namespace) -> None:
     count = 0
     failure = "none"
@@ -217,6 +247,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "tcp": attack_tcp,
     "write": attack_write,
     "share": attack_share,
+    "locks": attack_locks,
     "fork": attack_fork,
     "alloc": attack_alloc,
     "forkalloc": attack_forkalloc,

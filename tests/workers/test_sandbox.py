@@ -34,6 +34,7 @@ from workers.launcher import (
     sandbox_environment,
 )
 from workers.matches import PlayedMatch, RefereeMatch, fault_records, incident_records, play_on_referee, play_programs
+from workers.seccomp import seccomp_filter
 
 needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
 
@@ -130,7 +131,7 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     venv = Path(sys.prefix)
     program, tag = hostile(
         tmp_path,
-        "env,db,proc,signal,tcp,write,share,sigterm",
+        "env,db,proc,signal,tcp,write,share,locks,sigterm",
         *("--db", str(elsewhere), "--pid", str(os.getpid()), "--port", str(port)),
         *("--target", str(PROJECT), "--target", str(PROJECT / "referee"), "--target", str(venv)),
     )
@@ -141,7 +142,7 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     assert causes(played) == [], "every seat played: the attacks cost the bot nothing and harmed nobody"
     for seat in (0, 2):
         seen = attacks(played.logs[seat])
-        assert set(seen) == {"env", "db", "proc", "signal", "ptrace", "tcp", "write", "share", "sigterm"}
+        assert set(seen) == {"env", "db", "proc", "signal", "ptrace", "tcp", "write", "share", "locks", "sigterm"}
         # A folder under /tmp that is not itself bound (the project root of a clone in /tmp) lies, inside the
         # sandbox, on the seat's private tmpfs: writing there reaches nothing of the host (checked below).
         breaches = [
@@ -153,6 +154,11 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
         assert breaches == []
         assert "visible_pids=2 " in seen["proc"][0], "its own pid namespace: bwrap's init and itself"
         assert len(seen["tcp"]) == 4 and all("ECONNREFUSED" in line for line in seen["tcp"])
+        if seccomp_filter() is not None:  # the shared files' locks and watches: no channel between seats
+            (locks,) = seen["locks"]
+            assert all(
+                f"{name}=EPERM" in locks for name in ("flock", "fcntl_lock", "fcntl_getlk", "inotify", "unshare_user")
+            )
         private = sum(line.startswith("BREACH wrote /tmp/") for line in seen["write"])
         assert private == (1 if PROJECT.is_relative_to("/tmp") else 0)
         assert sum("EROFS" in line for line in seen["write"]) == 5 - private  # its folder, the venv, 3 targets

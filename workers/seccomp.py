@@ -1,0 +1,222 @@
+"""The seccomp filter of a sandboxed seat: the system calls that would let two seats talk through the kernel.
+
+Two seats of one host share inodes (every seat binds the same runtime and SDK read-only) and one kernel. File
+locks (`flock`, `fcntl` record and OFD locks, leases) and inotify/fanotify/dnotify watches on those shared files
+work across mount, user and pid namespaces, so partners could pass their cards through them, and a bot could read
+its rivals' cards from its own processes in the twin match. The filter refuses them with EPERM, together with what
+a bot never needs and could use to widen its reach: ptrace and other processes' memory, keyrings, new namespaces
+(nested user namespaces, `unshare`, `setns`, `clone` with namespace flags; `clone3` answers ENOSYS so the C
+library falls back to `clone`, whose flags can be checked), mounts, kernel modules, BPF and perf events.
+
+The program is classic BPF over `struct seccomp_data`, built here without libseccomp; `bwrap --seccomp FD` loads
+it just before it runs the bot. Only x86_64 and aarch64 are known: elsewhere `seccomp_filter()` returns None and
+the worker logs that seats run without it. A call from another ABI (32-bit x86 via int 0x80, x32) is refused
+whole, since its numbers differ.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_JSET_K = 0x45
+_RET_K = 0x06
+
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+
+_ARCH_OFFSET = 4
+_NR_OFFSET = 0
+_ARG0_LOW = 16
+_ARG1_LOW = 24
+
+_X32_BIT = 0x40000000
+
+_NAMESPACE_FLAGS = 0x7E020000
+"""CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET."""
+
+_FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
+"""F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY."""
+
+_REFUSED_NAMES = (
+    "flock",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_add_watch",
+    "fanotify_init",
+    "fanotify_mark",
+    "add_key",
+    "request_key",
+    "keyctl",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsmount",
+    "fspick",
+    "userfaultfd",
+    "perf_event_open",
+    "bpf",
+    "kexec_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "acct",
+    "quotactl",
+)
+"""Refused with EPERM on every architecture that has them."""
+
+_ARCHES: dict[str, tuple[int, dict[str, int]]] = {
+    "x86_64": (
+        0xC000003E,
+        {
+            "fcntl": 72,
+            "clone": 56,
+            "clone3": 435,
+            "flock": 73,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "inotify_init": 253,
+            "inotify_init1": 294,
+            "inotify_add_watch": 254,
+            "fanotify_init": 300,
+            "fanotify_mark": 301,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "unshare": 272,
+            "setns": 308,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsmount": 432,
+            "fspick": 433,
+            "userfaultfd": 323,
+            "perf_event_open": 298,
+            "bpf": 321,
+            "kexec_load": 246,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "name_to_handle_at": 303,
+            "open_by_handle_at": 304,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "acct": 163,
+            "quotactl": 179,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "fcntl": 25,
+            "clone": 220,
+            "clone3": 435,
+            "flock": 32,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "inotify_init1": 26,
+            "inotify_add_watch": 27,
+            "fanotify_init": 262,
+            "fanotify_mark": 263,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "unshare": 97,
+            "setns": 268,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsmount": 432,
+            "fspick": 433,
+            "userfaultfd": 282,
+            "perf_event_open": 241,
+            "bpf": 280,
+            "kexec_load": 104,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "name_to_handle_at": 264,
+            "open_by_handle_at": 265,
+            "swapon": 224,
+            "swapoff": 225,
+            "reboot": 142,
+            "acct": 89,
+            "quotactl": 60,
+        },
+    ),
+}
+
+
+def seccomp_filter(machine: str | None = None) -> bytes | None:
+    """The filter for this machine's architecture (`platform.machine()`), as `bwrap --seccomp` reads it; None
+    where the architecture is unknown."""
+    known = _ARCHES.get(machine or platform.machine())
+    if known is None:
+        return None
+    arch, numbers = known
+    deny, enosys, allow = "deny", "enosys", "allow"
+    # Each instruction: (code, jump-if-true target, jump-if-false target, k); targets are labels or None (next).
+    program: list[tuple[int, str | None, str | None, int]] = [
+        (_LD_W_ABS, None, None, _ARCH_OFFSET),
+        (_JEQ_K, None, deny, arch),
+        (_LD_W_ABS, None, None, _NR_OFFSET),
+    ]
+    if arch == _ARCHES["x86_64"][0]:  # x32 calls (bit 30 set) come under the same audit arch
+        program.append((_JGE_K, deny, None, _X32_BIT))
+    for name in _REFUSED_NAMES:
+        if name in numbers:
+            program.append((_JEQ_K, deny, None, numbers[name]))
+    program.append((_JEQ_K, enosys, None, numbers["clone3"]))
+    program.append((_JEQ_K, "clone", None, numbers["clone"]))
+    program.append((_JEQ_K, None, allow, numbers["fcntl"]))
+    program.append((_LD_W_ABS, None, None, _ARG1_LOW))
+    for command in _FCNTL_REFUSED:
+        program.append((_JEQ_K, deny, None, command))
+    program.append((_RET_K, None, None, _RET_ALLOW))
+    labels = {"clone": len(program)}
+    program.append((_LD_W_ABS, None, None, _ARG0_LOW))
+    program.append((_JSET_K, deny, allow, _NAMESPACE_FLAGS))
+    labels[allow] = len(program)
+    program.append((_RET_K, None, None, _RET_ALLOW))
+    labels[deny] = len(program)
+    program.append((_RET_K, None, None, _RET_ERRNO | errno.EPERM))
+    labels[enosys] = len(program)
+    program.append((_RET_K, None, None, _RET_ERRNO | errno.ENOSYS))
+
+    def offset(index: int, target: str | None) -> int:
+        if target is None:
+            return 0
+        jump = labels[target] - index - 1
+        assert 0 <= jump <= 255, "a classic BPF jump is one byte"
+        return jump
+
+    return b"".join(
+        struct.pack("=HBBI", code, offset(index, true), offset(index, false), k)
+        for index, (code, true, false, k) in enumerate(program)
+    )
