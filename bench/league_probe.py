@@ -1,8 +1,9 @@
 """Where a league match's time goes: `play_league_match`'s steps, played in this process and timed one by one.
 
 Each probed match is one of the benchmark league's matches, run as a worker runs it (`workers.play`): claim it
-and read its setup in the database, start a referee on loopback and the four seats' bot processes
-(`workers.launcher.launch_bot`), play, let the bots exit, write the result and the replay. The phases:
+and read its setup in the database, start a referee on a unix socket and the four seats' bot processes, each in
+its sandbox where this machine has one (`workers.launcher.launch_bot`), play, let the bots exit, write the
+result and the replay. The phases:
 
 - `claim_ms`: `repo.claim_match` and `repo.match_setup`, one transaction each (SQLite file in WAL mode);
 - `startup_ms`: from launching the first of the four bot processes to the table's start (all four joined): the
@@ -11,8 +12,9 @@ and read its setup in the database, start a referee on loopback and the four sea
 - `exit_ms`: from the outcome to the exit of the last bot process (`workers.matches` waits for it before
   returning, so the worker does too);
 - `record_ms`: `repo.record_result` (result, games, vacas, replay and status in one transaction);
-- `bot_cpu_ms` and `worker_cpu_ms`: CPU time (user + system) of the four bot processes, and of this process
-  (the referee and the steps above) per match.
+- `bot_cpu_ms` and `worker_cpu_ms`: CPU time (user + system) of the four seats, from their cgroups where the
+  launcher makes ones that count CPU (else the reaped children's, which misses most of a sandboxed bot), and
+  of this process (the referee and the steps above) per match.
 
 These are medians over the probed matches. The broker's share is not here: it is the gap each worker leaves
 between two matches in the league runs (`gap_ms` of each configuration).
@@ -35,7 +37,7 @@ from referee.engine.rules import Rules
 from referee.service.table import TableStatus
 from workers.db import repo
 from workers.db.session import session_scope
-from workers.launcher import BotProgram
+from workers.launcher import BotProgram, Limits, sandbox_available
 from workers.matches import PlayedMatch, fault_records, play_programs
 
 PROBE_WORKER = "bench-probe:0"
@@ -60,7 +62,8 @@ def _cpu_seconds(who: int) -> float:
 
 async def _play(program: BotProgram, rules: Rules, seed: int, log_dir: Path) -> tuple[PlayedMatch, float, float, float]:
     """One match played by `workers.matches.play_programs`; returns it with its start-up, play and exit times."""
-    played = await play_programs((program, program), rules, seed, log_dir=log_dir)
+    sandbox = Limits() if sandbox_available() else None  # as a league's worker plays it (workers.play._limits)
+    played = await play_programs((program, program), rules, seed, log_dir=log_dir, sandbox=sandbox)
     table = played.table
     if table.status is not TableStatus.FINISHED or table.started_at is None:
         raise RuntimeError(f"a probed match ended {table.status.value}")
@@ -99,7 +102,12 @@ def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Pat
         play_ms=1000 * play_s,
         exit_ms=1000 * exit_s,
         record_ms=1000 * (recorded - recording),
-        bot_cpu_ms=1000 * (_cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_children),
+        bot_cpu_ms=1000
+        * (
+            played.bots_cpu_s
+            if played.bots_cpu_s is not None
+            else _cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_children
+        ),
         worker_cpu_ms=1000 * (_cpu_seconds(resource.RUSAGE_SELF) - cpu_self),
         decisions=len(played.match.log),
     )

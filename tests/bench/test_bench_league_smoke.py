@@ -6,6 +6,7 @@ A smoke test, not a measurement: no figure is asserted beyond being a positive n
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -33,14 +34,25 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         "per_match",
         "load_average_1m_before",
         "load_average_1m_after",
+        "efficiency",
+        "efficiency_by_configuration",
     ):
         assert key in data, key
+    assert data["efficiency_of"] == "embedded_1"
+    assert 0 < data["efficiency"] < 1, "the league cannot outrun the engine's own self-play on the same cores"
     assert set(data["configurations"]) == {"embedded_1", "embedded_2"}, "only the embedded broker was asked"
     for name, config in data["configurations"].items():
         assert config["completed"], (name, config)
         assert config["matches"] == data["matches"] == 6
         assert config["matches_per_s"] > 0 and config["wall_s"] > 0
         assert config["faults"] == 0
+        assert config["engine_matches_per_s"] > config["matches_per_s"]
+        components = config["cpu_s_per_match"]
+        assert set(components) == {"bots", "referee", "database", "worker", "scheduler", "total"}
+        assert all(value >= 0 for value in components.values()), components
+        assert components["referee"] > 0 and components["database"] > 0 and components["bots"] > 0
+        if len(os.sched_getaffinity(0)) >= 2:
+            assert config["pinned_cores"] == sorted(os.sched_getaffinity(0))[: config["workers"]], "one core a worker"
     assert data["identical_results"] is True, "the same league plays the same matches in every configuration"
     assert data["scaling_2_over_1"]["embedded"] > 0
     assert data["embedded_over_redis"] == {"1": None, "2": None}, "no Redis run was asked"
