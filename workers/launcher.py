@@ -705,7 +705,11 @@ class PooledProcess:
             self.process.stdin.write(line.encode())
             self.process.stdin.flush()
         except (BrokenPipeError, OSError) as error:
-            raise LaunchError(f"the pooled process of {self.program.name} cannot take a seat: {error}") from error
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=1.0)
+            why = self.sandbox_failed or self.describe_exit()
+            name = self.program.name
+            raise LaunchError(f"the pooled process of {name} cannot take a seat ({error}): {why}") from None
 
     def cpu_s(self) -> float | None:
         """The CPU-seconds its cgroup has counted so far (None without one that counts)."""
@@ -807,8 +811,10 @@ def start_pooled(program: BotProgram, *, sandbox: Sandbox | None, log_path: Path
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            # No preexec_fn: it makes Popen fork() (not vfork) a process whose gRPC threads then break the child
+            # before its exec. A sandbox dies with the worker (bwrap --die-with-parent); an unconfined pooled
+            # process sees the end of its input when the worker dies, and exits.
             start_new_session=True,
-            preexec_fn=die_with_parent(),  # only prctl and getppid run between fork and exec
         )
     except OSError as error:
         for cgroup in cgroups:

@@ -10,8 +10,8 @@ A match then costs its play, not four start-ups. The rules the pool keeps:
   ones (seats 1, 3), so whatever a process remembers of a deal, it never plays that deal again from the
   other side.
 - **Restarts.** A process is replaced when it has exited (a crash: the match charges it as today), after
-  `max_seats` seats, when its seat had an incident (it may be stuck), and when the bot's program or registered
-  version changes.
+  `max_seats` seats, when its seat had an incident (it may be stuck), past half its CPU-time limit (an rlimit
+  counts the process's life, not a match), and when the bot's program or registered version changes.
 - **Limits.** At most `max_processes` processes live at once (least recently used retired first).
 
 Which bots: only those named in MUS_POOL (comma-separated bot names, or `*` for every hosted bot), because a
@@ -60,6 +60,7 @@ class BotPool:
         log_dir: Path | None = None,
         max_seats: int = MAX_SEATS,
         max_processes: int = MAX_PROCESSES,
+        retire_cpu_s: float | None = None,
     ) -> None:
         self.limits = limits
         self.names = pooled_names() if names is None else names
@@ -67,6 +68,8 @@ class BotPool:
         self.log_dir = log_dir
         self.max_seats = max_seats
         self.max_processes = max_processes
+        self.retire_cpu_s = retire_cpu_s if retire_cpu_s is not None else limits.cpu_s / 2 if limits else None
+        """A process that has used this much CPU is replaced after its match (default: half the rlimit)."""
         self.started = 0
         self.retired = 0
         self._processes: OrderedDict[tuple[str, int], PooledProcess] = OrderedDict()
@@ -102,8 +105,16 @@ class BotPool:
         """After a match: count the seat, and replace the process if it is not `healthy` or has played enough."""
         process.seats_played += 1
         key = (process.program.name, seat)
-        if self._processes.get(key) is process and (not healthy or not process.alive):
+        if self._processes.get(key) is process and (not healthy or not process.alive or self._near_cpu_limit(process)):
             self._retire(key)
+
+    def _near_cpu_limit(self, process: PooledProcess) -> bool:
+        """Past half its CPU-time limit (an rlimit counts a process's whole life, not a match's): replaced now,
+        so that SIGXCPU never lands in the middle of a later match."""
+        if self.retire_cpu_s is None:
+            return False
+        used = process.cpu_s()
+        return used is not None and used > self.retire_cpu_s
 
     def processes(self) -> list[PooledProcess]:
         return list(self._processes.values())

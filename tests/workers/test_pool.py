@@ -114,3 +114,20 @@ def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:
         assert small.started == 8
     finally:
         small.close()
+
+
+def test_a_process_past_half_its_cpu_time_limit_is_replaced_before_the_limit_can_hit_a_match() -> None:
+    if LIMITS is None:
+        pytest.skip("no sandbox: no CPU limit")
+    default = BotPool(LIMITS, names=frozenset())
+    default.close()
+    assert default.retire_cpu_s == LIMITS.cpu_s / 2
+    tight = BotPool(LIMITS, names=frozenset({"a", "b"}), retire_cpu_s=0.0)
+    try:
+        played = play((instant("a"), instant("b")), 1, tight)
+        assert played.table.status is TableStatus.FINISHED
+        if all(member.cpu_s() is None for member in tight.processes()) and tight.retired == 0:
+            pytest.skip("no cgroup counts the seats' CPU here")
+        assert tight.processes() == [] and tight.retired == 4
+    finally:
+        tight.close()
