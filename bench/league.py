@@ -83,7 +83,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.engine import Engine
 
-from bench.league_probe import Phases, probe_match, summarize
+from bench.league_probe import Phases, probe_limits, probe_match, summarize
 from clients.cpp.build import BOT as CPP_BOT
 from clients.cpp.build import BuildError, build_bot
 from referee.engine.rules import Rules
@@ -92,7 +92,7 @@ from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.launcher import EXAMPLE_BOTS, BotProgram
 from workers.league_run import run_league
-from workers.pool import POOL_VARIABLE
+from workers.pool import POOL_VARIABLE, BotPool
 from workers.tournament import schedule_round_robin
 
 BOT_SCRIPT = Path(__file__).resolve().parent / "league_bot.py"
@@ -627,26 +627,38 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 
 def probe(settings: Settings) -> dict[str, Any]:
-    """Where a match's time goes, for the instant bot and for the example random bot (see `bench.league_probe`)."""
+    """Where a match's time goes, for the instant bot and for the example random bot (see `bench.league_probe`);
+    with `settings.pool`, also for the instant bot's pooled processes (`instant_pooled`), warmed up by one match
+    first (a pooled process starts once, then plays seat after seat)."""
     if settings.probe_matches <= 0:
         return {}
     out: dict[str, Any] = {}
     programs = {"instant": BOT_COMMAND, "example_random": BOTS["random"][0]}
     if settings.bot == "cpp":
         programs["cpp"] = CPP_COMMAND
+    if settings.pool:
+        programs["instant_pooled"] = BOT_COMMAND
     for label, command in programs.items():
-        with deployment(None) as (root, engine):
-            league_id = create_league(engine, replace(settings, bot="instant"))
-            with session_scope(engine) as session:
-                match_ids = [m.id for m in repo.list_matches(session, league_id) if m.id is not None]
-            phases: list[Phases] = []
-            log_dir = root / "logs"
-            log_dir.mkdir(parents=True, exist_ok=True)
-            # The instant bot's script is bound into its sandbox with its folder, as in the league (create_league).
-            program = BotProgram(label, command, BOT_SCRIPT.parent if command == BOT_COMMAND else None)
-            for match_id in match_ids[: settings.probe_matches]:
-                phases.append(probe_match(engine, match_id, program, log_dir))
-            out[label] = summarize(phases)
+        pool = BotPool(probe_limits(), names=frozenset({label})) if label.endswith("_pooled") else None
+        try:
+            with deployment(None) as (root, engine):
+                league_id = create_league(engine, replace(settings, bot="instant"))
+                with session_scope(engine) as session:
+                    match_ids = [m.id for m in repo.list_matches(session, league_id) if m.id is not None]
+                phases: list[Phases] = []
+                log_dir = root / "logs"
+                log_dir.mkdir(parents=True, exist_ok=True)
+                # The instant bot's script is bound into its sandbox with its folder, as in the league.
+                program = BotProgram(label, command, BOT_SCRIPT.parent if command == BOT_COMMAND else None)
+                warm_up = 1 if pool is not None else 0
+                for index, match_id in enumerate(match_ids[: settings.probe_matches + warm_up]):
+                    phase = probe_match(engine, match_id, program, log_dir, pool)
+                    if index >= warm_up:
+                        phases.append(phase)
+                out[label] = summarize(phases)
+        finally:
+            if pool is not None:
+                pool.close()
     return out
 
 

@@ -39,6 +39,7 @@ from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import BotProgram, Limits, sandbox_available
 from workers.matches import PlayedMatch, fault_records, play_programs
+from workers.pool import BotPool
 
 PROBE_WORKER = "bench-probe:0"
 
@@ -60,10 +61,11 @@ def _cpu_seconds(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def _play(program: BotProgram, rules: Rules, seed: int, log_dir: Path) -> tuple[PlayedMatch, float, float, float]:
+async def _play(
+    program: BotProgram, rules: Rules, seed: int, log_dir: Path, pool: BotPool | None
+) -> tuple[PlayedMatch, float, float, float]:
     """One match played by `workers.matches.play_programs`; returns it with its start-up, play and exit times."""
-    sandbox = Limits() if sandbox_available() else None  # as a league's worker plays it (workers.play._limits)
-    played = await play_programs((program, program), rules, seed, log_dir=log_dir, sandbox=sandbox)
+    played = await play_programs((program, program), rules, seed, log_dir=log_dir, sandbox=probe_limits(), pool=pool)
     table = played.table
     if table.status is not TableStatus.FINISHED or table.started_at is None:
         raise RuntimeError(f"a probed match ended {table.status.value}")
@@ -71,8 +73,16 @@ async def _play(program: BotProgram, rules: Rules, seed: int, log_dir: Path) -> 
     return played, startup, played.ended_at - table.started_at, played.exited_at - played.ended_at
 
 
-def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Path) -> Phases:
-    """Play league match `match_id` with `program` in every seat, as `workers.play.play_league_match` does."""
+def probe_limits() -> Limits | None:
+    """The seats' sandbox, as a league's worker plays them (workers.play._limits), where this machine has one."""
+    return Limits() if sandbox_available() else None
+
+
+def probe_match(
+    engine: Engine, match_id: int, program: BotProgram, log_dir: Path, pool: BotPool | None = None
+) -> Phases:
+    """Play league match `match_id` with `program` in every seat, as `workers.play.play_league_match` does (with
+    a `pool`, by its live processes: `startup_ms` is then only the time the four seats take to join)."""
     cpu_self, cpu_children = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with session_scope(engine) as session:
@@ -81,7 +91,7 @@ def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Pat
         setup = repo.match_setup(session, match_id)
     claimed = time.perf_counter()
     rules = Rules.from_options(setup.rules)
-    played, startup_s, play_s, exit_s = asyncio.run(_play(program, rules, setup.seed, log_dir))
+    played, startup_s, play_s, exit_s = asyncio.run(_play(program, rules, setup.seed, log_dir, pool))
     outcome = played.match.outcome
     assert outcome is not None
     recording = time.perf_counter()

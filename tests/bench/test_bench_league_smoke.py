@@ -17,11 +17,14 @@ from workers.cli.main import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("bot", ["instant", "cpp"])
-def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures(bot: str) -> None:
+@pytest.mark.parametrize(("bot", "pool"), [("instant", False), ("cpp", False), ("instant", True)])
+def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures(
+    bot: str, pool: bool
+) -> None:
     if bot == "cpp" and (missing := missing_toolchain()):
         pytest.skip(f"C++ bot not built: {missing}")
-    result = runner.invoke(app, ["bench", "league", "--quick", "--broker", "embedded", "--bot", bot, "--json"])
+    flags = ["--pool"] if pool else []
+    result = runner.invoke(app, ["bench", "league", "--quick", "--broker", "embedded", "--bot", bot, *flags, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     for key in (
@@ -57,3 +60,6 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
     assert data["scaling_2_over_1"]["embedded"] > 0
     assert data["embedded_over_redis"] == {"1": None, "2": None}, "no Redis run was asked"
     assert data["per_match"][bot]["startup_ms"] > 0
+    if pool:
+        pooled = data["per_match"]["instant_pooled"]
+        assert pooled["decisions_per_match"] > 0 and pooled["bot_cpu_ms"] >= 0
