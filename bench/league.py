@@ -51,6 +51,21 @@ configuration's figures are the medians over its rounds. What is measured, per c
   league kept busy while it played (`matches_per_s` times `league_cpu_s_per_match`). Together
   they tell a saturated machine from a slow league.
 
+Pinning (`--pin`, the default where there are at least as many cores as workers): each worker is pinned to a
+core of its own (`sched_setaffinity` on every thread of an embedded Celery worker as soon as it appears, or on
+a `mus worker` before its exec), and everything it starts inherits the core: its embedded referee runs in it,
+its bots and their sandboxes are its children. "2 workers over 1" then compares two cores with one, which is
+what more machines would give; `pinned_cores` says which. `--no-pin` leaves placement to the kernel.
+
+Efficiency: before and after each configuration's league, the engine plays random legal matches by itself
+(`bench.engine.self_play_rate`) in one process per worker, pinned like the workers, for `engine_s` seconds;
+`engine_matches_per_s` is their sum (the mean of the two measurements) and `efficiency` the league's
+`matches_per_s` over it. The top-level `efficiency` is the one-worker configuration's on the first broker
+(`efficiency_of`, normally `embedded_1`; target 0.05), `efficiency_by_configuration` all of them.
+
+The pool (`--pool`): the entrants opt in to `workers.pool` (MUS_POOL), so each worker keeps their seat
+processes alive across matches (docs/pool.md); `per_match` then also times a pooled match (`instant_pooled`).
+
 Ratios: `scaling_2_over_1` (per broker, two workers over one; target 1.8) and `embedded_over_redis` (per
 worker count; target 0.85). The league is CPU-bound (four bot processes start for every match), so two
 workers gain over one only as many more cores as they get: compare `league_cores` and `others_busy_pct`. The
@@ -170,7 +185,7 @@ class Settings:
     """Hosted bots stay alive across matches (workers.pool, MUS_POOL): the entrants opt in."""
 
 
-QUICK = Settings(bots=3, matches_per_pairing=2, repeats=1, probe_matches=1, engine_s=0.5)
+QUICK = Settings(bots=3, matches_per_pairing=2, repeats=1, probe_matches=1, engine_s=0.25)
 """A smoke test's run (three entrants, six matches a configuration, one round): not a measurement."""
 
 
