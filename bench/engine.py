@@ -49,6 +49,28 @@ def bench_decisions(matches: int, rules: Rules) -> dict[str, Any]:
     }
 
 
+def self_play_rate(rules: Rules, seconds: float, seed: int = 1) -> dict[str, float]:
+    """Random legal matches played back to back for about `seconds`: matches per second, the engine's ceiling
+    for a league of instant bots on one core (`mus bench league` compares its own rate with it)."""
+    rng = random.Random(seed)
+    played, decisions, start = 0, 0, time.perf_counter()
+    while True:
+        match = Match(rules, seed + played)
+        while not match.is_over:
+            seat = match.awaited()[0]
+            match.apply(seat, random_action(rng, match.legal_actions(seat)))
+            decisions += 1
+        played += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return {
+                "matches": played,
+                "seconds": elapsed,
+                "matches_per_s": played / elapsed,
+                "decisions_per_match": decisions / played,
+            }
+
+
 def bench_comparisons(rounds: int) -> dict[str, Any]:
     """Evaluate random deals and decide every lance on cards: lance comparisons per second."""
     rng = random.Random(7)

@@ -38,12 +38,33 @@ configuration's figures are the medians over its rounds. What is measured, per c
 - `in_match_ms`: median time a worker holds a match, from its claim to its result's timestamp (set-up, the
   bots' start-up, play, the bots' exit); `gap_ms`: median time a worker spends between two matches (writing
   the result, acknowledging the message, getting the next one from the broker, claiming it);
-- `league_cpu_s_per_match`: CPU time of everything the configuration started (workers, bots) and of this
-  process, per match (workers' start-up included); `machine_busy_pct`: how busy the machine's cores were
-  during the run, from /proc/stat, every process included (100 = all cores), and `others_busy_pct` the part
-  of it that was not the league's (the CPU time above over the run's wall time and cores); `league_cores`:
-  the cores the league kept busy while it played (`matches_per_s` times `league_cpu_s_per_match`). Together
+- `cpu_s_per_match`: CPU-seconds per match by component, measured with getrusage and cgroups, not sampled.
+  The workers write one line per match (`MUS_CPU_LOG`, workers/cpu_log.py): `bots` (the four seats, sandbox
+  included, from each seat's cgroup: cpuacct on cgroup v1, cpu.stat on v2), `referee` (the worker's own CPU
+  while the match is played: embedded referee, engine, gRPC, launching), `database` (the worker's CPU in the
+  match's transactions; SQLite runs in the worker), `worker` (the rest of each worker's CPU from its first
+  claim to its last result: Celery, the broker, the heartbeat, the launch checks; its start-up is left out),
+  `scheduler` (this process: queueing and following progress), and `total`;
+- `league_cpu_s_per_match`: that `total`; `machine_busy_pct`: how busy the machine's cores were during the
+  run, from /proc/stat, every process included (100 = all cores), and `others_busy_pct` the part of it that
+  was not the league's (the CPU time above over the run's wall time and cores); `league_cores`: the cores the
+  league kept busy while it played (`matches_per_s` times `league_cpu_s_per_match`). Together
   they tell a saturated machine from a slow league.
+
+Pinning (`--pin`, the default where there are at least as many cores as workers): each worker is pinned to a
+core of its own (`sched_setaffinity` on every thread of an embedded Celery worker as soon as it appears, or on
+a `mus worker` before its exec), and everything it starts inherits the core: its embedded referee runs in it,
+its bots and their sandboxes are its children. "2 workers over 1" then compares two cores with one, which is
+what more machines would give; `pinned_cores` says which. `--no-pin` leaves placement to the kernel.
+
+Efficiency: before and after each configuration's league, the engine plays random legal matches by itself
+(`bench.engine.self_play_rate`) in one process per worker, pinned like the workers, for `engine_s` seconds;
+`engine_matches_per_s` is their sum (the mean of the two measurements) and `efficiency` the league's
+`matches_per_s` over it. The top-level `efficiency` is the one-worker configuration's on the first broker
+(`efficiency_of`, normally `embedded_1`; target 0.05), `efficiency_by_configuration` all of them.
+
+The pool (`--pool`): the entrants opt in to `workers.pool` (MUS_POOL), so each worker keeps their seat
+processes alive across matches (docs/pool.md); `per_match` then also times a pooled match (`instant_pooled`).
 
 Ratios: `scaling_2_over_1` (per broker, two workers over one; target 1.8) and `embedded_over_redis` (per
 worker count; target 0.85). The league is CPU-bound (four bot processes start for every match), so two
@@ -56,6 +77,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import json
 import os
 import secrets
 import shutil
@@ -70,19 +92,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from resource import RUSAGE_SELF
 from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy.engine import Engine
 
-from bench.league_probe import Phases, probe_match, summarize
+from bench.league_probe import Phases, probe_limits, probe_match, summarize
 from clients.cpp.build import BOT as CPP_BOT
 from clients.cpp.build import BuildError, build_bot
 from referee.engine.rules import Rules
+from workers.cpu_log import CPU_LOG_VARIABLE
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.launcher import EXAMPLE_BOTS, BotProgram
 from workers.league_run import run_league
+from workers.pool import POOL_VARIABLE, BotPool
 from workers.tournament import schedule_round_robin
 
 BOT_SCRIPT = Path(__file__).resolve().parent / "league_bot.py"
@@ -118,12 +143,22 @@ LEAGUE_SECRET = hashlib.sha256(b"mus-arena/bench/league").digest()
 """A fixed league secret, so every configuration plays the same deals and must give identical results (a real
 league's secret is random and never known in advance)."""
 SCALING_TARGET = 1.8
+EFFICIENCY_TARGET = 0.05
 EMBEDDED_OVER_REDIS_TARGET = 0.85
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
 BROKERS = ("embedded", "redis")
 THINK_ENV = "MUS_BENCH_THINK_MS"
 """The instant bot's wait before each answer (bench/league_bot.py reads it; the workers pass it on to the bots)."""
-ENVIRONMENT = ("MUS_DATABASE_URL", "MUS_BROKER_URL", "MUS_BROKER_DIR", "MUS_LOG_DIR", "MUS_QUEUE", THINK_ENV)
+ENVIRONMENT = (
+    "MUS_DATABASE_URL",
+    "MUS_BROKER_URL",
+    "MUS_BROKER_DIR",
+    "MUS_LOG_DIR",
+    "MUS_QUEUE",
+    THINK_ENV,
+    CPU_LOG_VARIABLE,
+    POOL_VARIABLE,
+)
 """What a configuration sets in this process's environment (and restores afterwards)."""
 
 
@@ -142,9 +177,15 @@ class Settings:
     """A key of `BOTS`: the program every entrant runs."""
     think_ms: float = 0.0
     """The instant bot's wait before each answer: 0 is the benchmark; more makes matches wait instead of compute."""
+    pin: bool = True
+    """Pin each worker (and so its referee and its bots) to a core of its own, when there are enough cores."""
+    engine_s: float = 2.0
+    """How long the engine plays on each configuration's cores, for `efficiency`."""
+    pool: bool = False
+    """Hosted bots stay alive across matches (workers.pool, MUS_POOL): the entrants opt in."""
 
 
-QUICK = Settings(bots=3, matches_per_pairing=2, repeats=1, probe_matches=1)
+QUICK = Settings(bots=3, matches_per_pairing=2, repeats=1, probe_matches=1, engine_s=0.25)
 """A smoke test's run (three entrants, six matches a configuration, one round): not a measurement."""
 
 
@@ -205,7 +246,9 @@ def environment(values: Mapping[str, str | None]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def deployment(broker_url: str | None, think_ms: float = 0.0) -> Iterator[tuple[Path, Engine]]:
+def deployment(
+    broker_url: str | None, think_ms: float = 0.0, pool: tuple[str, ...] = ()
+) -> Iterator[tuple[Path, Engine]]:
     """A fresh temporary folder with its SQLite database, broker folder and logs, as the environment."""
     root = Path(tempfile.mkdtemp(prefix="mus-bench-league-"))
     values = {
@@ -215,6 +258,8 @@ def deployment(broker_url: str | None, think_ms: float = 0.0) -> Iterator[tuple[
         "MUS_BROKER_URL": broker_url,
         "MUS_QUEUE": f"mus-bench-{secrets.token_hex(4)}" if broker_url else None,
         THINK_ENV: f"{think_ms:g}" if think_ms else None,
+        CPU_LOG_VARIABLE: str(root / "cpu.jsonl"),
+        POOL_VARIABLE: ",".join(pool) if pool else None,
     }
     engine = make_engine(values["MUS_DATABASE_URL"])
     try:
@@ -241,10 +286,12 @@ def redis_url(settings: Settings) -> tuple[str | None, str]:
     return url, url
 
 
-def start_mus_workers(count: int, root: Path) -> list[subprocess.Popen[bytes]]:
-    """`mus worker --concurrency 1` processes on this environment's broker, each in its own process group."""
+def start_mus_workers(count: int, root: Path, cores: Sequence[int] | None = None) -> list[subprocess.Popen[bytes]]:
+    """`mus worker --concurrency 1` processes on this environment's broker, each in its own process group, the
+    `index`th pinned to `cores[index]` when cores are given (its pool child and its bots inherit it)."""
     workers = []
     for index in range(count):
+        core = cores[index] if cores else None
         with (root / f"worker-{index}.log").open("wb") as log:
             workers.append(
                 subprocess.Popen(
@@ -255,6 +302,7 @@ def start_mus_workers(count: int, root: Path) -> list[subprocess.Popen[bytes]]:
                     stdout=subprocess.DEVNULL,
                     stderr=log,
                     start_new_session=True,
+                    preexec_fn=None if core is None else _pin_self(core),
                 )
             )
     return workers
@@ -274,6 +322,128 @@ def stop_mus_workers(workers: Sequence[subprocess.Popen[bytes]]) -> None:
             worker.wait()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(worker.pid, signal.SIGKILL)  # a pool child left behind
+
+
+# ---------------------------------------------------------------------------------------------- cores
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may run on."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def core_plan(workers: int, settings: Settings) -> list[int] | None:
+    """The core of each worker (one each), or None when not pinning or when there are fewer cores than workers."""
+    cores = usable_cores()
+    if not settings.pin or workers > len(cores):
+        return None
+    return cores[:workers]
+
+
+def _pin_self(core: int) -> Any:
+    def pin() -> None:
+        os.sched_setaffinity(0, {core})
+
+    return pin
+
+
+def pin_process(pid: int, core: int) -> bool:
+    """Pin every thread of `pid` to `core` (affinity is per thread; threads and children started later inherit
+    it from the thread that starts them). False if the process is gone."""
+    try:
+        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return False
+    for tid in threads:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(tid, {core})
+    return True
+
+
+def child_pids(parent: int) -> list[int]:
+    """The live children of `parent`, from /proc (field 4 of /proc/PID/stat, after the command's parenthesis)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) == parent:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+class Pinner:
+    """Pins the embedded Celery workers that `run_league` starts, each to its own core, as soon as they appear
+    (called from `run_league`'s progress callback, every 0.25 s; a worker takes about a second to import Celery
+    and starts no thread nor bot before that, so everything it starts inherits the core)."""
+
+    def __init__(self, cores: Sequence[int]) -> None:
+        self.cores = list(cores)
+        self.pinned: dict[int, int] = {}
+
+    def __call__(self) -> None:
+        alive = set(child_pids(os.getpid()))
+        self.pinned = {pid: core for pid, core in self.pinned.items() if pid in alive}
+        for pid in sorted(alive - set(self.pinned)):
+            used = list(self.pinned.values())
+            core = min(self.cores, key=used.count)
+            if pin_process(pid, core):
+                self.pinned[pid] = core
+
+
+ENGINE_CODE = (
+    "import json, sys\n"
+    "from bench.engine import self_play_rate\n"
+    "from referee.engine.rules import Rules\n"
+    "print(json.dumps(self_play_rate(Rules.from_options(json.loads(sys.argv[1])), float(sys.argv[2]))))\n"
+)
+
+
+def engine_rate(workers: int, cores: Sequence[int] | None, settings: Settings) -> dict[str, Any]:
+    """The engine's self-play on the configuration's cores: one process per worker, pinned like the workers,
+    all at once for `settings.engine_s`; matches per second summed (the league's ceiling on those cores).
+    `run_configuration` measures it just before and just after the league and takes the mean."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", ENGINE_CODE, json.dumps(dict(settings.options)), str(settings.engine_s)],
+            stdout=subprocess.PIPE,
+            preexec_fn=None if cores is None else _pin_self(cores[index]),
+        )
+        for index in range(workers)
+    ]
+    rates = []
+    for process in processes:
+        out, _ = process.communicate(timeout=60 + 10 * settings.engine_s)
+        rates.append(json.loads(out))
+    return {
+        "matches_per_s": sum(rate["matches_per_s"] for rate in rates),
+        "decisions_per_match": statistics.median(rate["decisions_per_match"] for rate in rates),
+    }
+
+
+def cpu_components(path: Path, matches: int, scheduler_s: float) -> dict[str, Any]:
+    """CPU-seconds per match by component, from the workers' MUS_CPU_LOG (workers/cpu_log.py) and this process's
+    getrusage. `worker` is each worker process's CPU from its first claim to its last result that was not a
+    match's database or referee work (Celery, the broker, the heartbeat, the launch checks);
+    `scheduler` is `run_league`'s process (queueing, following progress in the database)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    if not lines or not matches:
+        return {"cpu_s_per_match": None}
+    sums = {name: sum(line[f"{name}_s"] for line in lines) for name in ("bots", "referee", "database")}
+    worker = 0.0
+    for pid in {line["pid"] for line in lines}:
+        own = [line for line in lines if line["pid"] == pid]
+        span = max(line["cpu_after_s"] for line in own) - min(line["cpu_before_s"] for line in own)
+        worker += span - sum(line["referee_s"] + line["database_s"] for line in own)
+    per_match = {name: value / matches for name, value in sums.items()}
+    per_match["worker"] = worker / matches
+    per_match["scheduler"] = scheduler_s / matches
+    per_match["total"] = sum(per_match.values())
+    return {"cpu_s_per_match": {name: round(value, 4) for name, value in per_match.items()}}
 
 
 def cleanup_redis(url: str, queue: str) -> None:
@@ -299,13 +469,13 @@ def machine_ticks() -> tuple[int, int] | None:
     return sum(fields) - idle, sum(fields)
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process and of every child it has waited for (their children included)."""
+def cpu_seconds(*who: int) -> float:
+    """CPU time of this process and of every child it has waited for (their children included); or of `who`."""
     import resource
 
     total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
+    for target in who or (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(target)
         total += usage.ru_utime + usage.ru_stime
     return total
 
@@ -344,8 +514,11 @@ def timings(engine: Engine, league_id: int) -> dict[str, Any]:
 
 def run_configuration(broker: str, workers: int, settings: Settings, url: str | None) -> dict[str, Any]:
     """One league on a fresh deployment: `workers` workers on `broker`; its figures."""
-    with deployment(url if broker == "redis" else None, settings.think_ms) as (root, engine):
+    pool = tuple(entrants(settings)) if settings.pool else ()
+    with deployment(url if broker == "redis" else None, settings.think_ms, pool) as (root, engine):
         league_id = create_league(engine, settings)
+        cores = core_plan(workers, settings)
+        pinner = Pinner(cores) if cores is not None and broker == "embedded" else None
         with session_scope(engine) as session:
             total = repo.league_progress(session, league_id)["total"]
         deadline = time.monotonic() + 60 + 10 * total
@@ -353,6 +526,8 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
         stopped: list[str] = []
 
         def watch(progress: dict[str, int]) -> None:
+            if pinner is not None:
+                pinner()
             if time.monotonic() > deadline:
                 stopped.append(f"stopped after {60 + 10 * total} s")
             elif mus_workers and all(worker.poll() is not None for worker in mus_workers):
@@ -360,10 +535,12 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             if stopped:
                 raise _Deadline
 
+        engine_before = engine_rate(workers, cores, settings)
         ticks_before, cpu_before = machine_ticks(), cpu_seconds()
+        self_before = cpu_seconds(RUSAGE_SELF)
         started = time.monotonic()
         if broker == "redis":
-            mus_workers.extend(start_mus_workers(workers, root))
+            mus_workers.extend(start_mus_workers(workers, root, cores))
         try:
             report = run_league(engine, LEAGUE, workers=workers, on_progress=watch)
         finally:
@@ -372,6 +549,7 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
                 cleanup_redis(url, os.environ["MUS_QUEUE"])
         wall = time.monotonic() - started
         cpu, ticks_after = cpu_seconds() - cpu_before, machine_ticks()
+        self_cpu = cpu_seconds(RUSAGE_SELF) - self_before
         if report.interrupted and not stopped:
             raise KeyboardInterrupt  # Ctrl-C: run_league stopped cleanly, and so does the benchmark
         figures = timings(engine, league_id)
@@ -380,16 +558,32 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
         busy, cpus = None, os.cpu_count() or 1
         if ticks_before is not None and ticks_after is not None and ticks_after[1] > ticks_before[1]:
             busy = 100 * (ticks_after[0] - ticks_before[0]) / (ticks_after[1] - ticks_before[1])
+        components = cpu_components(root / "cpu.jsonl", finished, self_cpu)
+        # Sandboxed bots are mostly reaped by the host's init (bwrap's pid namespace), out of getrusage's reach:
+        # their cgroups count them, so the per-match total is the league's CPU whenever it is there.
+        component_total = (components["cpu_s_per_match"] or {}).get("total")
+        league_cpu = component_total * finished if component_total is not None else cpu
+        engine_after = engine_rate(workers, cores, settings)
+        engine_figures = {
+            key: statistics.mean((engine_before[key], engine_after[key]))
+            for key in ("matches_per_s", "decisions_per_match")
+        }
+        rate = finished / span if report.completed and span else None
         result: dict[str, Any] = {
             "completed": report.completed,
             "matches": finished,
-            "matches_per_s": finished / span if report.completed and span else None,
+            "matches_per_s": rate,
+            "pinned_cores": cores,
+            "engine_matches_per_s": engine_figures["matches_per_s"],
+            "engine_decisions_per_match": engine_figures["decisions_per_match"],
+            "efficiency": rate / engine_figures["matches_per_s"] if rate is not None else None,
             "wall_s": wall,
             "matches_per_s_wall": finished / wall if report.completed else None,
             **figures,
-            "league_cpu_s_per_match": cpu / finished if finished else None,
+            "league_cpu_s_per_match": league_cpu / finished if finished else None,
             "machine_busy_pct": busy,
-            "others_busy_pct": busy - 100 * cpu / (wall * cpus) if busy is not None else None,
+            "others_busy_pct": busy - 100 * league_cpu / (wall * cpus) if busy is not None else None,
+            **components,
         }
         if not report.completed:
             reason = f" ({stopped[0]})" if stopped else ""
@@ -420,8 +614,15 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
             merged[key] = all(values)
         elif key == "signature":
             merged[key] = values
-        elif key == "error":
+        elif key in ("error", "pinned_cores"):
             merged[key] = values[0]
+        elif key == "cpu_s_per_match":
+            parts = [value for value in values if isinstance(value, dict)]
+            merged[key] = (
+                {name: round(statistics.median(part[name] for part in parts), 4) for name in parts[0]}
+                if parts
+                else None
+            )
         elif numbers and len(numbers) == len(values):
             merged[key] = statistics.median(numbers)
         else:
@@ -441,24 +642,38 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 
 def probe(settings: Settings) -> dict[str, Any]:
-    """Where a match's time goes, for the instant bot and for the example random bot (see `bench.league_probe`)."""
+    """Where a match's time goes, for the instant bot and for the example random bot (see `bench.league_probe`);
+    with `settings.pool`, also for the instant bot's pooled processes (`instant_pooled`), warmed up by one match
+    first (a pooled process starts once, then plays seat after seat)."""
     if settings.probe_matches <= 0:
         return {}
     out: dict[str, Any] = {}
     programs = {"instant": BOT_COMMAND, "example_random": BOTS["random"][0]}
     if settings.bot == "cpp":
         programs["cpp"] = CPP_COMMAND
+    if settings.pool:
+        programs["instant_pooled"] = BOT_COMMAND
     for label, command in programs.items():
-        with deployment(None) as (root, engine):
-            league_id = create_league(engine, replace(settings, bot="instant"))
-            with session_scope(engine) as session:
-                match_ids = [m.id for m in repo.list_matches(session, league_id) if m.id is not None]
-            phases: list[Phases] = []
-            log_dir = root / "logs"
-            log_dir.mkdir(parents=True, exist_ok=True)
-            for match_id in match_ids[: settings.probe_matches]:
-                phases.append(probe_match(engine, match_id, BotProgram(label, command), log_dir))
-            out[label] = summarize(phases)
+        pool = BotPool(probe_limits(), names=frozenset({label})) if label.endswith("_pooled") else None
+        try:
+            with deployment(None) as (root, engine):
+                league_id = create_league(engine, replace(settings, bot="instant"))
+                with session_scope(engine) as session:
+                    match_ids = [m.id for m in repo.list_matches(session, league_id) if m.id is not None]
+                phases: list[Phases] = []
+                log_dir = root / "logs"
+                log_dir.mkdir(parents=True, exist_ok=True)
+                # The instant bot's script is bound into its sandbox with its folder, as in the league.
+                program = BotProgram(label, command, BOT_SCRIPT.parent if command == BOT_COMMAND else None)
+                warm_up = 1 if pool is not None else 0
+                for index, match_id in enumerate(match_ids[: settings.probe_matches + warm_up]):
+                    phase = probe_match(engine, match_id, program, log_dir, pool)
+                    if index >= warm_up:
+                        phases.append(phase)
+                out[label] = summarize(phases)
+        finally:
+            if pool is not None:
+                pool.close()
     return out
 
 
@@ -499,6 +714,19 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
         "repeats": settings.repeats,
         "database": "SQLite (WAL), a new file for every configuration and round, Redis runs included",
         "redis": redis_note,
+        "pinning": (
+            "each worker, with its embedded referee and its bots (children inherit affinity), on a core of its own"
+            if settings.pin
+            else "off (--no-pin): the kernel places every process"
+        ),
+        "what_cpu_s_per_match_means": (
+            "getrusage: bots = the worker's reaped children (sandboxes, bots) per match; referee and database = "
+            "the worker's own CPU while playing and in the match's transactions; worker = the rest of the worker's "
+            "CPU between its first claim and its last result; scheduler = the run_league process"
+        ),
+        "what_efficiency_means": (
+            "league matches_per_s / the engine's random self-play matches_per_s on the same cores, in the same round"
+        ),
         "what_matches_per_s_means": (
             "league matches / (last result - first claim), from the database; workers' start-up excluded "
             "(wall_s and matches_per_s_wall include it)"
@@ -537,6 +765,12 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
         str(workers): ratio(rate(f"embedded_{workers}"), rate(f"redis_{workers}")) for workers in settings.workers
     }
     result["embedded_over_redis_target"] = EMBEDDED_OVER_REDIS_TARGET
+    efficiencies = {name: config.get("efficiency") for name, config in configs.items()}
+    first = [name for name in (f"{broker}_{low}" for broker in settings.brokers) if efficiencies.get(name) is not None]
+    result["efficiency"] = efficiencies[first[0]] if first else None
+    result["efficiency_of"] = first[0] if first else None
+    result["efficiency_by_configuration"] = efficiencies
+    result["efficiency_target"] = EFFICIENCY_TARGET
     result["per_match"] = probe(settings)
     result["cpus"] = os.cpu_count()
     result["load_average_1m_before"], result["load_average_1m_after"] = load_before, os.getloadavg()[0]
@@ -554,6 +788,8 @@ def with_overrides(
     redis: str | None = None,
     bot: str | None = None,
     think_ms: float | None = None,
+    pin: bool | None = None,
+    pool: bool | None = None,
 ) -> Settings:
     """The settings for the command line's flags: the full run or `--quick`, then what was given."""
     settings = QUICK if quick else Settings()
@@ -572,6 +808,10 @@ def with_overrides(
         changes["bot"] = bot
     if think_ms is not None:
         changes["think_ms"] = think_ms
+    if pin is not None:
+        changes["pin"] = pin
+    if pool is not None:
+        changes["pool"] = pool
     return replace(settings, **changes)
 
 

@@ -85,10 +85,31 @@ def play(address: str, token: str, think_s: float = 0.0) -> bool:
     return finished
 
 
+def play_seats(think_s: float) -> int:
+    """Seats over standard input (MUS_SEATS=stdin, docs/protocol.md): one JSON line per seat, played in turn,
+    until the input ends. A seat that fails is logged; the next one is played."""
+    import json
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            seat = json.loads(line)
+            play(seat["referee"], seat["seat_token"], think_s)
+        except (ValueError, KeyError, TypeError) as error:
+            print(f"instant bot: not a seat line ({error}): {line.strip()[:200]}", file=sys.stderr)
+        except grpc.RpcError as error:
+            print(f"instant bot: {error.code().name}: {error.details()}", file=sys.stderr)
+        sys.stderr.flush()
+    return 0
+
+
 def main() -> int:
-    """Play the seat; the exit status: 0 when the outcome arrived."""
+    """Play the seat (or, with MUS_SEATS=stdin, every seat given); the exit status: 0 when the outcome arrived."""
     try:
         think_s = float(os.environ.get(THINK_ENV) or 0) / 1000
+        if os.environ.get("MUS_SEATS") == "stdin":
+            return play_seats(think_s)
         finished = play(os.environ["MUS_REFEREE"], os.environ["MUS_TOKEN"], think_s)
     except ValueError:
         print(f"instant bot: {THINK_ENV} must be a number of milliseconds", file=sys.stderr)

@@ -1,8 +1,9 @@
 """Where a league match's time goes: `play_league_match`'s steps, played in this process and timed one by one.
 
 Each probed match is one of the benchmark league's matches, run as a worker runs it (`workers.play`): claim it
-and read its setup in the database, start a referee on loopback and the four seats' bot processes
-(`workers.launcher.launch_bot`), play, let the bots exit, write the result and the replay. The phases:
+and read its setup in the database, start a referee on a unix socket and the four seats' bot processes, each in
+its sandbox where this machine has one (`workers.launcher.launch_bot`), play, let the bots exit, write the
+result and the replay. The phases:
 
 - `claim_ms`: `repo.claim_match` and `repo.match_setup`, one transaction each (SQLite file in WAL mode);
 - `startup_ms`: from launching the first of the four bot processes to the table's start (all four joined): the
@@ -11,8 +12,9 @@ and read its setup in the database, start a referee on loopback and the four sea
 - `exit_ms`: from the outcome to the exit of the last bot process (`workers.matches` waits for it before
   returning, so the worker does too);
 - `record_ms`: `repo.record_result` (result, games, vacas, replay and status in one transaction);
-- `bot_cpu_ms` and `worker_cpu_ms`: CPU time (user + system) of the four bot processes, and of this process
-  (the referee and the steps above) per match.
+- `bot_cpu_ms` and `worker_cpu_ms`: CPU time (user + system) of the four seats, from their cgroups where the
+  launcher makes ones that count CPU (else the reaped children's, which misses most of a sandboxed bot), and
+  of this process (the referee and the steps above) per match.
 
 These are medians over the probed matches. The broker's share is not here: it is the gap each worker leaves
 between two matches in the league runs (`gap_ms` of each configuration).
@@ -35,8 +37,9 @@ from referee.engine.rules import Rules
 from referee.service.table import TableStatus
 from workers.db import repo
 from workers.db.session import session_scope
-from workers.launcher import BotProgram
+from workers.launcher import BotProgram, Limits, sandbox_available
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
+from workers.pool import BotPool
 
 PROBE_WORKER = "bench-probe:0"
 
@@ -58,9 +61,11 @@ def _cpu_seconds(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def _play(program: BotProgram, rules: Rules, seed: int, log_dir: Path) -> tuple[PlayedMatch, float, float, float]:
+async def _play(
+    program: BotProgram, rules: Rules, seed: int, log_dir: Path, pool: BotPool | None
+) -> tuple[PlayedMatch, float, float, float]:
     """One match played by `workers.matches.play_programs`; returns it with its start-up, play and exit times."""
-    played = await play_programs((program, program), rules, seed, log_dir=log_dir)
+    played = await play_programs((program, program), rules, seed, log_dir=log_dir, sandbox=probe_limits(), pool=pool)
     table = played.table
     if table.status is not TableStatus.FINISHED or table.started_at is None:
         raise RuntimeError(f"a probed match ended {table.status.value}")
@@ -68,8 +73,16 @@ async def _play(program: BotProgram, rules: Rules, seed: int, log_dir: Path) -> 
     return played, startup, played.ended_at - table.started_at, played.exited_at - played.ended_at
 
 
-def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Path) -> Phases:
-    """Play league match `match_id` with `program` in every seat, as `workers.play.play_league_match` does."""
+def probe_limits() -> Limits | None:
+    """The seats' sandbox, as a league's worker plays them (workers.play._limits), where this machine has one."""
+    return Limits() if sandbox_available() else None
+
+
+def probe_match(
+    engine: Engine, match_id: int, program: BotProgram, log_dir: Path, pool: BotPool | None = None
+) -> Phases:
+    """Play league match `match_id` with `program` in every seat, as `workers.play.play_league_match` does (with
+    a `pool`, by its live processes: `startup_ms` is then only the time the four seats take to join)."""
     cpu_self, cpu_children = _cpu_seconds(resource.RUSAGE_SELF), _cpu_seconds(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with session_scope(engine) as session:
@@ -78,7 +91,7 @@ def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Pat
         setup = repo.match_setup(session, match_id)
     claimed = time.perf_counter()
     rules = Rules.from_options(setup.rules)
-    played, startup_s, play_s, exit_s = asyncio.run(_play(program, rules, setup.seed, log_dir))
+    played, startup_s, play_s, exit_s = asyncio.run(_play(program, rules, setup.seed, log_dir, pool))
     outcome = played.match.outcome
     assert outcome is not None
     recording = time.perf_counter()
@@ -100,7 +113,12 @@ def probe_match(engine: Engine, match_id: int, program: BotProgram, log_dir: Pat
         play_ms=1000 * play_s,
         exit_ms=1000 * exit_s,
         record_ms=1000 * (recorded - recording),
-        bot_cpu_ms=1000 * (_cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_children),
+        bot_cpu_ms=1000
+        * (
+            played.bots_cpu_s
+            if played.bots_cpu_s is not None
+            else _cpu_seconds(resource.RUSAGE_CHILDREN) - cpu_children
+        ),
         worker_cpu_ms=1000 * (_cpu_seconds(resource.RUSAGE_SELF) - cpu_self),
         decisions=len(played.match.log),
     )

@@ -96,11 +96,13 @@ class LaunchError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class BotProgram:
-    """A bot as a program: the command to run and the folder to run it in."""
+    """A bot as a program: the command to run and the folder to run it in (and, for the pool, the registered
+    version it is: a pooled process of another version is restarted)."""
 
     name: str
     command: tuple[str, ...]
     cwd: Path | None = None
+    version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +390,9 @@ class BotProcess:
         self.sandboxed = sandboxed
         self.started = started
         self.setup_output = setup_output
+        self.cpu_s: float | None = None
+        """After `close()`: the seat's CPU-seconds, all its processes together, from its cgroup (cpuacct on v1,
+        cpu.stat on v2); None where the seat had no cgroup that counts CPU."""
 
     @property
     def pid(self) -> int:
@@ -431,6 +436,7 @@ class BotProcess:
             await asyncio.wait_for(asyncio.shield(self.pump), 2.0)
         except TimeoutError:
             self.pump.cancel()
+        self.cpu_s = cgroup_cpu_s(self.cgroups)
         for cgroup in self.cgroups:
             await _empty_and_remove_cgroup(cgroup)
 
@@ -597,15 +603,18 @@ def _own_cgroups() -> dict[str, str]:
 
 
 def _hierarchies() -> tuple[_Hierarchy, ...]:
-    """The cgroups this machine lets the worker make below its own: cgroup v1's pids and memory hierarchies, or
-    v2 with pids and memory delegated. Seat cgroups sit inside the worker's, so they count toward its limits."""
+    """The cgroups this machine lets the worker make below its own: cgroup v1's pids and memory hierarchies (and
+    cpuacct, which limits nothing but counts the seat's CPU), or v2 with pids and memory delegated (its cpu.stat
+    counts the CPU). Seat cgroups sit inside the worker's, so they count toward its limits."""
     root = Path("/sys/fs/cgroup")
     own = _own_cgroups()
     found: list[_Hierarchy] = []
-    for controller in ("pids", "memory"):
+    for controller in ("pids", "memory", "cpuacct"):
         parent = root / controller / own.get(controller, "/").lstrip("/")
         if controller in own and (parent / "tasks").is_file() and os.access(parent, os.W_OK):
             found.append(_Hierarchy(parent, (controller,), 1))
+    if all(hierarchy.controllers == ("cpuacct",) for hierarchy in found):
+        found = []  # accounting alone is not worth a cgroup per seat where nothing can be limited
     if not found and "" in own:
         parent = root / own[""].lstrip("/")
         delegated = tuple(
@@ -674,6 +683,20 @@ def _make_cgroups(limits: Limits) -> tuple[Path, ...]:
     return tuple(made)
 
 
+def cgroup_cpu_s(cgroups: Sequence[Path]) -> float | None:
+    """The CPU-seconds counted by the first of `cgroups` that counts CPU (v1 cpuacct.usage in ns, v2 cpu.stat
+    usage_usec), or None."""
+    for path in cgroups:
+        usage = _read(path / "cpuacct.usage").strip()
+        if usage.isdigit():
+            return int(usage) / 1e9
+        for line in _read(path / "cpu.stat").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec" and value.strip().isdigit():
+                return int(value) / 1e6
+    return None
+
+
 def _oom_kills(path: Path) -> int:
     """How many tasks of the cgroup the kernel killed for its memory limit (v1 memory.oom_control, v2
     memory.events)."""
@@ -721,3 +744,188 @@ def _remove_cgroup(path: Path) -> None:
 def command_line(words: Sequence[str]) -> str:
     """A command as a shell would read it (for logs and docs)."""
     return shlex.join(words)
+
+
+# ---------------------------------------------------------------------------------------------- pooled processes
+
+SEATS_VARIABLE = "MUS_SEATS"
+"""Set to `stdin` for a process that plays seat after seat (docs/protocol.md, "Seats over standard input"): it
+reads one JSON line per seat, `{"referee": ADDRESS, "seat_token": TOKEN}`, plays it, then reads the next; it
+exits at the end of its input."""
+
+
+class PooledProcess:
+    """A hosted bot's process that plays many seats, one after another, each given on its standard input.
+
+    Loop-independent (a `subprocess.Popen` and a thread keeping its output), so it outlives the event loop of
+    the match that started it. Its output goes to one log for its whole life.
+    """
+
+    def __init__(
+        self,
+        program: BotProgram,
+        process: subprocess.Popen[bytes],
+        cgroups: tuple[Path, ...],
+        sandboxed: bool,
+        log_path: Path | None,
+        output_bytes: int,
+    ) -> None:
+        import threading
+
+        self.program = program
+        self.process = process
+        self.cgroups = cgroups
+        self.sandboxed = sandboxed
+        self.seats_played = 0
+        self.started = threading.Event()
+        if not sandboxed:
+            self.started.set()
+        self.setup_output = bytearray()
+        self._pump = threading.Thread(
+            target=self._keep_output, args=(log_path, output_bytes), name=f"mus-pool-{program.name}", daemon=True
+        )
+        self._pump.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def offer(self, referee_address: str, seat_token: str) -> None:
+        """Give the process its next seat; `LaunchError` if it can no longer take one (it exited)."""
+        import json
+
+        line = json.dumps({"referee": referee_address, "seat_token": seat_token}) + "\n"
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(line.encode())
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError) as error:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=1.0)
+            why = self.sandbox_failed or self.describe_exit()
+            name = self.program.name
+            raise LaunchError(f"the pooled process of {name} cannot take a seat ({error}): {why}") from None
+
+    def cpu_s(self) -> float | None:
+        """The CPU-seconds its cgroup has counted so far (None without one that counts)."""
+        return cgroup_cpu_s(self.cgroups)
+
+    @property
+    def sandbox_failed(self) -> str:
+        """Once it has exited: why its sandbox never ran the bot, or '' (see `BotProcess.sandbox_failed`)."""
+        if not self.sandboxed or self.started.is_set() or self.alive:
+            return ""
+        self._pump.join(1.0)
+        if self.started.is_set():
+            return ""
+        first = bytes(self.setup_output).decode(errors="replace").strip().splitlines()
+        return first[0] if first else f"bwrap exited with code {self.process.returncode} before the bot started"
+
+    def describe_exit(self) -> str:
+        code = self.process.returncode
+        return f"the pooled bot process exited with code {code}" if code is not None else "running"
+
+    def close(self, grace_s: float = 1.0) -> None:
+        """End of input (a well-behaved process exits), then kill what is left and remove its cgroups."""
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        for cgroup in self.cgroups:
+            _kill_cgroup(cgroup)
+            _remove_cgroup(cgroup)
+        self._pump.join(1.0)
+
+    def _keep_output(self, log_path: Path | None, cap: int) -> None:
+        assert self.process.stdout is not None
+        stream = self.process.stdout
+        output = log_path.open("ab") if log_path is not None else None
+        written = 0
+        try:
+            while chunk := os.read(stream.fileno(), 65536):
+                if not self.started.is_set():
+                    self.setup_output += chunk
+                    if STARTED_MARKER not in self.setup_output:
+                        continue
+                    before, _, chunk = bytes(self.setup_output).partition(STARTED_MARKER)
+                    self.setup_output[:] = before
+                    chunk = before + chunk
+                    self.started.set()
+                if output is None or written >= cap:
+                    continue
+                kept = chunk[: cap - written]
+                output.write(kept)
+                written += len(kept)
+                if written >= cap:
+                    output.write(TRUNCATED_MARKER)
+                output.flush()
+        finally:
+            if output is not None:
+                output.close()
+
+
+def start_pooled(program: BotProgram, *, sandbox: Sandbox | None, log_path: Path | None) -> PooledProcess:
+    """Start a process of `program` that plays seats given on its standard input (SEATS_VARIABLE), confined
+    like a seat (`launch_bot`) when `sandbox` is given: its sandbox binds `sandbox.socket_dir`, where every
+    match's referee socket of this worker is made, at SOCKET_DIR."""
+    seccomp = seccomp_pipe() if sandbox is not None else contextlib.nullcontext(None)
+    with seccomp as seccomp_fd:
+        return _start_pooled(program, sandbox, log_path, seccomp_fd)
+
+
+def _start_pooled(
+    program: BotProgram, sandbox: Sandbox | None, log_path: Path | None, seccomp_fd: int | None
+) -> PooledProcess:
+    limits = sandbox.limits if sandbox is not None else Limits()
+    cgroups: tuple[Path, ...] = ()
+    if sandbox is not None:
+        environment = sandbox_environment("", "")
+        del environment["MUS_REFEREE"], environment["MUS_TOKEN"]
+        environment[SEATS_VARIABLE] = "stdin"
+        command = sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd)
+        cgroups = _make_cgroups(limits)
+        if cgroups:
+            join = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1))
+            script = f'{join} && shift {len(cgroups)} && exec "$@"'
+            command = ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
+        cwd = None
+        env: dict[str, str] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    else:
+        command = list(program.command)
+        cwd = program.cwd
+        env = dict(os.environ)
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env.pop("MUS_TOKEN", None)
+        env.pop("MUS_REFEREE", None)
+        env[SEATS_VARIABLE] = "stdin"
+        env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            # No preexec_fn: it makes Popen fork() (not vfork) a process whose gRPC threads then break the child
+            # before its exec. A sandbox dies with the worker (bwrap --die-with-parent); an unconfined pooled
+            # process sees the end of its input when the worker dies, and exits.
+            start_new_session=True,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+        )
+    except OSError as error:
+        for cgroup in cgroups:
+            _remove_cgroup(cgroup)
+        raise LaunchError(f"cannot start {program.name}: {error.strerror}") from error
+    return PooledProcess(program, process, cgroups, sandbox is not None, log_path, limits.output_bytes)

@@ -14,6 +14,7 @@ import logging
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +32,25 @@ from referee.service import convert
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident, IncidentCause, Table, TableStatus
-from workers.launcher import SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
+from workers.launcher import (
+    SOCKET_DIR,
+    BotProcess,
+    BotProgram,
+    LaunchError,
+    Limits,
+    PooledProcess,
+    Sandbox,
+    launch_bot,
+)
+from workers.pool import BotPool
 
 log = logging.getLogger(__name__)
 
 EXIT_WAIT_S = 5.0
 """How long bot processes get to exit on their own after the match before they are killed."""
+
+POOL_WATCH_S = 0.05
+"""How often a match checks that its pooled seat processes are alive (they are not children of its loop)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,8 @@ class PlayedMatch:
     launched_at: float = 0.0
     ended_at: float = 0.0
     exited_at: float = 0.0
+    bots_cpu_s: float | None = None
+    """CPU-seconds of the four seats' processes, from their cgroups; None where a seat had none."""
 
     @property
     def match(self) -> Match:
@@ -67,29 +83,47 @@ async def play_programs(
     log_dir: Path | None = None,
     join_timeout_s: float = 30.0,
     sandbox: Limits | None = None,
+    pool: BotPool | None = None,
 ) -> PlayedMatch:
     """Run a referee on a unix socket in a private folder, launch the four seats' processes, and wait for the
     outcome. With `sandbox` limits each seat runs in its own sandbox, which sees only that socket; with None the
-    bots run unconfined (a `--no-sandbox` league, or a machine without bwrap)."""
+    bots run unconfined (a `--no-sandbox` league, or a machine without bwrap).
+
+    With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
+    live processes (`workers.pool`) instead of launched: the referee's socket is then made in the pool's
+    folder, which those processes' sandboxes bind, under a name of this match's own."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
-    socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
+    pooled_seats = [pool is not None and pool.accepts(programs[seat % 2]) for seat in range(4)]
+    if pool is not None and any(pooled_seats):
+        socket_dir, own_folder = pool.socket_dir, False
+        socket_name = f"match-{uuid.uuid4().hex[:16]}.sock"
+    else:
+        socket_dir, own_folder, socket_name = Path(tempfile.mkdtemp(prefix="mus-referee-")), True, "referee.sock"
     referee = Referee()
     try:
-        host_address = f"unix:{socket_dir / 'referee.sock'}"
+        host_address = f"unix:{socket_dir / socket_name}"
         server, _ = await start_server(referee, host_address, public_address=host_address)
     except BaseException:
-        shutil.rmtree(socket_dir, ignore_errors=True)
+        _remove_socket(socket_dir, socket_name, own_folder)
         raise
     confined = Sandbox(socket_dir, sandbox) if sandbox is not None else None
-    address = f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else host_address
+    address = f"unix:{SOCKET_DIR}/{socket_name}" if confined is not None else host_address
     names = [programs[seat % 2].name for seat in range(4)]
     table = referee.create_table(rules, seed, names, join_timeout_s=join_timeout_s)
     processes: list[BotProcess] = []
+    pooled: dict[int, tuple[PooledProcess, float | None]] = {}
     logs = tuple(log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
     watchers: list[asyncio.Task[None]] = []
+    exited_at = 0.0
     try:
         launched_at = time.monotonic()
         for seat in range(4):
+            if pool is not None and pooled_seats[seat]:
+                member = pool.acquire(programs[seat % 2], seat)
+                pooled[seat] = (member, member.cpu_s())
+                member.offer(address, table.seats[seat].token)
+                watchers.append(asyncio.create_task(_watch_pooled(table, seat, member)))
+                continue
             process = await launch_bot(
                 programs[seat % 2], address, table.seats[seat].token, log_path=logs[seat], sandbox=confined
             )
@@ -97,6 +131,7 @@ async def play_programs(
             watchers.append(asyncio.create_task(_watch_process(table, seat, process)))
         await table.finished.wait()
         _raise_if_a_sandbox_failed(processes)
+        _raise_if_a_pooled_sandbox_failed([member for member, _ in pooled.values()])
         ended_at = time.monotonic()
         await _reap(processes)
         exited_at = time.monotonic()
@@ -105,8 +140,45 @@ async def play_programs(
         if table.status is not TableStatus.FINISHED:
             table.cancel("the match runner stopped")
         await server.stop(grace=1.0)
+        _remove_socket(socket_dir, socket_name, own_folder)
+        if pool is not None:
+            troubled = {incident.seat for incident in table.incidents}
+            for seat, (member, _) in pooled.items():
+                pool.release(member, seat, healthy=seat not in troubled and table.status is TableStatus.FINISHED)
+    counted = [process.cpu_s for process in processes]
+    for member, before in pooled.values():
+        after = member.cpu_s()
+        counted.append(after - before if after is not None and before is not None else None)
+    return PlayedMatch(table, logs, launched_at, ended_at, exited_at, _sum_or_none(counted))
+
+
+def _remove_socket(socket_dir: Path, name: str, own_folder: bool) -> None:
+    if own_folder:
         shutil.rmtree(socket_dir, ignore_errors=True)
-    return PlayedMatch(table, logs, launched_at, ended_at, exited_at)
+    else:
+        (socket_dir / name).unlink(missing_ok=True)
+
+
+async def _watch_pooled(table: Table, seat: int, member: PooledProcess) -> None:
+    """A pooled process that exits while its seat is played has crashed, as a launched one would have; one whose
+    sandbox never ran its bot cancels the table (a void)."""
+    while member.alive:
+        await asyncio.sleep(POOL_WATCH_S)
+    if member.sandbox_failed:
+        table.cancel(f"the sandbox of seat {seat} did not start: {member.sandbox_failed}")
+    elif table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
+        table.report_crash(seat, member.describe_exit())
+
+
+def _raise_if_a_pooled_sandbox_failed(members: Sequence[PooledProcess]) -> None:
+    for member in members:
+        if not member.alive and member.sandbox_failed:
+            raise LaunchError(f"a seat's sandbox did not start: {member.sandbox_failed}")
+
+
+def _sum_or_none(values: Sequence[float | None]) -> float | None:
+    """The sum, when every value is known."""
+    return sum(value for value in values if value is not None) if values and None not in values else None
 
 
 async def _watch_process(table: Table, seat: int, process: BotProcess) -> None:

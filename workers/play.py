@@ -39,6 +39,7 @@ from referee.engine.match import MatchOutcome
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.service.table import TableStatus
+from workers import cpu_log
 from workers.db import repo
 from workers.db.errors import DbError
 from workers.db.models import BotVersion, Match, MatchStatus
@@ -46,6 +47,7 @@ from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import database_url, ensure_schema, make_engine, session_scope
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
 from workers.matches import RemoteBot, fault_records, incident_records, play_on_referee, play_programs
+from workers.pool import worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,8 @@ class _Played:
     incidents: list[dict[str, Any]]
     """The referee's incidents, in order (`incident_records`)."""
     decision_seconds: list[list[float]]
+    bots_cpu_s: float | None = None
+    """CPU-seconds of the match's seat processes, counted by their cgroups (None: not counted there)."""
 
 
 def worker_name() -> str:
@@ -102,6 +106,7 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
     """Play match `match_id` if it is free: 'finished', 'skipped' (not claimable) or 'void' (infrastructure)."""
     engine = database()
     worker = worker or worker_name()
+    cpu = cpu_log.start(match_id)
     with session_scope(engine) as session:
         if repo.claim_match(session, match_id, worker, lease_s) is None:
             log.info("match_id=%s is not free (finished or held by a live worker): nothing to do", match_id)
@@ -110,7 +115,11 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
         token_hashes = {
             team.bot_name: repo.get_bot(session, team.bot_name).bot.token_sha256 for team in setup.teams if team.remote
         }
+        if cpu is not None:
+            cpu.lap("database")
         changed = _exposed_by_folder(setup) or _changed_program(session, setup)
+    if cpu is not None:
+        cpu.skip()  # the launch checks (content hashes of the bots' folders): the worker's own work
     if changed:
         log.error("match_id=%s refused: %s", match_id, changed)
         with session_scope(engine) as session:
@@ -128,6 +137,8 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
     beat.start()
     try:
         played = _play_with_remote_bots(setup, token_hashes) if token_hashes else _play_hosted(setup)
+        if cpu is not None:
+            cpu.lap("referee", bots_s=played.bots_cpu_s)
     except Exception as error:
         stop.set()
         log.exception("match_id=%s failed outside the bots: voided", match_id)
@@ -147,6 +158,9 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
             played.decision_seconds,
             incidents=played.incidents,
         )
+    if cpu is not None:
+        cpu.lap("database")
+        cpu.write()
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
     return "finished"
 
@@ -203,9 +217,16 @@ def _play_hosted(setup: MatchSetup) -> _Played:
     """Both sides are programs: play them against a referee embedded in this worker."""
     programs = tuple(_program(team) for team in setup.teams)
     rules = Rules.from_options(setup.rules)
+    limits = _limits(setup)
+    pool = worker_pool(limits, Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / "pool")
     played = asyncio.run(
         play_programs(
-            (programs[0], programs[1]), rules, setup.seed, log_dir=logs_dir(setup.match_id), sandbox=_limits(setup)
+            (programs[0], programs[1]),
+            rules,
+            setup.seed,
+            log_dir=logs_dir(setup.match_id),
+            sandbox=limits,
+            pool=pool,
         )
     )
     if played.table.status is not TableStatus.FINISHED:
@@ -218,6 +239,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
         fault_records(played.match),
         incident_records(played.table.incidents),
         [state.decision_seconds for state in played.table.seats],
+        played.bots_cpu_s,
     )
 
 
@@ -267,7 +289,8 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
 
 
 def _program(team: TeamSetup) -> BotProgram:
-    return BotProgram(team.bot_name, team.command, Path(team.folder) if team.folder else None)
+    folder = Path(team.folder) if team.folder else None
+    return BotProgram(team.bot_name, team.command, folder, version=str(team.version_id))
 
 
 def _heartbeat(engine: Engine, match_id: int, worker: str, lease_s: float, stop: threading.Event) -> None:

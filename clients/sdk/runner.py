@@ -424,12 +424,69 @@ def _play_assignment(held: _Assignment, bot_factory: Callable[[], Bot], address:
         held.result.append(outcome)
 
 
+ENV_SEATS = "MUS_SEATS"
+"""`stdin`: this process plays seat after seat, each given as one JSON line on standard input (docs/protocol.md,
+"Seats over standard input"): a league worker keeps it alive across matches."""
+
+
+@dataclass(frozen=True)
+class SeatOffer:
+    """One seat handed to a persistent process: where its referee is and the seat's token."""
+
+    referee: str
+    seat_token: str
+
+    @classmethod
+    def from_line(cls, line: str) -> SeatOffer:
+        """Parse a seat line (`{"referee": ADDRESS, "seat_token": TOKEN}`); `SdkError` if it is not one."""
+        import json
+
+        try:
+            data = json.loads(line)
+            return cls(str(data["referee"]), str(data["seat_token"]))
+        except (ValueError, KeyError, TypeError) as error:
+            raise SdkError(f"not a seat line ({error}): {line.strip()[:200]!r}") from None
+
+
+def run_seats(bot_factory: Callable[[], Bot], lines: Iterator[str] | None = None) -> list[MatchOutcome | BaseException]:
+    """Play every seat given on `lines` (standard input by default), one after another, each with a fresh bot
+    from `bot_factory`, until the input ends; each seat's outcome, or the error that ended it.
+
+    The process, and whatever it keeps at module level (tables, caches, a model), lives across matches; the
+    `Bot` instance does not: one instance plays one seat, as everywhere in the SDK. A seat that fails (the
+    referee refused, a garbled line) is logged and the next one is played.
+    """
+    import sys
+
+    results: list[MatchOutcome | BaseException] = []
+    for line in lines if lines is not None else sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            offer = SeatOffer.from_line(line)
+            outcome = run_bot(bot_factory(), offer.referee, offer.seat_token)
+        except SdkError as error:
+            logger.error("%s", error)
+            results.append(error)
+        else:
+            logger.info("match over: team %d won (%s)", outcome.winner, outcome.termination.value)
+            results.append(outcome)
+    return results
+
+
 def run_main(bot: Bot) -> int:
-    """The body of a bot program's `main()`: play the seat named by MUS_REFEREE and MUS_TOKEN.
+    """The body of a bot program's `main()`: play the seat named by MUS_REFEREE and MUS_TOKEN; or, with
+    MUS_SEATS=stdin, every seat given on standard input, each with a fresh copy of `bot` as it was given.
 
     Logs to stderr; a referee error or a missing setting becomes one clear line and exit status 1.
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if os.environ.get(ENV_SEATS) == "stdin":
+        import copy
+
+        pristine = copy.deepcopy(bot)
+        run_seats(lambda: copy.deepcopy(pristine))
+        return 0
     try:
         outcome = run_bot(bot)
     except SdkError as error:

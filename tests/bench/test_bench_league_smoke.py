@@ -6,6 +6,7 @@ A smoke test, not a measurement: no figure is asserted beyond being a positive n
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -16,11 +17,14 @@ from workers.cli.main import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("bot", ["instant", "cpp"])
-def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures(bot: str) -> None:
+@pytest.mark.parametrize(("bot", "pool"), [("instant", False), ("cpp", False), ("instant", True)])
+def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures(
+    bot: str, pool: bool
+) -> None:
     if bot == "cpp" and (missing := missing_toolchain()):
         pytest.skip(f"C++ bot not built: {missing}")
-    result = runner.invoke(app, ["bench", "league", "--quick", "--broker", "embedded", "--bot", bot, "--json"])
+    flags = ["--pool"] if pool else []
+    result = runner.invoke(app, ["bench", "league", "--quick", "--broker", "embedded", "--bot", bot, *flags, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     for key in (
@@ -33,15 +37,29 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         "per_match",
         "load_average_1m_before",
         "load_average_1m_after",
+        "efficiency",
+        "efficiency_by_configuration",
     ):
         assert key in data, key
+    assert data["efficiency_of"] == "embedded_1"
+    assert 0 < data["efficiency"] < 1, "the league cannot outrun the engine's own self-play on the same cores"
     assert set(data["configurations"]) == {"embedded_1", "embedded_2"}, "only the embedded broker was asked"
     for name, config in data["configurations"].items():
         assert config["completed"], (name, config)
         assert config["matches"] == data["matches"] == 6
         assert config["matches_per_s"] > 0 and config["wall_s"] > 0
         assert config["faults"] == 0
+        assert config["engine_matches_per_s"] > config["matches_per_s"]
+        components = config["cpu_s_per_match"]
+        assert set(components) == {"bots", "referee", "database", "worker", "scheduler", "total"}
+        assert all(value >= 0 for value in components.values()), components
+        assert components["referee"] > 0 and components["database"] > 0 and components["bots"] > 0
+        if len(os.sched_getaffinity(0)) >= 2:
+            assert config["pinned_cores"] == sorted(os.sched_getaffinity(0))[: config["workers"]], "one core a worker"
     assert data["identical_results"] is True, "the same league plays the same matches in every configuration"
     assert data["scaling_2_over_1"]["embedded"] > 0
     assert data["embedded_over_redis"] == {"1": None, "2": None}, "no Redis run was asked"
     assert data["per_match"][bot]["startup_ms"] > 0
+    if pool:
+        pooled = data["per_match"]["instant_pooled"]
+        assert pooled["decisions_per_match"] > 0 and pooled["bot_cpu_ms"] >= 0

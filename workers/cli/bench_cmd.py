@@ -92,6 +92,13 @@ def league_command(
     think_ms: Annotated[
         float | None, typer.Option(min=0, help="The instant bot waits this long before each answer (default 0).")
     ] = None,
+    pin: Annotated[
+        bool,
+        typer.Option(help="Pin each worker, with its referee and its bots, to a core of its own (when enough cores)."),
+    ] = True,
+    pool: Annotated[
+        bool, typer.Option(help="Keep the hosted bots alive across matches (workers.pool; the instant bot opts in).")
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """Matches per second of a six-bot duplicate round robin of instant bots: 1 and 2 workers, embedded and Redis."""
@@ -118,6 +125,8 @@ def league_command(
         redis=redis,
         bot=bot,
         think_ms=think_ms,
+        pin=pin,
+        pool=pool,
     )
     result = league.run(settings, quick=quick)
     print_result("mus bench league", result if json_output else league.table_rows(result), json_output)

@@ -1,0 +1,58 @@
+"""`mus bench league`'s pinning and CPU accounting, on their own: a pinned child stays on its core, and the
+per-component figures are the workers' log lines added up as documented."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.league import Pinner, cpu_components
+
+
+def test_the_pinner_puts_each_new_child_on_the_least_used_core_and_its_children_inherit_it() -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core: nothing to pin apart")
+    code = (
+        "import subprocess, sys; sys.stdin.readline(); "
+        "print(subprocess.check_output(['cat', '/proc/self/status']).decode())"
+    )
+    children = [
+        subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    try:
+        pinner = Pinner(cores[:2])
+        pinner()
+        assert sorted(pinner.pinned.get(child.pid, -1) for child in children) == cores[:2]
+        for child in children:
+            out, _ = child.communicate("go\n", timeout=30)
+            allowed = next(line for line in out.splitlines() if line.startswith("Cpus_allowed_list:"))
+            assert allowed.split()[-1] == str(pinner.pinned[child.pid]), "a grandchild runs on its worker's core"
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_cpu_components_add_up_each_workers_lines_and_leave_its_start_up_out(tmp_path: Path) -> None:
+    log = tmp_path / "cpu.jsonl"
+    lines = [
+        {"pid": 1, "bots_s": 0.4, "referee_s": 0.03, "database_s": 0.01, "cpu_before_s": 1.0, "cpu_after_s": 1.05},
+        {"pid": 1, "bots_s": 0.4, "referee_s": 0.03, "database_s": 0.01, "cpu_before_s": 1.06, "cpu_after_s": 1.11},
+        {"pid": 2, "bots_s": 0.2, "referee_s": 0.02, "database_s": 0.02, "cpu_before_s": 2.0, "cpu_after_s": 2.04},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    figures = cpu_components(log, 3, scheduler_s=0.3)["cpu_s_per_match"]
+    assert figures["bots"] == pytest.approx(1.0 / 3, abs=1e-4)
+    assert figures["referee"] == pytest.approx(0.08 / 3, abs=1e-4)
+    assert figures["database"] == pytest.approx(0.04 / 3, abs=1e-4)
+    # pid 1: 0.11 s from its first claim to its last result, 0.08 of it in matches; pid 2: none left over
+    assert figures["worker"] == pytest.approx(0.03 / 3, abs=1e-4)
+    assert figures["scheduler"] == pytest.approx(0.1, abs=1e-4)
+    assert figures["total"] == pytest.approx(sum(v for k, v in figures.items() if k != "total"), abs=1e-3)

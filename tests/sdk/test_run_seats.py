@@ -1,0 +1,34 @@
+"""Seats over standard input (`run_seats`, `run_main` with MUS_SEATS=stdin): the line format, and that a bad
+line or a refused seat is reported and the next seat is still played. Real matches: tests/workers/test_pool.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from clients.sdk.bot import Bot
+from clients.sdk.errors import SdkError
+from clients.sdk.runner import SeatOffer, run_seats
+
+
+def test_a_seat_line_names_the_referee_and_the_seat_token() -> None:
+    offer = SeatOffer.from_line('{"referee": "unix:/run/mus/match-1.sock", "seat_token": "t", "later": 1}\n')
+    assert offer == SeatOffer("unix:/run/mus/match-1.sock", "t"), "unknown keys are ignored"
+
+
+@pytest.mark.parametrize("line", ["not json", '{"referee": "x"}', "[1, 2]"])
+def test_a_line_that_is_not_a_seat_is_an_sdk_error_that_quotes_it(line: str) -> None:
+    with pytest.raises(SdkError, match="not a seat line"):
+        SeatOffer.from_line(line)
+
+
+def test_run_seats_reports_a_bad_line_and_an_unreachable_referee_and_goes_on_to_the_end_of_its_input() -> None:
+    made: list[Bot] = []
+
+    def factory() -> Bot:
+        made.append(Bot())
+        return made[-1]
+
+    lines = iter(["garbage\n", "\n", '{"referee": "unix:/nonexistent/referee.sock", "seat_token": "t"}\n'])
+    results = run_seats(factory, lines)
+    assert len(results) == 2 and all(isinstance(result, SdkError) for result in results)
+    assert len(made) == 1, "a fresh bot for the one well-formed seat"

@@ -1,0 +1,152 @@
+"""Hosted bots that stay alive across matches: a worker's pool of seat processes (opt-in, MUS_POOL).
+
+A match then costs its play, not four start-ups. The rules the pool keeps:
+
+- **A process per seat number.** A bot's process is keyed by the bot and the seat it plays (0..3): it only ever
+  plays that seat. Partners are two processes (seats 0 and 2, or 1 and 3), each in its own sandbox, and a bot
+  that meets itself has its other team in two more; so no process plays two seats of one table.
+- **Never both halves of a duplicate pair.** The twin of a match is played with the partnerships swapped: a bot
+  that sat at seats 0 and 2 sits at 1 and 3. Its first-half processes (seats 0, 2) are not its second-half
+  ones (seats 1, 3), so whatever a process remembers of a deal, it never plays that deal again from the
+  other side.
+- **Restarts.** A process is replaced when it has exited (a crash: the match charges it as today), after
+  `max_seats` seats, when its seat had an incident (it may be stuck), past half its CPU-time limit (an rlimit
+  counts the process's life, not a match), and when the bot's program or registered version changes.
+- **Limits.** At most `max_processes` processes live at once (least recently used retired first).
+
+Which bots: only those named in MUS_POOL (comma-separated bot names, or `*` for every hosted bot), because a
+pooled process must speak the seats-over-stdin protocol (`workers.launcher.SEATS_VARIABLE`; the SDK's
+`run_main` and `bench/league_bot.py` do). Every other bot is launched per match, as before.
+
+Each match's referee listens on a socket of its own in the pool's folder, which every pooled sandbox binds at
+`/run/mus`: a process learns the socket's name with each seat.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+
+from workers.launcher import BotProgram, Limits, PooledProcess, Sandbox, start_pooled
+
+POOL_VARIABLE = "MUS_POOL"
+"""Comma-separated names of the hosted bots this worker keeps alive across matches (`*`: all)."""
+
+MAX_SEATS = 500
+"""Seats a pooled process plays before it is replaced (bounds what a leak or a grudge can build up)."""
+
+MAX_PROCESSES = 64
+"""Pooled processes a worker keeps at once."""
+
+
+def pooled_names() -> frozenset[str]:
+    """The bot names MUS_POOL opts in."""
+    return frozenset(name.strip() for name in os.environ.get(POOL_VARIABLE, "").split(",") if name.strip())
+
+
+class BotPool:
+    """One worker's pooled seat processes for one kind of confinement (`limits`, or None: unconfined)."""
+
+    def __init__(
+        self,
+        limits: Limits | None,
+        *,
+        names: frozenset[str] | None = None,
+        log_dir: Path | None = None,
+        max_seats: int = MAX_SEATS,
+        max_processes: int = MAX_PROCESSES,
+        retire_cpu_s: float | None = None,
+    ) -> None:
+        self.limits = limits
+        self.names = pooled_names() if names is None else names
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-pool-"))
+        self.log_dir = log_dir
+        self.max_seats = max_seats
+        self.max_processes = max_processes
+        self.retire_cpu_s = retire_cpu_s if retire_cpu_s is not None else limits.cpu_s / 2 if limits else None
+        """A process that has used this much CPU is replaced after its match (default: half the rlimit)."""
+        self.started = 0
+        self.retired = 0
+        self._processes: OrderedDict[tuple[str, int], PooledProcess] = OrderedDict()
+
+    def accepts(self, program: BotProgram) -> bool:
+        """Whether `program` plays from this pool (it opted in), rather than being launched per match."""
+        return "*" in self.names or program.name in self.names
+
+    def acquire(self, program: BotProgram, seat: int) -> PooledProcess:
+        """The live process of `program` for `seat`, started now if there is none (or it has to be replaced)."""
+        key = (program.name, seat)
+        current = self._processes.get(key)
+        if current is not None and (
+            current.program != program or not current.alive or current.seats_played >= self.max_seats
+        ):
+            self._retire(key)
+            current = None
+        if current is None:
+            while len(self._processes) >= self.max_processes:
+                self._retire(next(iter(self._processes)))
+            log_path = None
+            if self.log_dir is not None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                log_path = self.log_dir / f"{program.name}-seat{seat}-{self.started}.log"
+            sandbox = Sandbox(self.socket_dir, self.limits) if self.limits is not None else None
+            current = start_pooled(program, sandbox=sandbox, log_path=log_path)
+            self.started += 1
+            self._processes[key] = current
+        self._processes.move_to_end(key)
+        return current
+
+    def release(self, process: PooledProcess, seat: int, *, healthy: bool) -> None:
+        """After a match: count the seat, and replace the process if it is not `healthy` or has played enough."""
+        process.seats_played += 1
+        key = (process.program.name, seat)
+        if self._processes.get(key) is process and (not healthy or not process.alive or self._near_cpu_limit(process)):
+            self._retire(key)
+
+    def _near_cpu_limit(self, process: PooledProcess) -> bool:
+        """Past half its CPU-time limit (an rlimit counts a process's whole life, not a match's): replaced now,
+        so that SIGXCPU never lands in the middle of a later match."""
+        if self.retire_cpu_s is None:
+            return False
+        used = process.cpu_s()
+        return used is not None and used > self.retire_cpu_s
+
+    def processes(self) -> list[PooledProcess]:
+        return list(self._processes.values())
+
+    def _retire(self, key: tuple[str, int]) -> None:
+        process = self._processes.pop(key)
+        process.close()
+        self.retired += 1
+
+    def close(self) -> None:
+        """Stop every pooled process and remove the socket folder."""
+        while self._processes:
+            self._retire(next(iter(self._processes)))
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+
+_POOLS: dict[Limits | None, BotPool] = {}
+
+
+def worker_pool(limits: Limits | None, log_dir: Path | None = None) -> BotPool | None:
+    """This worker process's pool for `limits`, or None when MUS_POOL names no bot."""
+    if not pooled_names():
+        return None
+    pool = _POOLS.get(limits)
+    if pool is None:
+        pool = _POOLS[limits] = BotPool(limits, log_dir=log_dir)
+    return pool
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in _POOLS.values():
+        with contextlib.suppress(Exception):
+            pool.close()
+    _POOLS.clear()
