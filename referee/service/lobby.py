@@ -150,7 +150,7 @@ class Lobby:
         digest = token_hash.lower()
         known = self._bots.get(bot_name)
         if known is not None and not hmac.compare_digest(known, digest):
-            self.revoke(bot_name)
+            self._forget(bot_name)
         self._bots[bot_name] = digest
         if known != digest:
             self._save()
@@ -158,6 +158,13 @@ class Lobby:
     def revoke(self, bot_name: str) -> tuple[bool, int]:
         """Forget a bot's token: its lobby sessions end and the offers they hold are withdrawn (their seat tokens
         with them), to be offered again if the bot registers anew. Returns (was registered, sessions ended)."""
+        was_registered, ended = self._forget(bot_name)
+        if was_registered:
+            self._save()
+        return was_registered, ended
+
+    def _forget(self, bot_name: str) -> tuple[bool, int]:
+        """`revoke` without writing the state file."""
         was_registered = self._bots.pop(bot_name, None) is not None
         sessions = self._sessions.pop(bot_name, [])
         for session in sessions:
@@ -169,8 +176,6 @@ class Lobby:
             session.outbox.put_nowait(None)
         if sessions or was_registered:
             log.info("remote bot %s: token revoked, %d lobby session(s) ended", bot_name, len(sessions))
-        if was_registered:
-            self._save()
         return was_registered, len(sessions)
 
     def registered(self) -> list[str]:

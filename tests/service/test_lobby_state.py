@@ -57,5 +57,13 @@ def test_a_state_file_that_cannot_be_written_is_an_internal_status_and_the_regis
         assert refused.value.code() == grpc.StatusCode.INTERNAL
         assert "cannot write the state file" in (refused.value.details() or "")
         assert running.referee.lobby.authenticate("t") == "far"
+        renewed = admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("t2"))
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            stub = admin_pb2_grpc.TableAdminServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as again:
+                await stub.RegisterRemoteBot(renewed, metadata=auth)
+        assert again.value.code() == grpc.StatusCode.INTERNAL
+        assert running.referee.lobby.authenticate("t2") == "far", "a new token replaces the old one all the same"
+        assert running.referee.lobby.authenticate("t") is None
 
     with_referee(scenario, state_path=tmp_path / "state.json")

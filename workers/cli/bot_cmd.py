@@ -155,7 +155,7 @@ def _referee_call(name: str, call: str, request: Any, consequence: str) -> Any |
     except grpc.RpcError as error:
         code = error.code().name if isinstance(error, grpc.Call) else "UNAVAILABLE"
         details = error.details() if isinstance(error, grpc.Call) else str(error)
-        return f"warning: the referee at {address} refused {call} for {name} ({code}: {details}): {consequence}."
+        return f"warning: {call} for {name} failed on the referee at {address} ({code}: {details}): {consequence}."
 
 
 def revoke_on_referee(name: str) -> str:
