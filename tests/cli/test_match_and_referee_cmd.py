@@ -109,6 +109,7 @@ def test_bad_bots_and_options_are_one_line_errors() -> None:
         (["match", "play", "nosuchbot", "random"], "unknown bot 'nosuchbot'"),
         (["match", "play", "random"], "give two bots"),
         (["match", "play", "random", "random", "--option", "deck_mode=5_reyes"], "deck_mode must be one of"),
+        (["match", "play", "random", "random", "--logs", "/proc/no/such/folder"], "cannot create the logs folder"),
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 1, args
