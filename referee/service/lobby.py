@@ -5,18 +5,26 @@ seat marked remote is offered to one of that bot's connected lobby sessions with
 accepts (and gets `AssignmentConfirmed`, after which it joins the table's Play stream with the seat token) or
 declines, or lets the offer lapse, and the seat is offered again. A seat nobody takes is absent when the
 table's join timeout ends (rules §13 via the table's incident `absent`).
+
+With a state file, the registrations (bot names and token hashes, never tokens) are written to it on every
+change and read back at start, so a referee restart keeps them, and a revoked token stays revoked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
+import json
 import logging
+import os
 import secrets
+import tempfile
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mus.v1 import lobby_pb2
 from referee.service import convert
@@ -28,9 +36,65 @@ OFFER_RESPONSE_S = 10.0
 """How long a session has to accept or decline an offer."""
 
 
+STATE_FORMAT = "mus-referee-state/1"
+"""The `format` of a state file: `{"format": STATE_FORMAT, "remote_bots": {name: token_sha256, ...}}`."""
+
+
 def token_sha256(token: str) -> str:
     """The hex SHA-256 under which a bot token is registered."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def is_token_sha256(digest: str) -> bool:
+    """Whether `digest` is 64 lowercase hex digits, the form a registration takes."""
+    return len(digest) == 64 and all(char in "0123456789abcdef" for char in digest)
+
+
+class StateError(ValueError):
+    """A state file that cannot be read or written: the referee refuses to start rather than forget bots."""
+
+
+def read_state(path: Path) -> dict[str, str]:
+    """The registrations kept in a state file; none if the file does not exist yet."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise StateError(f"cannot read the state file {path}: {error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise StateError(f"the state file {path} is not JSON: {error}") from None
+    bots = data.get("remote_bots") if isinstance(data, dict) and data.get("format") == STATE_FORMAT else None
+    if not isinstance(bots, dict) or not all(
+        isinstance(name, str) and name and isinstance(digest, str) and is_token_sha256(digest)
+        for name, digest in bots.items()
+    ):
+        raise StateError(
+            f"the state file {path} is not a referee state file: expected "
+            f'{{"format": "{STATE_FORMAT}", "remote_bots": {{NAME: TOKEN_SHA256, ...}}}}'
+        )
+    return dict(bots)
+
+
+def write_state(path: Path, bots: dict[str, str]) -> None:
+    """Replace the state file atomically (a new file, mode 0600, renamed over the old one): a crash mid-write
+    leaves the old file or the new one, never half of one."""
+    data = {"format": STATE_FORMAT, "remote_bots": dict(sorted(bots.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump(data, file, indent=2)
+            file.write("\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 @dataclass(eq=False)
@@ -68,11 +132,15 @@ class _Offer:
 class Lobby:
     """Registered remote bots, their sessions, and the seats waiting to be taken."""
 
-    def __init__(self, rotate_token: Callable[[Table, int], None] | None = None) -> None:
+    def __init__(
+        self, rotate_token: Callable[[Table, int], None] | None = None, *, state_path: Path | None = None
+    ) -> None:
         self.referee_address = ""
         self._rotate_token = rotate_token
         """Gives a seat a new token: an offer that is declined, lapses or is withdrawn takes its token with it."""
-        self._bots: dict[str, str] = {}
+        self.state_path = state_path
+        """Where the registrations are kept across restarts (`read_state`, `write_state`); None: in memory only."""
+        self._bots: dict[str, str] = read_state(state_path) if state_path is not None else {}
         self._sessions: dict[str, list[LobbySession]] = {}
         self._pending: dict[str, deque[_Offer]] = {}
         self._offers: dict[str, _Offer] = {}
@@ -82,12 +150,21 @@ class Lobby:
         digest = token_hash.lower()
         known = self._bots.get(bot_name)
         if known is not None and not hmac.compare_digest(known, digest):
-            self.revoke(bot_name)
+            self._forget(bot_name)
         self._bots[bot_name] = digest
+        if known != digest:
+            self._save()
 
     def revoke(self, bot_name: str) -> tuple[bool, int]:
         """Forget a bot's token: its lobby sessions end and the offers they hold are withdrawn (their seat tokens
         with them), to be offered again if the bot registers anew. Returns (was registered, sessions ended)."""
+        was_registered, ended = self._forget(bot_name)
+        if was_registered:
+            self._save()
+        return was_registered, ended
+
+    def _forget(self, bot_name: str) -> tuple[bool, int]:
+        """`revoke` without writing the state file."""
         was_registered = self._bots.pop(bot_name, None) is not None
         sessions = self._sessions.pop(bot_name, [])
         for session in sessions:
@@ -100,6 +177,20 @@ class Lobby:
         if sessions or was_registered:
             log.info("remote bot %s: token revoked, %d lobby session(s) ended", bot_name, len(sessions))
         return was_registered, len(sessions)
+
+    def registered(self) -> list[str]:
+        """The names of the registered bots, sorted."""
+        return sorted(self._bots)
+
+    def _save(self) -> None:
+        """Keep the registrations in the state file; the change holds in memory even when the write fails."""
+        if self.state_path is None:
+            return
+        try:
+            write_state(self.state_path, self._bots)
+        except OSError as error:
+            log.error("cannot write the state file %s: %s", self.state_path, error)
+            raise StateError(f"cannot write the state file {self.state_path}: {error}") from None
 
     def is_registered(self, bot_name: str) -> bool:
         return bot_name in self._bots

@@ -11,6 +11,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -30,7 +31,7 @@ from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service import convert
-from referee.service.lobby import Lobby, LobbySession
+from referee.service.lobby import Lobby, LobbySession, StateError, is_token_sha256
 from referee.service.table import PROTOCOL_VERSION, Table, TableError, TableStatus
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,15 @@ class RateLimiter:
 class Referee:
     """Every table of this process, the seat tokens that open them, and the admin token."""
 
-    def __init__(self, admin_token: str | None = None, *, reconnect_grace_s: float = 5.0, keep_finished: int = 1000):
+    def __init__(
+        self,
+        admin_token: str | None = None,
+        *,
+        reconnect_grace_s: float = 5.0,
+        keep_finished: int = 1000,
+        state_path: Path | None = None,
+    ):
+        """`state_path`: the file that keeps the remote bots' registrations across restarts (lobby.read_state)."""
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self.reconnect_grace_s = reconnect_grace_s
         self.keep_finished = keep_finished
@@ -83,7 +92,7 @@ class Referee:
         self._tokens: dict[str, tuple[Table, int]] = {}
         self._external: dict[str, tuple[str, admin_pb2.CreateTableRequest]] = {}
         self._finished: list[str] = []
-        self.lobby = Lobby(rotate_token=self.rotate_seat_token)
+        self.lobby = Lobby(rotate_token=self.rotate_seat_token, state_path=state_path)
 
     def create_table(
         self,
@@ -184,7 +193,7 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
         table, seat = found
         outbox: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
         try:
-            table.attach(seat, outbox, join.next_seq, batch=join.batch_events)
+            table.attach(seat, outbox, join.next_seq, batch=join.batch_events, bot_name=join.bot_name)
         except TableError as error:
             await context.abort(_STATUS[error.code], str(error))
         closing: list[tuple[grpc.StatusCode, str]] = []
@@ -421,11 +430,14 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
     ) -> admin_pb2.RegisterRemoteBotResponse:
         await self._authorize(context)
         digest = request.token_sha256.lower()
-        if not request.bot_name or len(digest) != 64 or any(char not in "0123456789abcdef" for char in digest):
+        if not request.bot_name or not is_token_sha256(digest):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "give bot_name and the 64-hex-digit SHA-256 of its token"
             )
-        self.referee.lobby.register(request.bot_name, digest)
+        try:
+            self.referee.lobby.register(request.bot_name, digest)
+        except StateError as error:
+            await context.abort(grpc.StatusCode.INTERNAL, f"registered until the referee restarts only: {error}")
         return admin_pb2.RegisterRemoteBotResponse()
 
     async def RevokeRemoteBot(
@@ -434,7 +446,10 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         await self._authorize(context)
         if not request.bot_name:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "give the bot_name to revoke")
-        was_registered, closed = self.referee.lobby.revoke(request.bot_name)
+        try:
+            was_registered, closed = self.referee.lobby.revoke(request.bot_name)
+        except StateError as error:
+            await context.abort(grpc.StatusCode.INTERNAL, f"revoked, but a restart would restore it: {error}")
         return admin_pb2.RevokeRemoteBotResponse(was_registered=was_registered, sessions_closed=closed)
 
     async def GetTableReplay(

@@ -89,6 +89,8 @@ class _Seat:
     bank: float
     outbox: asyncio.Queue[play_pb2.PlayResponse | None] | None = None
     joined: bool = False
+    joined_as: str = ""
+    """`Join.bot_name` of the seat's latest stream (trimmed, printable, at most 64 characters): for reports."""
     gone: bool = False
     """The seat will not answer any more (crashed, absent, or disconnected past the grace period): its
     decisions time out at once."""
@@ -189,8 +191,10 @@ class Table:
         next_seq: int = 0,
         *,
         batch: bool = False,
+        bot_name: str = "",
     ) -> None:
-        """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision."""
+        """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision.
+        `bot_name` is the name the bot gave in its Join (`joined_as`)."""
         state = self.seats[seat]
         if self.status is TableStatus.CANCELLED:
             raise TableError("FAILED_PRECONDITION", f"table {self.table_id} was cancelled: {self.cancel_reason}")
@@ -203,6 +207,7 @@ class Table:
         resumed = state.joined
         state.outbox = outbox
         state.joined = True
+        state.joined_as = "".join(char for char in bot_name if char.isprintable())[:64].strip() or state.joined_as
         state.batch = batch
         state.pending_events, state.pending_update = [], None
         if state.grace is not None:

@@ -104,7 +104,7 @@ def test_mus_match_play_runs_the_built_program(cpp_bot: Path) -> None:
     result = CliRunner().invoke(app, ["match", "play", "random", "--seed", "6", "--json", "--", str(cpp_bot)])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["teams"] == {"0": "random", "1": "mus-random-bot"}
+    assert data["teams"] == {"0": "random", "1": "cpp-random"}, "named by its Join.bot_name"
     assert data["termination"] == "normal" and data["faults"] == []
 
 

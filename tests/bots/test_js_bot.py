@@ -88,6 +88,7 @@ def test_mus_match_play_runs_it_against_the_rules_bot(node: str) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["termination"] == "normal" and data["faults"] == [], data
+    assert data["teams"] == {"0": "rules", "1": "js-bot"}, "named by its Join.bot_name, not `node`"
 
 
 def test_it_plays_a_whole_match_against_the_rules_bot_without_a_fault(node: str) -> None:

@@ -255,8 +255,9 @@ def test_removing_and_readding_a_remote_bot_revokes_its_old_token_on_the_referee
     assert live_referee.lobby.authenticate(old) is None
     live_referee.lobby.register("faraway", token_sha256(old))
     readded = json.loads(ok("add", "faraway", "--remote", "--json").stdout)
-    assert "revoked faraway's old token" in readded["referee"]
-    assert live_referee.lobby.authenticate(old) is None and not live_referee.lobby.is_registered("faraway")
+    assert readded["registered"] is True and "the old token is revoked there" in readded["referee"]
+    assert live_referee.lobby.authenticate(old) is None
+    assert live_referee.lobby.authenticate(readded["token"]) == "faraway", "the new token is registered at once"
 
 
 def test_without_a_referee_remove_says_the_old_token_lives_until_the_next_registration(

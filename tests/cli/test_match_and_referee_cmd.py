@@ -43,12 +43,65 @@ def test_a_crashing_program_is_a_crash_incident_its_timeouts_are_its_faults_and_
     crasher = tmp_path / "crash.py"
     crasher.write_text("import sys\nsys.exit(3)\n")
     result = runner.invoke(app, ["match", "play", "rules", str(crasher), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, "a forfeit exits 3, for scripts"
     data = json.loads(result.stdout)
-    assert data["winner"] == "rules" and data["termination"] == "forfeit"
+    assert data["winner"] == "rules" and data["termination"] == "forfeit" and data["exit_status"] == 3
     assert {fault["cause"] for fault in data["faults"] if fault["bot"] == "crash"} == {"timeout"}
     assert [incident["cause"] for incident in data["incidents"] if incident["bot"] == "crash"] == ["crash"] * 2
     assert data["incidents"] == [incident for incident in data["incidents"] if incident["bot"] == "crash"]
+
+
+def test_a_forfeit_is_summarised_per_team_and_cause_and_exits_3(tmp_path: Path) -> None:
+    crasher = tmp_path / "crash.py"
+    crasher.write_text("import sys\nprint('crash: giving up', file=sys.stderr)\nsys.exit(3)\n")
+    result = runner.invoke(app, ["match", "play", "rules", str(crasher), "--quiet"])
+    assert result.exit_code == 3, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Result: rules wins (forfeit)")
+    assert lines[1] == "Faults: rules (team 0) 0; crash (team 1) 3: timeout 3", lines
+    assert lines[2] == "Incidents: rules (team 0) 0; crash (team 1) 2: crash 2", lines
+    assert any(line.startswith("  incident: seat 1 (crash) crash: ") for line in lines), lines
+    assert lines[-1] == "exit status 3: the match ended by forfeit"
+    folder = next(line.split(": ", 1)[1] for line in lines if line.startswith("bot output: "))
+    assert "crash: giving up" in (Path(folder) / "seat1-crash.log").read_text()
+
+
+NAMED_BOT = """
+from clients.bots.random_bot import RandomBot
+from clients.sdk import run_bot
+
+
+class Named(RandomBot):
+    name = "{name}"
+
+
+print("{name} says hello", flush=True)
+run_bot(Named())
+"""
+
+
+def test_match_play_names_bots_by_their_join_name_and_keeps_every_seats_output_with_logs(tmp_path: Path) -> None:
+    program = tmp_path / "program_file.py"
+    program.write_text(NAMED_BOT.format(name="named-bot"))
+    logs = tmp_path / "logs"
+    result = runner.invoke(
+        app,
+        ["match", "play", "random", str(program), "--seed", "5", "--logs", str(logs), "--option", "target_score=10"],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Team 0 (seats 0, 2): random; team 1 (seats 1, 3): named-bot\n")
+    assert "Faults: random (team 0) 0; named-bot (team 1) 0" in result.stdout
+    assert f"bot output: {logs}" in result.stdout, "--logs is shown even when nothing went wrong"
+    files = sorted(logs.iterdir())
+    assert len(files) == 4, files
+    for seat in (1, 3):
+        [log] = [path for path in files if path.name.startswith(f"seat{seat}-")]
+        assert "named-bot says hello" in log.read_text()
+    data = json.loads(
+        runner.invoke(app, ["match", "play", str(program), "random", "--json", "--option", "target_score=10"]).stdout
+    )
+    assert data["teams"] == {"0": "named-bot", "1": "random"} and data["exit_status"] == 0
+    assert data["winner"] == ("named-bot", "random")[data["winner_team"]]
 
 
 def test_bad_bots_and_options_are_one_line_errors() -> None:
@@ -56,6 +109,7 @@ def test_bad_bots_and_options_are_one_line_errors() -> None:
         (["match", "play", "nosuchbot", "random"], "unknown bot 'nosuchbot'"),
         (["match", "play", "random"], "give two bots"),
         (["match", "play", "random", "random", "--option", "deck_mode=5_reyes"], "deck_mode must be one of"),
+        (["match", "play", "random", "random", "--logs", "/proc/no/such/folder"], "cannot create the logs folder"),
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 1, args

@@ -138,36 +138,59 @@ def _existing(session: Session, name: str) -> Bot | None:
         return None
 
 
-def revoke_on_referee(name: str) -> str:
-    """Tell the standalone referee (MUS_REFEREE_ADDRESS, with MUS_ADMIN_TOKEN) to forget the remote bot's old
-    token and end its lobby sessions; returns one line saying what happened, for the user."""
+def _referee_call(name: str, call: str, request: Any, consequence: str) -> Any | str:
+    """Call the standalone referee's admin API (MUS_REFEREE_ADDRESS, with MUS_ADMIN_TOKEN); the response, or
+    the one line to tell the user when no referee is configured or it refused (`consequence` says what then)."""
     address = os.environ.get(REFEREE_ADDRESS_VARIABLE, "")
     if not address:
-        return (
-            f"No referee is configured ({REFEREE_ADDRESS_VARIABLE}): a referee that knew {name}'s old token still"
-            " accepts it until it next registers the bot (at its next match)."
-        )
+        return f"No referee is configured ({REFEREE_ADDRESS_VARIABLE}): {consequence}."
     token = os.environ.get(ADMIN_TOKEN_VARIABLE, "")
     if not token:
-        return (
-            f"warning: {REFEREE_ADDRESS_VARIABLE} is set but {ADMIN_TOKEN_VARIABLE} is not: the referee at {address}"
-            f" still accepts {name}'s old token until it next registers the bot."
-        )
+        return f"warning: {REFEREE_ADDRESS_VARIABLE} is set but {ADMIN_TOKEN_VARIABLE} is not: {consequence}."
     auth = (("authorization", f"Bearer {token}"),)
     try:
         with grpc.insecure_channel(address) as channel:
             stub = admin_pb2_grpc.TableAdminServiceStub(channel)
-            response = stub.RevokeRemoteBot(admin_pb2.RevokeRemoteBotRequest(bot_name=name), metadata=auth, timeout=10)
+            return getattr(stub, call)(request, metadata=auth, timeout=10)
     except grpc.RpcError as error:
         code = error.code().name if isinstance(error, grpc.Call) else "UNAVAILABLE"
         details = error.details() if isinstance(error, grpc.Call) else str(error)
-        return (
-            f"warning: the referee at {address} did not revoke {name}'s old token ({code}: {details}); it still"
-            " accepts it until it next registers the bot."
-        )
+        return f"warning: {call} for {name} failed on the referee at {address} ({code}: {details}): {consequence}."
+
+
+def revoke_on_referee(name: str) -> str:
+    """Tell the standalone referee (MUS_REFEREE_ADDRESS, with MUS_ADMIN_TOKEN) to forget the remote bot's old
+    token and end its lobby sessions; returns one line saying what happened, for the user."""
+    response = _referee_call(
+        name,
+        "RevokeRemoteBot",
+        admin_pb2.RevokeRemoteBotRequest(bot_name=name),
+        f"a referee that knew {name}'s old token still accepts it until it next registers the bot",
+    )
+    if isinstance(response, str):
+        return response
     ended = response.sessions_closed
     sessions = f"{ended} lobby session{'s' if ended != 1 else ''} ended"
+    address = os.environ[REFEREE_ADDRESS_VARIABLE]
     return f"The referee at {address} revoked {name}'s old token ({sessions})."
+
+
+def register_on_referee(name: str, token: str, *, readded: bool) -> tuple[bool, str]:
+    """Register a remote bot's token hash with the standalone referee now (a new hash revokes the old token
+    there), so that its lobby accepts the bot as soon as it connects; (registered, one line for the user)."""
+    old = f"; a referee that knew {name}'s old token still accepts it until then" if readded else ""
+    response = _referee_call(
+        name,
+        "RegisterRemoteBot",
+        admin_pb2.RegisterRemoteBotRequest(bot_name=name, token_sha256=repo.token_sha256(token)),
+        f"{name} is registered with the referee when a league worker first needs it, and a lobby refuses its"
+        f" token until then{old}",
+    )
+    if isinstance(response, str):
+        return False, response
+    address = os.environ[REFEREE_ADDRESS_VARIABLE]
+    old = " (the old token is revoked there: its lobby sessions end)" if readded else ""
+    return True, f"Registered with the referee at {address}{old}: its lobby accepts {name} from now on."
 
 
 @app.command("add")
@@ -221,15 +244,21 @@ def add_command(
         with open_session() as session:
             readded = _existing(session, name) is not None
             token = repo.add_remote_bot(session, name, language=language or "unknown")
-        revoked = revoke_on_referee(name) if readded else ""
+        # Registering the new hash revokes the old token on that referee and ends its lobby sessions.
+        registered, said = register_on_referee(name, token, readded=readded)
+        lines = [said]
+        if readded and not registered and os.environ.get(REFEREE_ADDRESS_VARIABLE):
+            lines.append(revoke_on_referee(name))  # the referee refused the new hash: still end the old token
         if json_output:
-            echo_json({"bot": name, "remote": True, "token": token, **({"referee": revoked} if revoked else {})})
+            echo_json(
+                {"bot": name, "remote": True, "token": token, "registered": registered, "referee": " ".join(lines)}
+            )
             return
         typer.echo(f"Remote bot {name} added. Its token, shown only this once (keep it secret):")
         typer.echo(token)
         typer.echo("The bot joins through the lobby with MUS_REFEREE=HOST:PORT and MUS_TOKEN=<the token>.")
-        if revoked:
-            typer.echo(revoked)
+        for line in lines:
+            typer.echo(line)
         return
     if not words:
         fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+from collections import Counter
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +20,10 @@ from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program,
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
 
 app = typer.Typer(help="Single matches between bot programs.", no_args_is_help=True)
+
+EXIT_FORFEIT = 3
+"""The exit status of `mus match play` when the match ended by forfeit (0: it ended normally; 1: bad input or a
+match that could not be played)."""
 
 
 @app.command(
@@ -43,11 +49,23 @@ def play_command(
             "behind the stdio bridge.",
         ),
     ] = False,
+    logs: Annotated[
+        Path | None,
+        typer.Option(
+            "--logs",
+            help="Keep every seat's output (stdout and stderr) in this folder, one file per seat. Default: a "
+            "temporary folder, shown when a fault or an incident happened.",
+        ),
+    ] = None,
 ) -> None:
     """Play BOT_A (seats 0 and 2) against BOT_B (seats 1 and 3), each seat its own process.
 
-    With `--stdio`, BOT_B is a program that speaks JSON lines on stdin and stdout (docs/stdio.md), run behind the
-    stdio bridge: `mus match play random --stdio -- sh mybot.sh`.
+    Options go before the `--`: everything after it is BOT_B's command line. With `--stdio`, BOT_B is a program
+    that speaks JSON lines on stdin and stdout (docs/stdio.md), run behind the stdio bridge:
+    `mus match play random --stdio -- sh mybot.sh`.
+
+    Bots are named by the `bot_name` of their Join (else the example bot's or the program's name). Exit status:
+    0 when the match ended normally, 3 when it ended by forfeit, 1 on bad input.
     """
     if ctx.args:  # everything after `--` is the second bot's command line
         bot_b = shlex.join([*([bot_b] if bot_b else []), *ctx.args])
@@ -66,19 +84,40 @@ def play_command(
         limits = Limits()
     elif sandbox:
         typer.echo(f"note: the bots run unconfined ({INSTALL_HINT})", err=True)
+    if logs is not None:
+        try:
+            logs.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            fail(f"cannot create the logs folder {str(logs)!r}: {error.strerror}")
     try:
-        played = asyncio.run(play_programs(programs, rules, seed, sandbox=limits))
+        played = asyncio.run(play_programs(programs, rules, seed, sandbox=limits, log_dir=logs))
     except LaunchError as error:
         fail(str(error))
-    result = match_result(played, (programs[0].name, programs[1].name), seed)
+    result = match_result(played, team_names(played, (programs[0].name, programs[1].name)), seed)
+    code = EXIT_FORFEIT if result["termination"] == "forfeit" else 0
     if json_output:
-        typer.echo(json.dumps(result))
-        return
+        typer.echo(json.dumps({**result, "exit_status": code}))
+        raise typer.Exit(code)
     if not quiet:
+        teams = result["teams"]
+        typer.echo(f"Team 0 (seats 0, 2): {teams['0']}; team 1 (seats 1, 3): {teams['1']}")
         typer.echo(render_transcript(played.match.events), nl=False)
     typer.echo(describe_result(result))
-    if result["faults"] or result["incidents"]:
+    if logs is not None or result["faults"] or result["incidents"]:
         typer.echo(f"bot output: {played.logs[0].parent}")
+    if code:
+        typer.echo(f"exit status {code}: the match ended by forfeit")
+    raise typer.Exit(code)
+
+
+def team_names(played: PlayedMatch, programs: tuple[str, str]) -> tuple[str, str]:
+    """Each team's name: the `Join.bot_name` its seats gave (the first seat's that joined), else the program's."""
+    seats = played.table.seats
+    first, second = (
+        next((name for name in (seats[team].joined_as, seats[team + 2].joined_as) if name), programs[team])
+        for team in (0, 1)
+    )
+    return first, second
 
 
 def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict[str, Any]:
@@ -108,6 +147,7 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
         ],
         "faults": faults,
         "incidents": incidents,
+        "logs": [str(path) for path in played.logs],
         "decision_seconds_median": [
             sorted(state.decision_seconds)[len(state.decision_seconds) // 2] if state.decision_seconds else None
             for state in table.seats
@@ -116,10 +156,22 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
 
 
 def describe_result(result: dict[str, Any]) -> str:
+    """The result line, a summary of faults and incidents per team and cause, then each of them in order."""
     games = ", ".join(f"{g['score'][0]}-{g['score'][1]} ({g['termination']})" for g in result["games"])
     lines = [f"Result: {result['winner']} wins ({result['termination']}); games: {games}"]
+    for kind in ("faults", "incidents"):
+        teams = []
+        for team in (0, 1):
+            causes = Counter(entry["cause"] for entry in result[kind] if entry["seat"] % 2 == team)
+            counted = ", ".join(f"{cause} {count}" for cause, count in sorted(causes.items()))
+            teams.append(
+                f"{result['teams'][str(team)]} (team {team}) {sum(causes.values())}"
+                + (f": {counted}" if counted else "")
+            )
+        lines.append(f"{kind.capitalize()}: " + "; ".join(teams))
     for fault in result["faults"]:
         lines.append(f"  fault: seat {fault['seat']} ({fault['bot']}) {fault['cause']}")
     for incident in result["incidents"]:
-        lines.append(f"  incident: seat {incident['seat']} ({incident['bot']}) {incident['cause']}")
+        detail = f": {incident['detail']}" if incident["detail"] else ""
+        lines.append(f"  incident: seat {incident['seat']} ({incident['bot']}) {incident['cause']}{detail}")
     return "\n".join(lines)

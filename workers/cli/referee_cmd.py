@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from referee.service.lobby import StateError
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from workers.cli.errors import fail
@@ -20,6 +21,7 @@ app = typer.Typer(help="The gRPC referee service.", no_args_is_help=True)
 
 
 ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
+STATE_VARIABLE = "MUS_REFEREE_STATE"
 
 
 def read_admin_token(path: Path | None) -> str | None:
@@ -53,15 +55,27 @@ def serve_command(
         str | None,
         typer.Option(help="host:port remote bots are told to join (default: the listening address)."),
     ] = None,
+    state: Annotated[
+        Path | None,
+        typer.Option(
+            envvar=STATE_VARIABLE,
+            help="A JSON file that keeps the remote bots' registrations (names and token SHA-256s, never tokens) "
+            "across restarts: written (mode 0600, atomically) on every registration and revocation, read at start. "
+            "Default: none, registrations live until the referee stops.",
+        ),
+    ] = None,
 ) -> None:
     """Serve Play, Lobby, Watch and TableAdmin (plus health and reflection) until interrupted."""
     admin_token = read_admin_token(admin_token_file)
+    try:
+        referee = Referee(admin_token, reconnect_grace_s=reconnect_grace_s, state_path=state)
+    except StateError as error:
+        fail(str(error))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_serve(address, admin_token, reconnect_grace_s, public_address))
+    asyncio.run(_serve(referee, address, admin_token is None, public_address))
 
 
-async def _serve(address: str, admin_token: str | None, reconnect_grace_s: float, public_address: str | None) -> None:
-    referee = Referee(admin_token, reconnect_grace_s=reconnect_grace_s)
+async def _serve(referee: Referee, address: str, show_token: bool, public_address: str | None) -> None:
     try:
         server, port = await start_server(referee, address, public_address)
     except (OSError, RuntimeError) as error:
@@ -69,8 +83,14 @@ async def _serve(address: str, admin_token: str | None, reconnect_grace_s: float
         raise typer.Exit(1) from None
     host = address.rsplit(":", 1)[0]
     typer.echo(f"referee listening on {host}:{port}")
-    if admin_token is None:
+    if show_token:
         typer.echo(f"admin token: {referee.admin_token}")
+    state = referee.lobby.state_path
+    if state is not None:
+        bots = len(referee.lobby.registered())
+        typer.echo(f"remote bots: {bots} registered, kept in {state}")
+    else:
+        typer.echo(f"remote bots: registrations are not kept across restarts (--state FILE or ${STATE_VARIABLE})")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
