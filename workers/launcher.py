@@ -466,6 +466,20 @@ class BotProcess:
         return f"the bot process was killed by {which.name}"
 
 
+def _confined(
+    program: BotProgram, sandbox: Sandbox, environment: dict[str, str], seccomp_fd: int | None
+) -> tuple[list[str], tuple[Path, ...]]:
+    """A seat's sandboxed command and the cgroups made for it: a shell joins the cgroups and becomes prlimit,
+    then bwrap, so everything the seat starts is inside them."""
+    command = sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd)
+    cgroups = _make_cgroups(sandbox.limits)
+    if cgroups:
+        join = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1))
+        script = f'{join} && shift {len(cgroups)} && exec "$@"'
+        command = ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
+    return command, cgroups
+
+
 async def launch_bot(
     program: BotProgram,
     referee_address: str,
@@ -497,13 +511,7 @@ async def _launch(
     cgroups: tuple[Path, ...] = ()
     if sandbox is not None:
         environment = sandbox_environment(referee_address, seat_token)
-        command = sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd)
-        cgroups = _make_cgroups(limits)
-        if cgroups:
-            # The shell joins the cgroups and becomes prlimit, then bwrap: everything the seat starts is inside.
-            join = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1))
-            script = f'{join} && shift {len(cgroups)} && exec "$@"'
-            command = ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
+        command, cgroups = _confined(program, sandbox, environment, seccomp_fd)
         cwd = None
         env: dict[str, str] | None = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     else:
@@ -893,12 +901,7 @@ def _start_pooled(
         environment = sandbox_environment("", "")
         del environment["MUS_REFEREE"], environment["MUS_TOKEN"]
         environment[SEATS_VARIABLE] = "stdin"
-        command = sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd)
-        cgroups = _make_cgroups(limits)
-        if cgroups:
-            join = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1))
-            script = f'{join} && shift {len(cgroups)} && exec "$@"'
-            command = ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
+        command, cgroups = _confined(program, sandbox, environment, seccomp_fd)
         cwd = None
         env: dict[str, str] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     else:
