@@ -1,7 +1,11 @@
-"""Test fixtures for the whole suite: golden regeneration and the rule vectors."""
+"""Test fixtures for the whole suite: golden regeneration, the rule vectors, the installed JavaScript bot."""
 
 from __future__ import annotations
 
+import fcntl
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,3 +32,24 @@ def regen_goldens(request: pytest.FixtureRequest) -> bool:
 def vectors_dir() -> Path:
     """The rule vectors the engine must agree with (tests/vectors/README.md)."""
     return REPO / "tests" / "vectors"
+
+
+JS_DIR = REPO / "clients" / "js"
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """node, with clients/js installed (`npm ci` when node_modules is missing) and its proto copy up to date."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("JavaScript bot not tested: node and npm are needed (Node 20 or newer)")
+    # One installer at a time: pytest-xdist may run this fixture in several workers at once.
+    with (Path(tempfile.gettempdir()) / "mus-js-bot-install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (JS_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, text=True, timeout=300
+            )
+            assert done.returncode == 0, f"npm ci failed in {JS_DIR}:\n{done.stdout}\n{done.stderr}"
+        subprocess.run([node, "scripts/copy-proto.js"], cwd=JS_DIR, check=True, timeout=60, capture_output=True)
+    return node

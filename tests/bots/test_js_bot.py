@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 import shlex
@@ -39,24 +38,6 @@ from workers.matches import PlayedMatch, play_programs
 JS_DIR = Path(__file__).resolve().parents[2] / "clients" / "js"
 EXIT_MARK = "exit status"
 QUICK = {"target_score": 15}  # short games: every match here plays a few hands, not a few dozen
-
-
-@pytest.fixture(scope="module")
-def node() -> str:
-    """node, with clients/js installed (`npm ci` when node_modules is missing) and its proto copy up to date."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("JavaScript bot not tested: node and npm are needed (Node 20 or newer)")
-    # One installer at a time: pytest-xdist may run this fixture in several workers at once.
-    with (Path(tempfile.gettempdir()) / "mus-js-bot-install.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (JS_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, text=True, timeout=300
-            )
-            assert done.returncode == 0, f"npm ci failed in {JS_DIR}:\n{done.stdout}\n{done.stderr}"
-        subprocess.run([node, "scripts/copy-proto.js"], cwd=JS_DIR, check=True, timeout=60)
-    return node
 
 
 def _reporting(node: str, name: str = "js-bot") -> BotProgram:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -64,13 +63,8 @@ def test_the_minimal_stdio_bot_plays_a_clean_match_against_random(
     assert_clean(played(["random", "--stdio", *FAST, "--", "sh", "minimal_bot.sh"]), "minimal_bot")
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@pytest.mark.skipif(
-    not (NODE_MODULES / "@grpc" / "grpc-js").is_dir(),
-    reason="clients/js/node_modules is missing: run `npm ci --prefix clients/js` (make js-bot)",
-)
 def test_the_minimal_javascript_bot_plays_a_clean_match_against_random(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    node: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bot = extract("minimal_bot.js", tmp_path)
     # Unconfined: the bot's node_modules lie outside its folder, and the environment reaches it only then.
