@@ -3,6 +3,10 @@ soon, and `mus league run` sends the first halves of the pairs before the second
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +14,7 @@ import pytest
 
 from tests.workers.conftest import Deployment
 from workers import play, tasks
+from workers.app import make_app
 from workers.db import repo
 from workers.db.models import Match, MatchStatus
 from workers.db.session import session_scope
@@ -53,6 +58,43 @@ def test_the_task_sends_a_deferred_match_again_after_a_short_countdown(monkeypat
     assert [tasks.play_match(match_id) for match_id in (7, 8, 9)] == ["deferred", "skipped", "finished"]
     assert sent == [((7,), {"countdown": play.DEFER_S})]
     assert 0 < play.DEFER_S <= 10, "a few seconds: soon after the twin ends, long before league run's resend"
+
+
+def test_a_real_worker_plays_a_deferred_match_soon_after_its_twin_ends_with_no_league_run(
+    deployment: Deployment,
+) -> None:
+    """No `mus league run` resends anything: the deferred match is played only because the task sent itself."""
+    first, second = twins(deployment)
+    with session_scope(deployment.engine) as session:
+        assert repo.claim_match(session, first, "elsewhere:1", 600.0) is not None
+    command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo", "--loglevel=WARNING"]
+    log = deployment.root / "worker.log"
+    with log.open("wb") as output:
+        worker = subprocess.Popen(command, cwd=deployment.root, env=dict(os.environ), stdout=output, stderr=output)
+    try:
+        make_app().send_task("mus.play_match", (second,))
+        deadline = time.monotonic() + 60
+        while messages(deployment) < 2 and time.monotonic() < deadline:  # the task has sent itself again
+            time.sleep(0.1)
+        assert messages(deployment) >= 2, log.read_text(errors="replace")
+        with session_scope(deployment.engine) as session:
+            assert repo.get_match(session, second).status is MatchStatus.QUEUED, "deferred, not played"
+            assert repo.void_match(session, first, "elsewhere:1", "its worker gave it up")  # the twin has ended
+        status = MatchStatus.QUEUED
+        while status is not MatchStatus.FINISHED and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with session_scope(deployment.engine) as session:
+                status = repo.get_match(session, second).status
+        assert status is MatchStatus.FINISHED, log.read_text(errors="replace")
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def messages(deployment: Deployment) -> int:
+    """How many task messages the embedded broker has seen (queued or processed)."""
+    folder = deployment.root / "broker"
+    return sum(1 for path in folder.glob("*/*.msg") if path.parent.name in ("queue", "processed"))
 
 
 def match(match_id: int, index: int, pair: int | None) -> Match:
