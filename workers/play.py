@@ -61,6 +61,10 @@ REFEREE_ADDRESS_VARIABLE = "MUS_REFEREE_ADDRESS"
 ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
 """That referee's admin token."""
 
+ADMIN_ADDRESS_VARIABLE = "MUS_REFEREE_ADMIN_ADDRESS"
+"""Where that referee serves its admin API on a server of its own (`mus referee serve --admin-address`), as
+host:port; the worker's admin calls go there. Default: MUS_REFEREE_ADDRESS."""
+
 DEFER_S = 3.0
 """How soon a match refused because its duplicate twin is being played is sent again (the twins never run at
 the same time: `repo.claim_match`). A few seconds: a match lasts longer, and a queued message costs nothing."""
@@ -256,6 +260,7 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
             Rules.from_options(setup.rules),
             setup.seed,
             address=address,
+            admin_address=os.environ.get(ADMIN_ADDRESS_VARIABLE, "").strip() or None,
             admin_token=admin_token,
             external_id=f"{setup.league_name}/{setup.match_id}/{setup.attempt}",
             join_timeout_s=setup.absent_limit_s,
