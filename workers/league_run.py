@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from workers.app import broker_dir, is_embedded, make_app
 from workers.db import repo
-from workers.db.models import MatchStatus
+from workers.db.models import Match, MatchStatus
 from workers.db.session import database_url, session_scope
 from workers.launcher import die_with_parent
 from workers.matches import RemoteBot, register_remote_bots
@@ -168,7 +168,7 @@ def run_league(
                 repo.requeue_expired(session, league_id)
                 queued = [
                     (match.id, match.attempt)
-                    for match in repo.list_matches(session, league_id, status=MatchStatus.QUEUED)
+                    for match in send_order(repo.list_matches(session, league_id, status=MatchStatus.QUEUED))
                     if match.id is not None
                 ]
                 progress = repo.league_progress(session, league_id)
@@ -203,6 +203,27 @@ def run_league(
         completed=progress["finished"] >= progress["total"],
         worker_restarts=embedded.restarts if embedded else 0,
     )
+
+
+def send_order(matches: Sequence[Match]) -> list[Match]:
+    """The order to send queued matches in: one match of every duplicate pair first (in plan order), then the
+    other twins (in plan order).
+
+    The two matches of a pair never run at the same time (`repo.claim_match`): a worker that takes a twin
+    while the other is being played has to put it back (`deferred`). Sending the twins half a queue apart
+    keeps workers from blocking each other: by the time a second half is taken, its first half has long ended.
+    """
+    seen: set[int] = set()
+    first: list[Match] = []
+    second: list[Match] = []
+    for match in sorted(matches, key=lambda match: match.index):
+        if match.duplicate_pair is not None and match.duplicate_pair in seen:
+            second.append(match)
+            continue
+        if match.duplicate_pair is not None:
+            seen.add(match.duplicate_pair)
+        first.append(match)
+    return first + second
 
 
 def _register_remote(bots: list[RemoteBot]) -> None:

@@ -221,8 +221,9 @@ RPC_TIMEOUT_S = 10.0
 """The deadline of one admin call to the standalone referee."""
 
 RPC_RETRY_S = 15.0
-"""How long an unreachable referee is retried (per call) before the attempt is given up as an infrastructure
-failure; every admin call the worker makes is idempotent (CreateTable through its external_id)."""
+"""How long an unreachable or overloaded referee is retried (per call) before the attempt is given up as an
+infrastructure failure; every admin call the worker makes is idempotent (CreateTable through its external_id).
+The poll for the table's end is more patient: as long as the match's own clocks could keep it waiting."""
 
 POLL_S = 0.25
 """How often the worker asks the standalone referee whether the table has finished."""
@@ -230,7 +231,17 @@ POLL_S = 0.25
 REPLAY_MESSAGE_BYTES = 16 * 1024 * 1024
 """The largest replay the worker accepts: what the referee may send (`grpc.max_send_message_length`)."""
 
-_RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+_RETRIED = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+)
+"""Retried, never a refusal. RESOURCE_EXHAUSTED included: anyone who can reach the referee (a hosted seat
+through its forwarder) can fill its call slots for a while, and a void caused by a seat would let a losing bot
+void its match on demand; the admin calls have their own server besides (`mus referee serve --admin-address`)."""
+
+MAX_FORWARDED_CONNECTIONS = 4
+"""Connections one hosted seat may hold open at once through its forwarder to the standalone referee. A bot
+needs one (grpc multiplexes its streams on it), two while it reconnects; more are closed at once, so a seat
+cannot open thousands of streams on the shared referee through many connections."""
 
 _Request = TypeVar("_Request")
 _Response = TypeVar("_Response")
@@ -283,12 +294,16 @@ async def play_on_referee(
     *,
     address: str,
     admin_token: str,
+    admin_address: str | None = None,
     external_id: str = "",
     join_timeout_s: float = 30.0,
     log_dir: Path | None = None,
     sandbox: Limits | None = None,
 ) -> RefereeMatch:
     """Play a match on the standalone referee at `address` and return it once it has finished.
+
+    The admin calls go to `admin_address` (`mus referee serve --admin-address`: a server of their own, which no
+    bot can fill with calls) when given, else to `address`.
 
     Registers each remote bot (RegisterRemoteBot), creates the table (its remote seats are offered through the
     lobby; `external_id` makes a retried creation return the same table), launches the hosted seats' programs
@@ -298,45 +313,51 @@ async def play_on_referee(
     cancels the table when anything here fails before its end.
 
     With `sandbox` limits the hosted seats are confined like on the embedded referee: each sees only a unix
-    socket of its own match, which this worker forwards, byte for byte, to the referee's address.
+    socket of its own, which this worker forwards, byte for byte, to the referee's address, and which holds at
+    most `MAX_FORWARDED_CONNECTIONS` connections at once.
     """
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
-    if sandbox is None or all(isinstance(team, RemoteBot) for team in teams):
-        return await _play_on_referee(
-            teams,
-            rules,
-            seed,
-            address=address,
-            admin_token=admin_token,
-            external_id=external_id,
-            join_timeout_s=join_timeout_s,
-            log_dir=log_dir,
-            sandbox=None,
-        )
-    socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
-    forwarder = await _forward(socket_dir / "referee.sock", address)
+    hosted = [seat for seat in range(4) if isinstance(teams[seat % 2], BotProgram)]
+    sandboxes: list[Sandbox | None] = [None] * 4
+    forwarders: list[asyncio.AbstractServer] = []
+    socket_dirs: list[Path] = []
     try:
+        if sandbox is not None:
+            for seat in hosted:
+                socket_dirs.append(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-")))
+                forwarders.append(await _forward(socket_dirs[-1] / "referee.sock", address))
+                sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox)
         return await _play_on_referee(
             teams,
             rules,
             seed,
             address=address,
+            admin_address=admin_address or address,
             admin_token=admin_token,
             external_id=external_id,
             join_timeout_s=join_timeout_s,
             log_dir=log_dir,
-            sandbox=Sandbox(socket_dir, sandbox),
+            sandboxes=sandboxes,
         )
     finally:
-        forwarder.close()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(forwarder.wait_closed(), 2.0)
-        shutil.rmtree(socket_dir, ignore_errors=True)
+        for forwarder in forwarders:
+            forwarder.close()
+        for forwarder in forwarders:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(forwarder.wait_closed(), 2.0)
+        for socket_dir in socket_dirs:
+            shutil.rmtree(socket_dir, ignore_errors=True)
 
 
-async def _forward(path: Path, address: str) -> asyncio.AbstractServer:
+async def _forward(
+    path: Path, address: str, *, max_connections: int = MAX_FORWARDED_CONNECTIONS
+) -> asyncio.AbstractServer:
     """A unix socket at `path` whose every connection is piped to the referee at `address` (host:port, or
-    unix:path): the one way out of a sandbox when the referee is not in this process."""
+    unix:path): the one way out of a sandbox when the referee is not in this process.
+
+    One seat's socket: at most `max_connections` of its connections are open at once; one more is closed at
+    once, before anything reaches the referee (grpc multiplexes a bot's streams on one connection)."""
+    open_connections = 0
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -356,12 +377,21 @@ async def _forward(path: Path, address: str) -> asyncio.AbstractServer:
         return await asyncio.open_connection(host.strip("[]"), int(port))
 
     async def handle(bot_reader: asyncio.StreamReader, bot_writer: asyncio.StreamWriter) -> None:
-        try:
-            referee_reader, referee_writer = await connect()
-        except OSError:
+        nonlocal open_connections
+        if open_connections >= max_connections:
+            log.warning("a seat's forwarder to %s refused a connection: %s already open", address, open_connections)
             bot_writer.close()
             return
-        await asyncio.gather(pipe(bot_reader, referee_writer), pipe(referee_reader, bot_writer))
+        open_connections += 1
+        try:
+            try:
+                referee_reader, referee_writer = await connect()
+            except OSError:
+                bot_writer.close()
+                return
+            await asyncio.gather(pipe(bot_reader, referee_writer), pipe(referee_reader, bot_writer))
+        finally:
+            open_connections -= 1
 
     return await asyncio.start_unix_server(handle, path=str(path))
 
@@ -372,25 +402,28 @@ async def _play_on_referee(
     seed: int,
     *,
     address: str,
+    admin_address: str,
     admin_token: str,
     external_id: str,
     join_timeout_s: float,
     log_dir: Path,
-    sandbox: Sandbox | None,
+    sandboxes: Sequence[Sandbox | None],
 ) -> RefereeMatch:
-    bot_address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address
     names = [teams[seat % 2].name for seat in range(4)]
     remote = [isinstance(teams[seat % 2], RemoteBot) for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
     options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
-    async with grpc.aio.insecure_channel(address, options=options) as channel:
+    # The longest the table can go on without ending while the worker cannot reach the referee: every seat's
+    # join, then one whole decision and the seat's bank. The poll for its end is patient that long.
+    patience_s = max(RPC_RETRY_S, join_timeout_s + rules.decision_timeout_s + rules.time_bank_s)
+    async with grpc.aio.insecure_channel(admin_address, options=options) as channel:
         admin = admin_pb2_grpc.TableAdminServiceStub(channel)
         for bot in {team.name: team for team in teams if isinstance(team, RemoteBot)}.values():
             await _call(
                 admin.RegisterRemoteBot,
                 admin_pb2.RegisterRemoteBotRequest(bot_name=bot.name, token_sha256=bot.token_sha256),
                 auth,
-                address,
+                admin_address,
             )
         request = admin_pb2.CreateTableRequest(
             rules=convert.rules_to_map(rules),
@@ -399,7 +432,7 @@ async def _play_on_referee(
             join_timeout_s=join_timeout_s,
             external_id=external_id,
         )
-        created = await _call(admin.CreateTable, request, auth, address)
+        created = await _call(admin.CreateTable, request, auth, admin_address)
         table_id = created.table_id
         logs = tuple(None if remote[seat] else log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
         processes: list[BotProcess] = []
@@ -409,21 +442,23 @@ async def _play_on_referee(
             for seat in range(4):
                 side, log_path = teams[seat % 2], logs[seat]
                 if isinstance(side, BotProgram):
+                    confined = sandboxes[seat]
+                    bot_address = f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else address
                     process = await launch_bot(
-                        side, bot_address, created.seat_tokens[seat], log_path=log_path, sandbox=sandbox
+                        side, bot_address, created.seat_tokens[seat], log_path=log_path, sandbox=confined
                     )
                     processes.append(process)
                     watchers.append(asyncio.create_task(_report_crash(admin, auth, table_id, seat, process)))
-            status = await _wait_for_end(admin, table_id, auth, address)
+            status = await _wait_for_end(admin, table_id, auth, admin_address, patience_s=patience_s)
             ended = True
             for watcher in watchers:
                 watcher.cancel()
             await _reap(processes)
             _raise_if_a_sandbox_failed(processes)
             if status.status != admin_pb2.TABLE_STATUS_FINISHED:
-                raise RefereeFailure(f"table {table_id} on the referee at {address} was cancelled")
+                raise RefereeFailure(f"table {table_id} on the referee at {admin_address} was cancelled")
             replay = await _call(
-                admin.GetTableReplay, admin_pb2.GetTableReplayRequest(table_id=table_id), auth, address
+                admin.GetTableReplay, admin_pb2.GetTableReplayRequest(table_id=table_id), auth, admin_address
             )
         finally:
             await _stop(watchers, processes)
@@ -496,12 +531,14 @@ async def _wait_for_end(
     table_id: str,
     auth: Sequence[tuple[str, str]],
     address: str,
+    *,
+    patience_s: float = RPC_RETRY_S,
 ) -> admin_pb2.GetTableStatusResponse:
-    """Poll the table until it has finished or was cancelled."""
+    """Poll the table until it has finished or was cancelled; each poll retries for up to `patience_s`."""
     request = admin_pb2.GetTableStatusRequest(table_id=table_id)
     ended = (admin_pb2.TABLE_STATUS_FINISHED, admin_pb2.TABLE_STATUS_CANCELLED)
     while True:
-        status = await _call(admin.GetTableStatus, request, auth, address)
+        status = await _call(admin.GetTableStatus, request, auth, address, patience_s=patience_s)
         if status.status in ended:
             return status
         await asyncio.sleep(POLL_S)
@@ -512,11 +549,13 @@ async def _call(
     request: _Request,
     auth: Sequence[tuple[str, str]],
     address: str,
+    *,
+    patience_s: float | None = None,
 ) -> _Response:
-    """One admin call, retried while the referee is unreachable (for up to RPC_RETRY_S); `RefereeFailure`
-    when it stays unreachable or refuses."""
+    """One admin call, retried while the referee is unreachable or out of call slots (for up to `patience_s`,
+    default RPC_RETRY_S); `RefereeFailure` when it stays so, or refuses."""
     name = type(request).__name__.removesuffix("Request")
-    deadline = time.monotonic() + RPC_RETRY_S
+    deadline = time.monotonic() + (RPC_RETRY_S if patience_s is None else patience_s)
     pause = 0.1
     while True:
         try:
@@ -528,7 +567,7 @@ async def _call(
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 2.0)
                 continue
-            what = "is unreachable" if code in _RETRIED else "refused it"
+            what = "is unreachable or overloaded" if code in _RETRIED else "refused it"
             raise RefereeFailure(f"{name}: the referee at {address} {what} ({code.name}: {error.details()})") from None
 
 

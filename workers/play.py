@@ -63,6 +63,14 @@ REFEREE_ADDRESS_VARIABLE = "MUS_REFEREE_ADDRESS"
 ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
 """That referee's admin token."""
 
+ADMIN_ADDRESS_VARIABLE = "MUS_REFEREE_ADMIN_ADDRESS"
+"""Where that referee serves its admin API on a server of its own (`mus referee serve --admin-address`), as
+host:port; the worker's admin calls go there. Default: MUS_REFEREE_ADDRESS."""
+
+DEFER_S = 3.0
+"""How soon a match refused because its duplicate twin is being played is sent again (the twins never run at
+the same time: `repo.claim_match`). A few seconds: a match lasts longer, and a queued message costs nothing."""
+
 RECLAIM_EVERY_S = max(LEASE_S / 2, 0.5)
 """How often a live worker looks for matches whose worker died (their lease expired)."""
 
@@ -103,12 +111,16 @@ def logs_dir(match_id: int) -> Path:
 
 
 def play_league_match(match_id: int, *, worker: str | None = None, lease_s: float = LEASE_S) -> str:
-    """Play match `match_id` if it is free: 'finished', 'skipped' (not claimable) or 'void' (infrastructure)."""
+    """Play match `match_id` if it is free: 'finished', 'skipped' (finished, failed or held by a live worker),
+    'deferred' (its duplicate twin is being played: send it again in `DEFER_S`), 'failed' or 'void'."""
     engine = database()
     worker = worker or worker_name()
     cpu = cpu_log.start(match_id)
     with session_scope(engine) as session:
         if repo.claim_match(session, match_id, worker, lease_s) is None:
+            if repo.claim_deferred(session, match_id):
+                log.info("match_id=%s waits for its duplicate twin to end: sent again in %.0f s", match_id, DEFER_S)
+                return "deferred"
             log.info("match_id=%s is not free (finished or held by a live worker): nothing to do", match_id)
             return "skipped"
         setup = repo.match_setup(session, match_id)
@@ -270,6 +282,7 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
             Rules.from_options(setup.rules),
             setup.seed,
             address=address,
+            admin_address=os.environ.get(ADMIN_ADDRESS_VARIABLE, "").strip() or None,
             admin_token=admin_token,
             external_id=f"{setup.league_name}/{setup.match_id}/{setup.attempt}",
             join_timeout_s=setup.absent_limit_s,

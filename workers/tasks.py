@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from workers.app import app
-from workers.play import play_league_match
+from workers.play import DEFER_S, play_league_match
 
 
-@app.task(name="mus.play_match", ignore_result=True)  # type: ignore[untyped-decorator]
-def play_match(match_id: int) -> str:
-    """Play league match `match_id` unless it is finished or held by a live worker (idempotent)."""
-    return play_league_match(match_id)
+@app.task(name="mus.play_match", bind=True, ignore_result=True)  # type: ignore[untyped-decorator]
+def play_match(self: Any, match_id: int) -> str:
+    """Play league match `match_id` unless it is finished or held by a live worker (idempotent). A match whose
+    duplicate twin is being played is sent again in `DEFER_S` seconds, not dropped (the twins never overlap)."""
+    outcome = play_league_match(match_id)
+    if outcome == "deferred":
+        self.apply_async((match_id,), countdown=DEFER_S)
+    return outcome

@@ -1,4 +1,5 @@
-"""The referee's gRPC server: Play, Watch, TableAdmin, plus grpc.health.v1 and server reflection."""
+"""The referee's gRPC server: Play, Watch, TableAdmin, plus grpc.health.v1 and server reflection; and, when asked,
+a second server for the TableAdmin API alone (`start_admin_server`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mus.v1 import (
     watch_pb2,
     watch_pb2_grpc,
 )
+from referee.service.quota import FirstMessageQuota, StreamQuota
 from referee.service.servicer import (
     TRANSPORT_LIMIT_BYTES,
     LobbyServicer,
@@ -27,7 +29,13 @@ from referee.service.servicer import (
 
 MAX_CONCURRENT_RPCS = 4096
 """Calls in progress on the whole server; one more is refused with RESOURCE_EXHAUSTED by grpc itself. A busy
-referee holds 4 Play streams per table, a lobby stream per remote bot session and its spectators."""
+referee holds 4 Play streams per table, a lobby stream per remote bot session and its spectators. Streams that
+need no token (health Watch, reflection) have a far smaller budget of their own (`quota.StreamQuota`), and so
+do Play and Lobby streams that have not sent their first message (`quota.FirstMessageQuota`), so no client
+without a token can fill it."""
+
+MAX_CONCURRENT_ADMIN_RPCS = 256
+"""Calls in progress on the admin server (`start_admin_server`): the workers' unary calls, a few per table."""
 
 SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", TRANSPORT_LIMIT_BYTES),
@@ -65,7 +73,11 @@ async def start_server(
     `public_address` is where remote bots reach this referee (sent in lobby assignments); by default the
     listening host and port.
     """
-    server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS)
+    server = grpc.aio.server(
+        options=SERVER_OPTIONS,
+        maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
+        interceptors=[StreamQuota(), FirstMessageQuota()],
+    )
     play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
     admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
@@ -80,4 +92,21 @@ async def start_server(
     referee.lobby.referee_address = public_address or f"{address.rsplit(':', 1)[0]}:{port}"
     for name in (*SERVICE_NAMES, ""):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, port
+
+
+async def start_admin_server(referee: Referee, address: str) -> tuple[grpc.aio.Server, int]:
+    """Serve the TableAdmin API alone on `address`, with its own call slots; returns the server and its port.
+
+    `mus referee serve --admin-address`: the workers' admin calls (create a table, poll it, fetch its replay) go
+    here, where no bot and no unauthenticated client can open a stream, so nothing a seat does on the public
+    port (Play, Lobby, Watch, health, reflection) can take the slots they need. Every call is unary and needs
+    the admin token. Keep the address private (a loopback or an internal network).
+    """
+    server = grpc.aio.server(options=SERVER_OPTIONS, maximum_concurrent_rpcs=MAX_CONCURRENT_ADMIN_RPCS)
+    admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    await server.start()
     return server, port

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from clients.bots.passive_bot import PassiveBot
 from clients.sdk.runner import run_main
@@ -234,6 +235,56 @@ def attack_sleep(options: argparse.Namespace) -> None:
     report("sleep", False, "joining, then sleeping forever at its first decision")
 
 
+FLOOD_CHANNELS = 40
+FLOOD_CALLS_PER_CHANNEL = 125
+
+
+def attack_health(options: argparse.Namespace) -> None:
+    """Open 5,000 grpc.health.v1 Watch streams (no token needed) on the referee, over 40 connections, and hold
+    them for the whole match: on a shared referee, enough to fill every call slot (4,096) and void the match."""
+    import asyncio
+    import threading
+
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    address = os.environ.get("MUS_REFEREE", "")
+    counted: dict[str, int] = {}
+    ready = threading.Event()
+
+    async def flood() -> None:
+        channels = [
+            grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+            for _ in range(FLOOD_CHANNELS)
+        ]
+        stubs: list[Any] = [health_pb2_grpc.HealthStub(channel) for channel in channels]
+        calls = [
+            stub.Watch(health_pb2.HealthCheckRequest(service=""), timeout=3600)
+            for stub in stubs
+            for _ in range(FLOOD_CALLS_PER_CHANNEL)
+        ]
+
+        async def first(call: Any) -> str:
+            try:
+                await asyncio.wait_for(call.read(), 20)
+                return "held"
+            except grpc.aio.AioRpcError as error:
+                return error.code().name
+            except TimeoutError:
+                return "pending"
+
+        for outcome in await asyncio.gather(*(first(call) for call in calls)):
+            counted[outcome] = counted.get(outcome, 0) + 1
+        ready.set()
+        await asyncio.Event().wait()  # hold what was granted until the process ends
+
+    threading.Thread(target=asyncio.run, args=(flood(),), daemon=True).start()
+    ready.wait(60)
+    held = counted.get("held", 0)
+    shown = ",".join(f"{outcome}={count}" for outcome, count in sorted(counted.items()))
+    report("health", held > 64, f"{shown}")
+
+
 def attack_sigterm(options: argparse.Namespace) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     report("sigterm", False, "SIGTERM ignored; will not exit after the match")
@@ -256,6 +307,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "fsize": attack_fsize,
     "sleep": attack_sleep,
     "sigterm": attack_sigterm,
+    "health": attack_health,
 }
 
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from referee.service.lobby import StateError
-from referee.service.server import start_server
+from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Referee
 from workers.cli.errors import fail
 
@@ -64,6 +64,13 @@ def serve_command(
             "Default: none, registrations live until the referee stops.",
         ),
     ] = None,
+    admin_address: Annotated[
+        str | None,
+        typer.Option(
+            help="host:port of a second server for the TableAdmin API alone, with its own call slots, which no "
+            "bot can fill; keep it private and point the workers' MUS_REFEREE_ADMIN_ADDRESS at it.",
+        ),
+    ] = None,
 ) -> None:
     """Serve Play, Lobby, Watch and TableAdmin (plus health and reflection) until interrupted."""
     admin_token = read_admin_token(admin_token_file)
@@ -72,17 +79,29 @@ def serve_command(
     except StateError as error:
         fail(str(error))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_serve(referee, address, admin_token is None, public_address))
+    asyncio.run(_serve(referee, address, admin_token is None, public_address, admin_address))
 
 
-async def _serve(referee: Referee, address: str, show_token: bool, public_address: str | None) -> None:
+async def _serve(
+    referee: Referee, address: str, show_token: bool, public_address: str | None, admin_address: str | None
+) -> None:
+    servers = []
     try:
         server, port = await start_server(referee, address, public_address)
+        servers.append(server)
+        if admin_address is not None:
+            admin_server, admin_port = await start_admin_server(referee, admin_address)
+            servers.append(admin_server)
     except (OSError, RuntimeError) as error:
-        typer.echo(f"error: cannot listen on {address}: {error}", err=True)
+        for started in servers:
+            await started.stop(grace=None)
+        where = address if len(servers) == 0 else admin_address
+        typer.echo(f"error: cannot listen on {where}: {error}", err=True)
         raise typer.Exit(1) from None
     host = address.rsplit(":", 1)[0]
     typer.echo(f"referee listening on {host}:{port}")
+    if admin_address is not None:
+        typer.echo(f"admin API listening on {admin_address.rsplit(':', 1)[0]}:{admin_port}")
     if show_token:
         typer.echo(f"admin token: {referee.admin_token}")
     state = referee.lobby.state_path
@@ -100,4 +119,5 @@ async def _serve(referee: Referee, address: str, show_token: bool, public_addres
     typer.echo("stopping: live tables are cancelled")
     for table in list(referee.tables.values()):
         table.cancel("the referee is shutting down")
-    await server.stop(grace=2.0)
+    for started in servers:
+        await started.stop(grace=2.0)

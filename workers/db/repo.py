@@ -38,6 +38,7 @@ from typing import Any, TypeAlias
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from referee.engine.errors import RulesError
@@ -80,6 +81,7 @@ __all__ = [
     "add_bot",
     "add_remote_bot",
     "check_league_seed",
+    "claim_deferred",
     "claim_match",
     "content_hash",
     "create_league",
@@ -882,10 +884,30 @@ def claim_match(
     PostgreSQL the loser waits for the winner's row lock, then re-checks the condition and finds it false).
     Taking over an expired lease also moves the match to a fresh deal: the old holder's bots may have seen it.
     The attempt count goes up by one; the lease runs `lease_s` seconds from now. Commits.
+
+    The two matches of a duplicate pair never run at the same time: a match whose twin is running with a live
+    lease is not free (None; `claim_deferred` then says it is still waiting to be played). Both twins are dealt
+    the same cards, and a hosted bot's processes in one twin hold the seats of its rivals in the other: on one
+    host, any channel between processes (timing, /proc counters) would tell it their hands. The condition is in
+    the same UPDATE (NOT EXISTS a running twin), and two workers claiming both twins at the same instant are
+    serialised on the pair (`_lock_pair`), so one of them always sees the other's claim and loses.
     """
     _check_worker(worker)
     lease = _check_lease(lease_s)
     now = now or database_now(session)
+    _lock_pair(session, match_id)
+    twin = aliased(Match)
+    no_running_twin = ~(
+        sa.select(col(twin.id))
+        .where(
+            col(twin.league_id) == col(Match.league_id),
+            col(twin.duplicate_pair) == col(Match.duplicate_pair),
+            col(twin.id) != col(Match.id),
+            col(twin.status) == MatchStatus.RUNNING,
+            col(twin.lease_expires_at) >= now,
+        )
+        .exists()
+    )
     claimed = taken_over = False
     for takeover, claimable in (
         (False, col(Match.status) == MatchStatus.QUEUED),
@@ -893,7 +915,7 @@ def claim_match(
     ):
         result = session.exec(
             sa.update(Match)
-            .where(col(Match.id) == match_id, claimable)
+            .where(col(Match.id) == match_id, claimable, no_running_twin)
             .values(
                 status=MatchStatus.RUNNING,
                 attempt=col(Match.attempt) + 1,
@@ -919,6 +941,39 @@ def claim_match(
         return None
     log.info("match_id=%s claimed by worker %s, attempt %s", match_id, worker, match.attempt)
     return match
+
+
+def _lock_pair(session: Session, match_id: int) -> None:
+    """On PostgreSQL, serialise the claims of a duplicate pair's two matches until this transaction ends.
+
+    Under READ COMMITTED, two UPDATEs of *different* rows (twin A by one worker, twin B by another) could both
+    pass their NOT EXISTS check, each before the other commits. A transaction-level advisory lock keyed by
+    (league, pair) makes the second claimer wait for the first to commit; its UPDATE, a later statement, then
+    reads a fresh snapshot and sees the twin running. An advisory lock rather than row locks of both twins: it
+    cannot deadlock with `void_match` or `_fresh_deal`, which lock the two rows in either order. On SQLite a
+    write transaction holds the whole database, and the UPDATE is the transaction's first statement (this
+    function reads nothing there), so its NOT EXISTS reads the latest commit.
+    """
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    session.execute(
+        sa.select(sa.func.pg_advisory_xact_lock(col(Match.league_id), col(Match.duplicate_pair))).where(
+            col(Match.id) == match_id, col(Match.duplicate_pair).is_not(None)
+        )
+    )
+
+
+def claim_deferred(session: Session, match_id: int, *, now: datetime | None = None) -> bool:
+    """After `claim_match` said None: whether the match still waits to be played (queued, or running on an
+    expired lease), so it was refused only because its duplicate twin is being played. Its worker sends it
+    again shortly instead of dropping it. False for a match that is finished, failed or held by a live worker.
+    """
+    now = now or database_now(session)
+    match = get_match(session, match_id)
+    session.commit()
+    if match.status is MatchStatus.QUEUED:
+        return True
+    return match.status is MatchStatus.RUNNING and match.lease_expires_at is not None and match.lease_expires_at < now
 
 
 def heartbeat(session: Session, match_id: int, worker: str, lease_s: float, *, now: datetime | None = None) -> bool:

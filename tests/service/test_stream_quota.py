@@ -1,0 +1,177 @@
+"""Streams that need no token (health Watch, reflection) cannot take the referee's call slots from the tables and
+the admin API (issue 9: 4,700 `Health/Watch` calls made the worker's `GetTableStatus` fail, and the match void)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from mus.v1 import admin_pb2, admin_pb2_grpc
+from referee.engine.rules import Rules
+from referee.service import quota
+from referee.service import server as server_module
+from referee.service.server import start_admin_server, start_server
+from referee.service.servicer import Referee
+from tests.support.referee_checks import until
+from tests.support.stream import PlayStream
+
+TOKEN = "quota-admin-token-0123456789"
+AUTH = (("authorization", f"Bearer {TOKEN}"),)
+
+
+async def flood(address: str, channels: int, calls_per_channel: int) -> tuple[dict[str, int], list[Any]]:
+    """Open `channels` connections with `calls_per_channel` Health/Watch calls each; how each call went (held:
+    its first answer came, or its status code), and the channels, still holding what was granted."""
+    opened = [
+        grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)]) for _ in range(channels)
+    ]
+    stubs: list[Any] = [health_pb2_grpc.HealthStub(channel) for channel in opened]
+    calls = [stub.Watch(health_pb2.HealthCheckRequest(service="")) for stub in stubs for _ in range(calls_per_channel)]
+
+    async def first(call: Any) -> str:
+        try:
+            await call.read()
+            return "held"
+        except grpc.aio.AioRpcError as error:
+            return str(error.code().name)
+
+    counted: dict[str, int] = {}
+    for outcome in await asyncio.gather(*(first(call) for call in calls)):
+        counted[outcome] = counted.get(outcome, 0) + 1
+    return counted, opened
+
+
+async def admin_status(address: str, table_id: str) -> str:
+    async with grpc.aio.insecure_channel(address) as channel:
+        admin = admin_pb2_grpc.TableAdminServiceStub(channel)
+        try:
+            await admin.GetTableStatus(admin_pb2.GetTableStatusRequest(table_id=table_id), metadata=AUTH, timeout=10)
+            return "OK"
+        except grpc.aio.AioRpcError as error:
+            return str(error.code().name)
+
+
+def test_thousands_of_health_watches_hold_only_their_budget_and_admin_calls_still_succeed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    quotas: list[quota.StreamQuota] = []
+
+    def made() -> quota.StreamQuota:
+        quotas.append(quota.StreamQuota())
+        return quotas[-1]
+
+    monkeypatch.setattr(server_module, "StreamQuota", made)
+
+    async def scenario() -> tuple[dict[str, int], int, str, str]:
+        referee = Referee(TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        try:
+            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+            counted, channels = await flood(f"127.0.0.1:{port}", 40, 125)
+            held = quotas[0].open_total
+            status = await admin_status(f"127.0.0.1:{port}", table.table_id)
+            # A seat joins its table on the same server, past the flood.
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stream = PlayStream(channel, "seat 0")
+                await stream.join(table.seats[0].token)
+                joined = ""
+                async for message in stream.messages():
+                    joined = str(message.WhichOneof("message"))
+                    break
+                stream.call.cancel()
+            for channel in channels:
+                await channel.close()
+            await until(lambda: quotas[0].open_total == 0, what="the closed streams to be counted out")
+            table.cancel("done")
+            return counted, held, status, joined
+        finally:
+            await server.stop(grace=None)
+
+    counted, held, status, joined = asyncio.run(scenario())
+    assert sum(counted.values()) == 5000
+    assert counted["held"] == held <= min(quota.MAX_CAPPED_STREAMS, 40 * quota.MAX_CAPPED_STREAMS_PER_PEER), counted
+    # Not held: refused with RESOURCE_EXHAUSTED (some are reset as CANCELLED while thousands are refused at once).
+    assert set(counted) <= {"held", "RESOURCE_EXHAUSTED", "CANCELLED"}, counted
+    assert status == "OK", "the admin call found a free slot on the same server"
+    assert joined == "joined"
+
+
+def test_the_admin_server_answers_while_the_public_one_is_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the stream budget, and with a small server cap, the flood fills the public server: the admin call
+    there is refused, while the same call on the admin server (`--admin-address`), the same referee, succeeds."""
+    monkeypatch.setattr(server_module, "MAX_CONCURRENT_RPCS", 200)
+    monkeypatch.setattr(server_module, "StreamQuota", lambda: quota.StreamQuota(total=10**6, per_peer=10**6))
+
+    async def scenario() -> tuple[dict[str, int], str, str]:
+        referee = Referee(TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        admin_server, admin_port = await start_admin_server(referee, "127.0.0.1:0")
+        try:
+            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+            counted, channels = await flood(f"127.0.0.1:{port}", 3, 100)
+            public = await admin_status(f"127.0.0.1:{port}", table.table_id)
+            private = await admin_status(f"127.0.0.1:{admin_port}", table.table_id)
+            for channel in channels:
+                await channel.close()
+            table.cancel("done")
+            return counted, public, private
+        finally:
+            await admin_server.stop(grace=None)
+            await server.stop(grace=None)
+
+    counted, public, private = asyncio.run(scenario())
+    assert counted["held"] == 200 and counted["RESOURCE_EXHAUSTED"] == 100, counted
+    assert public == "RESOURCE_EXHAUSTED", "the public server is full"
+    assert private == "OK"
+
+
+def test_play_streams_that_never_send_their_join_hold_only_their_budget_and_a_seat_still_joins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    quotas: list[quota.FirstMessageQuota] = []
+
+    def made() -> quota.FirstMessageQuota:
+        quotas.append(quota.FirstMessageQuota())
+        return quotas[-1]
+
+    monkeypatch.setattr(server_module, "FirstMessageQuota", made)
+
+    async def scenario() -> tuple[dict[str, int], int, str]:
+        referee = Referee(TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        try:
+            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as silent:
+                streams = [PlayStream(silent, f"silent {number}") for number in range(100)]
+                await until(lambda: sum(quotas[0].waiting.values()) == 64, what="64 streams waiting for their Join")
+                await until(lambda: sum(stream.call.done() for stream in streams) == 36, what="the others refused")
+                counted: dict[str, int] = {}
+                for stream in streams:
+                    outcome = "held" if not stream.call.done() else (await stream.call.code()).name
+                    counted[outcome] = counted.get(outcome, 0) + 1
+                waiting = sum(quotas[0].waiting.values())
+                own_connection = [("grpc.use_local_subchannel_pool", 1)]
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=own_connection) as channel:
+                    seat = PlayStream(channel, "seat 0")
+                    await seat.join(table.seats[0].token)
+                    joined = ""
+                    async for message in seat.messages():
+                        joined = str(message.WhichOneof("message"))
+                        break
+                    seat.call.cancel()
+                for stream in streams:
+                    stream.call.cancel()
+                await until(lambda: not quotas[0].waiting, what="the silent streams to be counted out")
+            table.cancel("done")
+            return counted, waiting, joined
+        finally:
+            await server.stop(grace=None)
+
+    counted, waiting, joined = asyncio.run(scenario())
+    assert waiting == quota.MAX_WAITING_FOR_FIRST_MESSAGE_PER_PEER == counted["held"], counted
+    assert counted["RESOURCE_EXHAUSTED"] == 100 - waiting, counted
+    assert joined == "joined", "a seat on another connection joins its table"

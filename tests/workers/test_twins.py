@@ -1,0 +1,115 @@
+"""The two matches of a duplicate pair never run at the same time: a worker defers a twin and sends it again
+soon, and `mus league run` sends the first halves of the pairs before the second halves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.workers.conftest import Deployment
+from workers import play, tasks
+from workers.app import make_app
+from workers.db import repo
+from workers.db.models import Match, MatchStatus
+from workers.db.session import session_scope
+from workers.league_run import send_order
+
+
+@pytest.fixture(autouse=True)
+def fresh_database() -> Iterator[None]:
+    """`play.database()` is cached per process: each test has its own deployment's."""
+    play.database.cache_clear()
+    yield
+    play.database.cache_clear()
+
+
+def twins(deployment: Deployment) -> tuple[int, int]:
+    league_id = deployment.league("pairs", ["random", "passive"], matches_per_pairing=2)
+    with session_scope(deployment.engine) as session:
+        first, second = repo.list_matches(session, league_id)
+    assert first.id is not None and second.id is not None
+    assert first.duplicate_pair is not None and first.duplicate_pair == second.duplicate_pair
+    return first.id, second.id
+
+
+def test_a_worker_defers_a_match_whose_twin_is_being_played_without_touching_it(deployment: Deployment) -> None:
+    first, second = twins(deployment)
+    with session_scope(deployment.engine) as session:
+        assert repo.claim_match(session, first, "elsewhere:1", 60.0) is not None
+    assert play.play_league_match(second) == "deferred"
+    with session_scope(deployment.engine) as session:
+        waiting = repo.get_match(session, second)
+        assert (waiting.status, waiting.attempt, waiting.worker, waiting.deal) == (MatchStatus.QUEUED, 0, None, 0)
+        assert repo.get_match(session, first).worker == "elsewhere:1", "the twin being played is left alone"
+    assert play.play_league_match(first) == "skipped", "a match a live worker holds is not deferred"
+
+
+def test_the_task_sends_a_deferred_match_again_after_a_short_countdown(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[tuple[Any, dict[str, Any]]] = []
+    outcomes = {7: "deferred", 8: "skipped", 9: "finished"}
+    monkeypatch.setattr(tasks, "play_league_match", outcomes.__getitem__)
+    monkeypatch.setattr(tasks.play_match, "apply_async", lambda args, **options: sent.append((args, options)))
+    assert [tasks.play_match(match_id) for match_id in (7, 8, 9)] == ["deferred", "skipped", "finished"]
+    assert sent == [((7,), {"countdown": play.DEFER_S})]
+    assert 0 < play.DEFER_S <= 10, "a few seconds: soon after the twin ends, long before league run's resend"
+
+
+def test_a_real_worker_plays_a_deferred_match_soon_after_its_twin_ends_with_no_league_run(
+    deployment: Deployment,
+) -> None:
+    """No `mus league run` resends anything: the deferred match is played only because the task sent itself."""
+    first, second = twins(deployment)
+    with session_scope(deployment.engine) as session:
+        assert repo.claim_match(session, first, "elsewhere:1", 600.0) is not None
+    command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo", "--loglevel=WARNING"]
+    log = deployment.root / "worker.log"
+    with log.open("wb") as output:
+        worker = subprocess.Popen(command, cwd=deployment.root, env=dict(os.environ), stdout=output, stderr=output)
+    try:
+        make_app().send_task("mus.play_match", (second,))
+        deadline = time.monotonic() + 60
+        while messages(deployment) < 2 and time.monotonic() < deadline:  # the task has sent itself again
+            time.sleep(0.1)
+        assert messages(deployment) >= 2, log.read_text(errors="replace")
+        with session_scope(deployment.engine) as session:
+            assert repo.get_match(session, second).status is MatchStatus.QUEUED, "deferred, not played"
+            assert repo.void_match(session, first, "elsewhere:1", "its worker gave it up")  # the twin has ended
+        status = MatchStatus.QUEUED
+        while status is not MatchStatus.FINISHED and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with session_scope(deployment.engine) as session:
+                status = repo.get_match(session, second).status
+        assert status is MatchStatus.FINISHED, log.read_text(errors="replace")
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def messages(deployment: Deployment) -> int:
+    """How many task messages the embedded broker has seen (queued or processed)."""
+    folder = deployment.root / "broker"
+    return sum(1 for path in folder.glob("*/*.msg") if path.parent.name in ("queue", "processed"))
+
+
+def match(match_id: int, index: int, pair: int | None) -> Match:
+    return Match(
+        id=match_id, league_id=1, index=index, team0_version_id=1, team1_version_id=2, seed=0, duplicate_pair=pair
+    )
+
+
+def test_league_run_sends_one_match_of_every_pair_before_any_second_twin() -> None:
+    queued = [match(10 + index, index, index // 2) for index in range(6)] + [match(20, 6, None), match(21, 7, None)]
+    order = [queued_match.id for queued_match in send_order(list(reversed(queued)))]
+    assert order == [10, 12, 14, 20, 21, 11, 13, 15]
+
+
+def test_a_twin_left_alone_in_the_queue_is_sent_with_the_first_halves() -> None:
+    # The first twin of pair 0 has finished: its second twin waits for nothing.
+    queued = [match(11, 1, 0), match(12, 2, 1), match(13, 3, 1)]
+    assert [queued_match.id for queued_match in send_order(queued)] == [11, 12, 13]
