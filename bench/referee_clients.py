@@ -155,8 +155,13 @@ async def play_match(admin: Admin, channels: Sequence[grpc.aio.Channel], seed: i
 
 @contextlib.asynccontextmanager
 async def four_channels(address: str) -> AsyncIterator[list[grpc.aio.Channel]]:
-    """One channel per bot, as four bot processes would have; kept across the matches of a table slot."""
-    channels = [grpc.aio.insecure_channel(address) for _ in range(4)]
+    """One channel per bot, as four bot processes would have; kept across the matches of a table slot.
+
+    Each has a connection of its own (a local subchannel pool), as separate processes would: channels of one
+    process to one address otherwise share a single connection, whose streams the referee budgets per connection.
+    """
+    options = [("grpc.use_local_subchannel_pool", 1)]
+    channels = [grpc.aio.insecure_channel(address, options=options) for _ in range(4)]
     try:
         yield channels
     finally:
