@@ -52,12 +52,13 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from bench.engine import bench_decisions
 from bench.referee_clients import Admin, Tally, clock, ping_pong, play_matches, play_until
 from mus.v1 import admin_pb2_grpc
 from referee.engine.rules import Rules
@@ -70,6 +71,8 @@ WHAT_RTT_MEANS = (
     "of that table on any of its four streams; the events the referee sends before it are read on the way."
 )
 RATIO_TARGET = 1.3
+ACT_OVER_ENGINE_TARGET = 2.0
+"""Issue 12: the referee's own work per decision at most twice the engine's step."""
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 """The directory that holds this `bench` package."""
 LEVELS = (1, 4, 16, 100)
@@ -88,10 +91,18 @@ class Settings:
     level_warmup_s: float = 1.5
     level_window_s: float = 8.0
     levels: tuple[int, ...] = LEVELS
+    engine_matches: int = 100
+    """Random self-play matches timed in this process for the engine's own µs per decision (`act_over_engine`)."""
 
 
 QUICK = Settings(
-    warmup_matches=1, rounds=2, matches_per_round=1, raw_exchanges_per_round=100, level_warmup_s=0.3, level_window_s=1.0
+    warmup_matches=1,
+    rounds=2,
+    matches_per_round=1,
+    raw_exchanges_per_round=100,
+    level_warmup_s=0.3,
+    level_window_s=1.0,
+    engine_matches=5,
 )
 
 
@@ -260,6 +271,7 @@ async def run_level(server: ServerProcess, admin: Admin, tables: int, settings: 
         "server_cpu_us_per_decision": 1e6 * server_cpu / tally.acts if server_cpu is not None and tally.acts else None,
         "server_cpu_pct": cpu.get("server_pct"),
         "client_cpu_pct": cpu.get("client_pct"),
+        "referee_rss_mb": rss_mb(server.pid),
     }
 
 
@@ -279,6 +291,11 @@ async def _run(settings: Settings, profile: Path | None) -> dict[str, Any]:
         async with grpc.aio.insecure_channel(server.referee_address) as admin_channel:
             admin = Admin(admin_pb2_grpc.TableAdminServiceStub(admin_channel), server.admin_token)
             result.update(await compare_round_trips(server, admin, settings))
+            engine_us = bench_decisions(settings.engine_matches, rules)["us_per_decision_median"]
+            result["engine_us_per_decision_median"] = engine_us
+            act_us = result["referee_act_us_median"]
+            result["act_over_engine"] = act_us / engine_us if act_us is not None else None
+            result["act_over_engine_target"] = ACT_OVER_ENGINE_TARGET
             if profile is not None:
                 await server.command("profile-start")
             levels = [await run_level(server, admin, tables, settings) for tables in settings.levels]
@@ -399,6 +416,8 @@ def run(
     if flood:
         result = asyncio.run(_run_flood(settings, tables or (4 if quick else FLOOD_TABLES)))
     else:
+        if tables is not None:
+            settings = replace(settings, levels=(tables,))
         result = asyncio.run(_run(settings, profile))
     result["quick"] = quick
     return result

@@ -20,6 +20,9 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
     for key in ("raw_rtt_median_us", "referee_rtt_median_us", "ratio", "referee_act_us_median", "referee_rest_us"):
         assert isinstance(data[key], float) and data[key] == data[key], key  # a number, not NaN
     assert data["raw_rtt_median_us"] > 0 and data["referee_act_us_median"] > 0
+    assert data["act_over_engine"] == pytest.approx(
+        data["referee_act_us_median"] / data["engine_us_per_decision_median"]
+    )
     assert data["ratio"] == pytest.approx(data["referee_rtt_median_us"] / data["raw_rtt_median_us"])
     assert data["round_trip_stream_errors"] == 0
     assert [level["tables"] for level in data["concurrency"]] == [1, 4, 16, 100]
@@ -27,6 +30,7 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
         assert level["matches"] >= level["tables"] and level["timeouts"] == 0 and level["stream_errors"] == 0, level
         # The quick window is one second: on a loaded machine 100 tables may still be joining when it closes.
         assert level["decisions_per_s"] > 0 or level["tables"] == 100, level
+        assert level["referee_rss_mb"] is None or level["referee_rss_mb"] > 0, level
 
 
 def test_bench_referee_flood_quick_reports_latency_and_memory_before_and_during_the_flood() -> None:

@@ -54,7 +54,14 @@ def referee_command(
         ),
     ] = False,
     tables: Annotated[
-        int | None, typer.Option(min=1, max=200, help="With --flood: honest tables (default 16; 4 with --quick).")
+        int | None,
+        typer.Option(
+            min=1,
+            max=1000,
+            help="Concurrent tables of instant bots: the one load level to run (default 1, 4, 16 and 100), with "
+            "the decision latency (p50, p99) and the referee's memory; with --flood, the honest tables (default 16; "
+            "4 with --quick).",
+        ),
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:
