@@ -25,6 +25,7 @@ from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import TableStatus
+from tests.support.proxy import DropOnceProxy
 from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
@@ -108,48 +109,11 @@ def test_mus_match_play_runs_the_built_program(cpp_bot: Path) -> None:
     assert data["termination"] == "normal" and data["faults"] == []
 
 
-class _DropOnceProxy:
-    """A TCP proxy to the referee that cuts its first connection once `drop_after` bytes have reached the bot."""
-
-    def __init__(self, port: int, drop_after: int) -> None:
-        self.port = port
-        self.drop_after = drop_after
-        self.connections = 0
-        self.dropped = False
-
-    async def handle(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        cut = self.connections == 1
-        server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.port)
-        pipes = [
-            asyncio.create_task(self._pipe(client_reader, server_writer, cut=False)),
-            asyncio.create_task(self._pipe(server_reader, client_writer, cut=cut)),
-        ]
-        await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
-        for task in pipes:
-            task.cancel()
-        for writer in (client_writer, server_writer):
-            writer.transport.abort()
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, cut: bool) -> None:
-        sent = 0
-        with contextlib.suppress(ConnectionError):
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-                sent += len(data)
-                if cut and sent >= self.drop_after:
-                    self.dropped = True
-                    return
-
-
-async def _play_with_a_drop(
-    bot: Path, log_dir: Path, seed: int
-) -> tuple[list[int | None], _DropOnceProxy, PlayedMatch]:
+async def _play_with_a_drop(bot: Path, log_dir: Path, seed: int) -> tuple[list[int | None], DropOnceProxy, PlayedMatch]:
     """Four C++ seats; seat 0 reaches the referee through a proxy that cuts its connection mid-match."""
     referee = Referee()
     server, port = await start_server(referee, "127.0.0.1:0")
-    proxy = _DropOnceProxy(port, drop_after=3000)
+    proxy = DropOnceProxy(port, drop_after=3000)
     proxy_server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
     proxy_port = proxy_server.sockets[0].getsockname()[1]
     program = _reporting(bot)
