@@ -199,26 +199,9 @@ def rejected_json(reason: str, *, answer: str | None, number: int) -> dict[str, 
 
 
 def outcome_json(outcome: MatchOutcome, seat: int | None) -> dict[str, Any]:
-    """The `outcome` line, the last one: the winner, how the match ended, every game, the faults per team."""
-    return {
-        "type": "outcome",
-        "winner": outcome.winner,
-        "won": None if seat is None else outcome.winner == team_of(seat),
-        "termination": outcome.termination.value,
-        "vacas": list(outcome.vacas),
-        "games": [
-            {
-                "vaca": game.vaca,
-                "game": game.game,
-                "winner": game.winner,
-                "score": list(game.score),
-                "termination": game.termination.value,
-                "hand": game.hand_number,
-            }
-            for game in outcome.games
-        ],
-        "faults": list(outcome.faults),
-    }
+    """The `outcome` line, the last one: the engine's outcome (`MatchOutcome.to_json`) and whether you won."""
+    won = None if seat is None else outcome.winner == team_of(seat)
+    return {"type": "outcome", "won": won, **outcome.to_json()}
 
 
 def hello_json(name: str) -> dict[str, Any]:

@@ -183,6 +183,29 @@ class MatchOutcome:
     vaca_results: tuple[VacaResult, ...]
     faults: tuple[int, int]
 
+    def to_json(self) -> dict[str, Any]:
+        """The outcome as JSON with the same field names: what the database stores and the stdio bridge sends."""
+        return {
+            "winner": self.winner,
+            "termination": self.termination.value,
+            "vacas": list(self.vacas),
+            "games": [
+                {
+                    "vaca": game.vaca,
+                    "game": game.game,
+                    "winner": game.winner,
+                    "score": list(game.score),
+                    "termination": game.termination.value,
+                    "hand_number": game.hand_number,
+                }
+                for game in self.games
+            ],
+            "vaca_results": [
+                {"vaca": vaca.vaca, "winner": vaca.winner, "games": list(vaca.games)} for vaca in self.vaca_results
+            ],
+            "faults": list(self.faults),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Setup:

@@ -1264,26 +1264,7 @@ def _check_lease(lease_s: float) -> timedelta:
 
 def outcome_record(outcome: MatchOutcome) -> dict[str, Any]:
     """The engine's `MatchOutcome` as JSON, with the same field names; `record_result` takes either."""
-    return {
-        "winner": outcome.winner,
-        "termination": outcome.termination.value,
-        "vacas": list(outcome.vacas),
-        "games": [
-            {
-                "vaca": game.vaca,
-                "game": game.game,
-                "winner": game.winner,
-                "score": list(game.score),
-                "termination": game.termination.value,
-                "hand_number": game.hand_number,
-            }
-            for game in outcome.games
-        ],
-        "vaca_results": [
-            {"vaca": vaca.vaca, "winner": vaca.winner, "games": list(vaca.games)} for vaca in outcome.vaca_results
-        ],
-        "faults": list(outcome.faults),
-    }
+    return outcome.to_json()
 
 
 def decision_summary(decision_seconds: Sequence[Sequence[float]]) -> list[dict[str, Any]]:
