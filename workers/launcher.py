@@ -564,28 +564,42 @@ async def _read_start(stream: asyncio.StreamReader, started: asyncio.Event, setu
     return before + after
 
 
+class _CappedLog:
+    """A seat's log file that keeps the first `cap` bytes of its output, then a marker, and drops the rest (its
+    reader keeps reading, so that a chatty bot never blocks on a full pipe)."""
+
+    def __init__(self, log_path: Path | None, cap: int) -> None:
+        self.output = log_path.open("ab") if log_path is not None else None
+        self.cap = cap
+        self.written = 0
+
+    def write(self, chunk: bytes) -> None:
+        if self.output is None or self.written >= self.cap:
+            return
+        kept = chunk[: self.cap - self.written]
+        self.output.write(kept)
+        self.written += len(kept)
+        if self.written >= self.cap:
+            self.output.write(TRUNCATED_MARKER)
+        self.output.flush()
+
+    def close(self) -> None:
+        if self.output is not None:
+            self.output.close()
+
+
 async def _keep_output(
     stream: asyncio.StreamReader, log_path: Path | None, cap: int, *, started: asyncio.Event, setup_output: bytearray
 ) -> None:
-    """Write a seat's output to its log up to `cap` bytes, then a marker; keep reading (and dropping) the
-    rest, so that a chatty bot never blocks on a full pipe. A sandbox's start marker is taken out on the way."""
-    output = log_path.open("ab") if log_path is not None else None
-    written = 0
+    """Write a seat's output to its capped log. A sandbox's start marker is taken out on the way."""
+    capped = _CappedLog(log_path, cap)
     try:
         first = await _read_start(stream, started, setup_output)
         while chunk := first or await stream.read(65536):
             first = b""
-            if output is None or written >= cap:
-                continue
-            kept = chunk[: cap - written]
-            output.write(kept)
-            written += len(kept)
-            if written >= cap:
-                output.write(TRUNCATED_MARKER)
-            output.flush()
+            capped.write(chunk)
     finally:
-        if output is not None:
-            output.close()
+        capped.close()
 
 
 # ---------------------------------------------------------------------------------------------- cgroups
@@ -858,8 +872,7 @@ class PooledProcess:
     def _keep_output(self, log_path: Path | None, cap: int) -> None:
         assert self.process.stdout is not None
         stream = self.process.stdout
-        output = log_path.open("ab") if log_path is not None else None
-        written = 0
+        capped = _CappedLog(log_path, cap)
         try:
             while chunk := os.read(stream.fileno(), 65536):
                 if not self.started.is_set():
@@ -870,17 +883,9 @@ class PooledProcess:
                     self.setup_output[:] = before
                     chunk = before + chunk
                     self.started.set()
-                if output is None or written >= cap:
-                    continue
-                kept = chunk[: cap - written]
-                output.write(kept)
-                written += len(kept)
-                if written >= cap:
-                    output.write(TRUNCATED_MARKER)
-                output.flush()
+                capped.write(chunk)
         finally:
-            if output is not None:
-                output.close()
+            capped.close()
 
 
 def start_pooled(program: BotProgram, *, sandbox: Sandbox | None, log_path: Path | None) -> PooledProcess:
