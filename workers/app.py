@@ -1,10 +1,11 @@
 """The Celery app: an embedded broker by default, Redis or RabbitMQ with `MUS_BROKER_URL`.
 
-The embedded broker is kombu's filesystem transport in a folder beside the database (`./.mus-broker` by
-default, `MUS_BROKER_DIR` to move it): no server to install, real worker processes. Its polling interval is set
-through the transport options (the virtual transport reads `polling_interval` from them); the default of one
-second would cap a league at about one match per second per worker. Processed messages are moved within that
-folder, so a message is taken by exactly one worker (an atomic rename on one file system).
+The embedded broker is kombu's filesystem transport (its messages written atomically: `workers/broker.py`) in
+a folder beside the database (`./.mus-broker` by default, `MUS_BROKER_DIR` to move it): no server to install,
+real worker processes. Its polling interval is set through the transport options (the virtual transport reads
+`polling_interval` from them); the default of one second would cap a league at about one match per second per
+worker. Processed messages are moved within that folder, so a message is taken by exactly one worker (an atomic
+rename on one file system).
 
 The database, not the broker, is the source of truth: a message is only a hint to play a match id, and
 `play_match` claims the match in the database before doing anything, so a lost or duplicated message never
@@ -19,6 +20,8 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import worker_ready
+
+from workers import broker
 
 EMBEDDED_POLLING_S = 0.02
 """How often an idle embedded worker looks for a message."""
@@ -50,7 +53,7 @@ def broker_settings() -> dict[str, Any]:
     for path in (queue, processed, control):
         path.mkdir(parents=True, exist_ok=True)
     return {
-        "broker_url": "filesystem://",
+        "broker_url": f"{broker.SCHEME}://",
         "broker_transport_options": {
             "data_folder_in": str(queue),
             "data_folder_out": str(queue),
