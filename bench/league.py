@@ -4,9 +4,10 @@ The league: six entrants (`instant1` .. `instant6`), every pairing played as dup
 (`schedule_round_robin`, `matches_per_pairing` matches each, 60 matches by default, league seed 1), default
 rules unless options are given (`rules` in the output). Every entrant is the same program,
 `bench/league_bot.py`, run by the workers like any hosted bot, one process per seat: an instant bot that
-answers every decision as soon as it is asked, imports nothing but grpc and the generated messages (no SDK, no
-rules engine) and leaves with `os._exit` once it has the outcome. Its choices are seeded by its seat and its
-first cards, so every configuration plays exactly the same matches (`identical_results` checks it).
+answers every decision as soon as it is asked, imports nothing but grpc, the generated messages and the random
+wire policy (`clients/bots/wire_random.py`; no SDK, no rules engine) and leaves with `os._exit` once it has the
+outcome. Its choices are seeded by its seat and its first cards, so every configuration plays exactly the same
+matches (`identical_results` checks it).
 
 Why this bot: four bot processes start for every match, and a short match of instant bots is dominated by
 their start-up. This is the smallest start-up of a Python gRPC bot (about 90 ms of CPU a seat, against about
@@ -118,9 +119,9 @@ CPP_COMMAND = (str(CPP_BOT),)
 BOTS = {
     "instant": (
         BOT_COMMAND,
-        "instant: bench/league_bot.py, a bare mus.v1 client (grpc and the generated messages only) answering "
-        "each decision at once with a random legal action seeded by its seat and first cards, exiting on the "
-        "outcome",
+        "instant: bench/league_bot.py, a bare mus.v1 client (grpc, the generated messages and "
+        "clients/bots/wire_random.py only) answering each decision at once with a random legal action seeded by "
+        "its seat and first cards, exiting on the outcome",
     ),
     "cpp": (
         CPP_COMMAND,

@@ -1,7 +1,8 @@
 """The instant bot of `mus bench league`: one seat over bare mus.v1, answered at once, with the least start-up.
 
 `python bench/league_bot.py` plays the seat named by `MUS_REFEREE` and `MUS_TOKEN`, like any hosted bot. It
-imports only grpc and the generated messages (no SDK, no rules engine), answers every DecisionRequest as soon as
+imports only grpc, the generated messages and the random wire policy (clients/bots/wire_random.py; no SDK, no
+rules engine), answers every DecisionRequest as soon as
 it arrives with a random legal action built from the request's structured legal actions (a legal kind
 uniformly, then its bounds), and once it has the outcome leaves with `os._exit`, skipping the interpreter's
 teardown of grpc (about 80 ms in which the worker would wait for it).
@@ -22,32 +23,12 @@ from collections.abc import Iterator
 
 import grpc
 
+from clients.bots.wire_random import random_wire_action
 from mus.v1 import play_pb2, play_pb2_grpc
-from mus.v1 import types_pb2 as pb
 
 BOT_NAME = "instant"
 THINK_ENV = "MUS_BENCH_THINK_MS"
 """Milliseconds to wait before each answer (default 0: instant); `mus bench league --think-ms` sets it."""
-
-
-def wire_action(rng: random.Random, request: play_pb2.DecisionRequest, *, senas: bool = False) -> pb.Action:
-    """A random legal action of `request`: a legal kind uniformly, then an amount, cards or declaration within
-    bounds; with `senas`, half of the seña answers carry one of the señas the request says would be accepted.
-
-    The one random wire policy: the referee benchmark's bots and the tests use it too (`senas=True`).
-    """
-    legal = rng.choice(request.legal_actions)
-    action = pb.Action(kind=legal.kind)
-    if legal.kind in (pb.ACTION_KIND_ENVIDO, pb.ACTION_KIND_MAS):
-        high = legal.max_amount or legal.min_amount + 6
-        action.amount = rng.randint(legal.min_amount, min(high, legal.min_amount + 6))
-    elif legal.kind == pb.ACTION_KIND_DISCARD:
-        action.cards.extend(rng.sample(list(request.view.cards), rng.randint(legal.min_cards, legal.max_cards)))
-    elif legal.kind == pb.ACTION_KIND_DECLARE:
-        action.has_jugada = legal.has_jugada
-    elif senas and legal.kind == pb.ACTION_KIND_SENAS and legal.senas and rng.random() < 0.5:
-        action.senas.append(rng.choice(legal.senas))
-    return action
 
 
 def _requests(outbox: queue.SimpleQueue[play_pb2.PlayRequest | None]) -> Iterator[play_pb2.PlayRequest]:
@@ -74,7 +55,8 @@ def play(address: str, token: str, think_s: float = 0.0) -> bool:
                         rng = random.Random(f"mus/bench/instant/{seat}/{cards}")
                     if think_s:
                         time.sleep(think_s)
-                    act = play_pb2.Act(decision_id=request.decision_id, action=wire_action(rng, request))
+                    action = random_wire_action(rng, request, senas=False)
+                    act = play_pb2.Act(decision_id=request.decision_id, action=action)
                     outbox.put(play_pb2.PlayRequest(act=act))
                 elif kind == "joined":
                     seat = response.joined.seat

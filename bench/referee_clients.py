@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from bench.league_bot import wire_action
 from bench.referee_server import PING_PONG_METHOD
+from clients.bots.wire_random import random_wire_action
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, play_pb2_grpc
 from mus.v1 import types_pb2 as pb
 
@@ -26,11 +26,6 @@ clock = time.perf_counter_ns
 SIMULTANEOUS_KINDS = frozenset({pb.DECISION_KIND_DISCARD})
 """Decision kinds that may be open for several seats at once (simultaneous discards): an Act answering one of
 them does not alone cause the next decision request, so it is not timed."""
-
-
-def random_wire_action(rng: random.Random, request: play_pb2.DecisionRequest) -> pb.Action:
-    """A random legal action built from the structured legal actions of a decision request, señas included."""
-    return wire_action(rng, request, senas=True)
 
 
 @dataclass

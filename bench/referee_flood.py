@@ -26,7 +26,7 @@ from typing import Any
 
 import grpc
 
-from bench.league_bot import wire_action
+from clients.bots.wire_random import random_wire_action
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2
 
 MESSAGE_LIMIT = 64 * 1024
@@ -95,7 +95,7 @@ async def flood_seat(channel: grpc.aio.Channel, token: str, rng: random.Random, 
             if response.WhichOneof("message") != "decision_request":
                 continue
             request = response.decision_request
-            action = wire_action(rng, request)
+            action = random_wire_action(rng, request, senas=False)
             max_senas = SENAS or max((legal.max_senas for legal in request.legal_actions), default=0) or 3
             del action.senas[:]
             action.senas.extend([99] * max_senas)  # type: ignore[list-item]  # unknown on purpose

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from bench.referee_clients import random_wire_action
+from clients.bots.wire_random import random_wire_action
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules

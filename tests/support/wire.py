@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from bench.referee_clients import random_wire_action as random_wire_action  # the one random wire policy
+from clients.bots.wire_random import random_wire_action as random_wire_action  # the one random wire policy
 from mus.v1 import play_pb2, play_pb2_grpc
 from mus.v1 import types_pb2 as pb
 
