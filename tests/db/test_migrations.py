@@ -96,7 +96,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0099"
-down_revision = "0003"
+down_revision = "{head}"
 branch_labels = None
 depends_on = None
 
@@ -116,14 +116,15 @@ def test_a_failing_migration_leaves_the_database_at_its_previous_revision(
 ) -> None:
     engine = empty_engine_factory()
     ensure_schema(engine)
+    previous = head_revision()
     migrations = tmp_path / "migrations"
     shutil.copytree(session.MIGRATIONS_DIR, migrations, ignore=shutil.ignore_patterns("__pycache__"))
-    (migrations / "versions" / "0099_broken.py").write_text(BROKEN_REVISION)
+    (migrations / "versions" / "0099_broken.py").write_text(BROKEN_REVISION.replace("{head}", previous))
     monkeypatch.setattr(session, "MIGRATIONS_DIR", migrations)
 
     with pytest.raises(sa.exc.IntegrityError):
         ensure_schema(engine)
-    assert schema_revision(engine) == "0003"
+    assert schema_revision(engine) == previous
     assert _tables(engine) == TABLES
 
 
@@ -160,3 +161,35 @@ def test_revision_0003_moves_the_incidents_out_of_the_faults_and_drops_the_stall
     stored_faults, stored_incidents = (json.loads(value) if isinstance(value, str) else value for value in row)
     assert stored_faults == [{"seat": 1, "cause": "timeout", "detail": ""}]
     assert stored_incidents == [{"seat": 3, "cause": "crash", "detail": "exit 1"}]
+
+
+def test_revision_0004_drops_the_rating_snapshots_and_its_downgrade_brings_the_table_back_empty(
+    empty_engine_factory: Callable[[], Engine],
+) -> None:
+    """Nothing read a snapshot (standings are recomputed from the results), so 0004 drops the table."""
+    engine = empty_engine_factory()
+    ensure_schema(engine)
+    assert "rating_snapshot" not in _tables(engine)
+    downgrade_schema(engine, "0003")
+    assert "rating_snapshot" in _tables(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                "INSERT INTO league (name, rules, matches_per_pairing, seed, status, absent_limit_s, created_at) "
+                "VALUES ('spring', '{}', 2, 0, 'created', 600, :now)"
+            ),
+            {"now": "2026-01-01 00:00:00"},
+        )
+        connection.execute(
+            sa.text(
+                "INSERT INTO rating_snapshot (league_id, computed_at, finished_matches, ratings) "
+                "SELECT id, :now, 0, '[]' FROM league"
+            ),
+            {"now": "2026-01-01 00:00:00"},
+        )
+    ensure_schema(engine)
+    assert schema_revision(engine) == head_revision()
+    assert _tables(engine) == TABLES
+    downgrade_schema(engine, "0003")
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("SELECT count(*) FROM rating_snapshot")).scalar_one() == 0

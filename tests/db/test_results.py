@@ -263,15 +263,3 @@ def test_replay_ids_and_missing_replays(engine: Engine, match_ids: list[int]) ->
             repo.get_replay(session, match_ids[0])
         with pytest.raises(repo.NotFound, match="no match with id 9999"):
             repo.get_replay(session, 9999)
-
-
-def test_rating_snapshots_keep_their_history(engine: Engine, match_ids: list[int]) -> None:
-    with session_scope(engine) as session:
-        assert repo.latest_rating_snapshot(session, "spring") is None
-        repo.save_rating_snapshot(session, "spring", {"alpha": {"elo": 0.0}}, finished_matches=0)
-        repo.save_rating_snapshot(session, "spring", {"alpha": {"elo": 12.5}}, finished_matches=2)
-        latest = repo.latest_rating_snapshot(session, "spring")
-        assert latest is not None and latest.finished_matches == 2
-        assert latest.ratings == {"alpha": {"elo": 12.5}}
-        with pytest.raises(InvalidInput, match="JSON"):
-            repo.save_rating_snapshot(session, "spring", {"alpha": float("nan")}, finished_matches=2)

@@ -8,8 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from workers.app import broker_dir, is_embedded
-from workers.cli.db import domain_errors, open_session
-from workers.db import repo
+from workers.cli.db import domain_errors
 from workers.db.session import ensure_schema, make_engine
 from workers.league_run import RunReport, default_worker_count, run_league
 
@@ -49,20 +48,7 @@ def run_command(
 
         with domain_errors():
             report = run_league(engine, name, workers=count if embedded else None, on_progress=show)
-    if report.completed:
-        save_snapshot(name)
     summarize(name, report)
-
-
-def save_snapshot(name: str) -> None:
-    """Keep the standings fitted on the finished league (they are recomputed from results on every read)."""
-    from workers.cli import league_cmd
-
-    with open_session() as session:
-        table = league_cmd.league_table(session, name)
-        repo.save_rating_snapshot(
-            session, table.league, [row.to_json() for row in table.rows], finished_matches=len(table.results)
-        )
 
 
 def summarize(name: str, report: RunReport) -> None:

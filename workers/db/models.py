@@ -303,16 +303,3 @@ class Replay(_Table, table=True):
     size: int
     """The uncompressed size of the JSON in bytes."""
     created_at: datetime = Field(default_factory=utc_now)
-
-
-class RatingSnapshot(_Table, table=True):
-    """Ratings computed from a league's results at one moment; recomputable, kept to show their history."""
-
-    __tablename__ = "rating_snapshot"
-    __table_args__ = (sa.Index(None, "league_id", "computed_at"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    league_id: int = Field(foreign_key="league.id", ondelete="CASCADE")
-    computed_at: datetime = Field(default_factory=utc_now)
-    finished_matches: int
-    ratings: Any = Field(sa_type=sa.JSON)

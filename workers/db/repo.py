@@ -4,7 +4,7 @@ No Celery, no CLI and no tournament logic here (pairings, schedules and Elo live
 what is stored, how it is found, and the guarantees that only the database can give.
 
 Transactions:
-- Bots, leagues, snapshots and every read: the function validates all its input before it writes anything,
+- Bots, leagues and every read: the function validates all its input before it writes anything,
   flushes, and leaves the commit to the caller (`session_scope`), so several calls can form one transaction and
   bad input (a `DbError`) leaves nothing half-written.
 - The worker protocol (`claim_match`, `heartbeat`, `requeue_expired`, `requeue_failed`, `void_match`,
@@ -59,7 +59,6 @@ from workers.db.models import (
     Match,
     MatchResult,
     MatchStatus,
-    RatingSnapshot,
     Replay,
     VacaResult,
     utc_now,
@@ -94,7 +93,6 @@ __all__ = [
     "get_match_details",
     "get_replay",
     "heartbeat",
-    "latest_rating_snapshot",
     "league_entrants",
     "league_progress",
     "league_results",
@@ -111,7 +109,6 @@ __all__ = [
     "requeue_failed",
     "revealed_secret",
     "rotate_remote_token",
-    "save_rating_snapshot",
     "start_league",
     "token_sha256",
     "unfinished_match_ids",
@@ -1504,30 +1501,6 @@ def league_results(session: Session, league: LeagueRef) -> list[FinishedMatch]:
             )
         )
     return finished
-
-
-def save_rating_snapshot(session: Session, league: LeagueRef, ratings: Any, *, finished_matches: int) -> RatingSnapshot:
-    """Keep ratings computed (by `workers/tournament`) from `finished_matches` results; `ratings` is JSON."""
-    league_id = _league_id(session, league)
-    _check_int("finished_matches", finished_matches, low=0)
-    try:
-        ratings = json.loads(json.dumps(ratings, allow_nan=False))
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(f"ratings must be JSON: {error}") from None
-    snapshot = RatingSnapshot(league_id=league_id, finished_matches=finished_matches, ratings=ratings)
-    session.add(snapshot)
-    session.flush()
-    return snapshot
-
-
-def latest_rating_snapshot(session: Session, league: LeagueRef) -> RatingSnapshot | None:
-    """The league's most recent rating snapshot, if any."""
-    league_id = _league_id(session, league)
-    return session.exec(
-        select(RatingSnapshot)
-        .where(col(RatingSnapshot.league_id) == league_id)
-        .order_by(col(RatingSnapshot.computed_at).desc(), col(RatingSnapshot.id).desc())
-    ).first()
 
 
 # ------------------------------------------------------------------------------------------------- helpers
