@@ -1,13 +1,13 @@
 """League benchmark: matches per second of a duplicate round robin of instant bots, by broker and worker count.
 
 The league: six entrants (`instant1` .. `instant6`), every pairing played as duplicate pairs
-(`schedule_round_robin`, `matches_per_pairing` matches each, 60 matches by default, league seed 1), default
-rules unless options are given (`rules` in the output). Every entrant is the same program,
-`bench/league_bot.py`, run by the workers like any hosted bot, one process per seat: an instant bot that
-answers every decision as soon as it is asked, imports nothing but grpc, the generated messages and the random
-wire policy (`clients/bots/wire_random.py`; no SDK, no rules engine) and leaves with `os._exit` once it has the
-outcome. Its choices are seeded by its seat and its first cards, so every configuration plays exactly the same
-matches (`identical_results` checks it).
+(`workers.leagues.create_round_robin`, `matches_per_pairing` matches each, 60 matches by default, its deals
+fixed by a constant secret), default rules unless options are given (`rules` in the output). Every entrant is
+the same program, `bench/league_bot.py`, run by the workers like any hosted bot, one process per seat: an
+instant bot that answers every decision as soon as it is asked, imports nothing but grpc, the generated messages
+and the random wire policy (`clients/bots/wire_random.py`; no SDK, no rules engine) and leaves with `os._exit`
+once it has the outcome. Its choices are seeded by its seat and its first cards, so every configuration plays
+exactly the same matches (`identical_results` checks it).
 
 Why this bot: four bot processes start for every match, and a short match of instant bots is dominated by
 their start-up. This is the smallest start-up of a Python gRPC bot (about 90 ms of CPU a seat, against about
@@ -103,6 +103,7 @@ from bench.league_probe import Phases, probe_limits, probe_match, summarize
 from clients.cpp.build import BOT as CPP_BOT
 from clients.cpp.build import BuildError, build_bot
 from referee.engine.rules import Rules
+from workers import leagues
 from workers.cpu_log import CPU_LOG_VARIABLE
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
@@ -139,7 +140,6 @@ what an SDK bot's start-up costs."""
 SEEDED_BOTS = ("instant", "cpp")
 """Bots whose choices the match seed fixes: every configuration must then give identical results."""
 LEAGUE = "bench"
-LEAGUE_SEED = 1
 LEAGUE_SECRET = hashlib.sha256(b"mus-arena/bench/league").digest()
 """A fixed league secret, so every configuration plays the same deals and must give identical results (a real
 league's secret is random and never known in advance)."""
@@ -203,23 +203,18 @@ def entrants(settings: Settings) -> list[str]:
 def create_league(engine: Engine, settings: Settings) -> int:
     """The benchmark league in a fresh database: the entrants, all the same program, and every match."""
     names = entrants(settings)
-    plan = schedule_round_robin(names, settings.matches_per_pairing, LEAGUE_SEED)
     with session_scope(engine) as session:
         for name in names:
             language = "cpp" if settings.bot == "cpp" else "python"
             # The instant bot's script is bound into each seat's sandbox with its folder (bench/).
             folder = str(BOT_SCRIPT.parent) if settings.bot == "instant" else None
             repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=folder, language=language)
-        league = repo.create_league(
+        league = leagues.create_round_robin(
             session,
             LEAGUE,
             bot_names=names,
-            matches=[
-                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
-            ],
-            options=dict(settings.options),
             matches_per_pairing=settings.matches_per_pairing,
-            seed=LEAGUE_SEED,
+            options=dict(settings.options),
             secret=LEAGUE_SECRET,
         )
         assert league.id is not None
@@ -704,7 +699,7 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
     settings = settings or (QUICK if quick else Settings())
     load_before = os.getloadavg()[0]
     url, redis_note = (None, "not asked") if "redis" not in settings.brokers else redis_url(settings)
-    matches = len(schedule_round_robin(entrants(settings), settings.matches_per_pairing, LEAGUE_SEED))
+    matches = len(schedule_round_robin(entrants(settings), settings.matches_per_pairing))
     result: dict[str, Any] = {
         "bot": BOTS[settings.bot][1],
         "think_ms": settings.think_ms if settings.bot == "instant" else None,

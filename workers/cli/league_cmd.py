@@ -4,41 +4,27 @@ Deals are secret until played: each league's seeds derive from its secret, of wh
 SHA-256 commitment; no output shows the secret before the league has finished, nor the seed of a deal that a
 match has yet to play (docs/leagues.md).
 
-A league is expanded into match rows when it is created (`workers.tournament.schedule_round_robin`), so
-status, standings and exports are queries over those rows and the results stored for them. Standings and Elo are
-recomputed from the results every time (results are the source of truth), never kept as running totals.
+The league logic is in `workers.leagues` (creating the round robin, standings, match rows, exports); these
+commands parse their arguments and print what it returns.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlmodel import Session
 
-from workers.cli.db import domain_errors, echo_json, iso, one_line, open_session, when
+from workers import leagues
+from workers.cli.db import domain_errors, echo_json, one_line, open_session, when
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.db import repo
-from workers.db.models import DealMode, League, Match, MatchStatus
-from workers.tournament import (
-    MAX_MATCHES_PER_PAIRING,
-    MatchScore,
-    StandingRow,
-    elo_over_time,
-    fit_elo,
-    plot_elo_over_time,
-    schedule_round_robin,
-    standings,
-)
+from workers.db.models import DealMode, League, MatchStatus
+from workers.tournament import MAX_MATCHES_PER_PAIRING, elo_over_time, plot_elo_over_time
 
 app = typer.Typer(
     help="Leagues: create, run, follow, rank and export round robins of duplicate pairs.", no_args_is_help=True
@@ -48,66 +34,12 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of te
 LeagueName = Annotated[str, typer.Argument(help="The league's name.")]
 ExportFormat = Annotated[str, typer.Option("--format", help="csv (one row per match) or json (everything).")]
 
-DEFAULT_MATCHES_PER_PAIRING = 8
-"""Four duplicate pairs per pairing: the first dealer then visits all four seats, so with the partnerships
-swapped within each pair every bot holds the mano exactly equally often (workers/tournament/schedule.py)."""
-
 EXPORT_FORMATS = ("csv", "json")
-
-CSV_COLUMNS = (
-    "match_id",
-    "index",
-    "seed",
-    "duplicate_pair",
-    "deal",
-    "status",
-    "team0_bot",
-    "team0_version",
-    "team1_bot",
-    "team1_version",
-    "winner_team",
-    "winner_bot",
-    "termination",
-    "vacas_team0",
-    "vacas_team1",
-    "games_team0",
-    "games_team1",
-    "points_team0",
-    "points_team1",
-    "faults_team0",
-    "faults_team1",
-    "fault_causes",
-    "incidents_team0",
-    "incidents_team1",
-    "incident_causes",
-    "finished_at",
-)
 
 
 def describe_rules(rules: dict[str, Any]) -> str:
     """A league's changed rules options as `key=value, ...`, or `defaults`."""
     return ", ".join(f"{key}={value}" for key, value in sorted(rules.items())) or "defaults"
-
-
-def league_json(league: League) -> dict[str, Any]:
-    """A league's stored settings as JSON: its commitment always, its secret only once it has finished."""
-    data: dict[str, Any] = {
-        "league": league.name,
-        "id": league.id,
-        "status": league.status.value,
-        "deal_mode": league.deal_mode.value,
-        "sandbox": league.sandbox,
-        "commitment": league.commitment,
-        "secret": repo.revealed_secret(league),
-        "matches_per_pairing": league.matches_per_pairing,
-        "rules": dict(league.rules),
-        "absent_limit_s": league.absent_limit_s,
-        "created_at": iso(league.created_at),
-        "finished_at": iso(league.finished_at),
-    }
-    if league.secret is None:
-        data["seed"] = league.seed  # a league from before secrets: its seeds were public anyway
-    return data
 
 
 def describe_deals(league: League) -> str:
@@ -133,12 +65,6 @@ def describe_commitment(league: League) -> str:
     return f"{shown}; the secret is revealed when the league finishes"
 
 
-def entrants_json(entrants: list[repo.Entrant]) -> list[dict[str, Any]]:
-    return [
-        {"bot": entrant.bot_name, "version": entrant.version_number, "remote": entrant.remote} for entrant in entrants
-    ]
-
-
 @app.command("create")
 def create_command(
     name: Annotated[str, typer.Argument(help="The new league's name.")],
@@ -148,7 +74,7 @@ def create_command(
     matches_per_pairing: Annotated[
         int,
         typer.Option(help="Matches per pairing: even, at most 1000; a multiple of 8 balances the mano exactly."),
-    ] = DEFAULT_MATCHES_PER_PAIRING,
+    ] = leagues.DEFAULT_MATCHES_PER_PAIRING,
     option: OptionList = None,
     deals: Annotated[
         str | None,
@@ -184,27 +110,24 @@ def create_command(
         fail(f"unknown --deals {deals!r}: use duplicate or independent")
     if matches_per_pairing > MAX_MATCHES_PER_PAIRING:
         fail(f"--matches-per-pairing must be at most {MAX_MATCHES_PER_PAIRING}, got {matches_per_pairing}")
-    names = sorted(bot.strip() for bot in bots.split(",") if bot.strip())
+    names = [bot.strip() for bot in bots.split(",") if bot.strip()]
     options = parse_options(option)
-    with domain_errors():
-        plan = schedule_round_robin(names, matches_per_pairing)
-    matches = [{"team0": match.team0, "team1": match.team1, "duplicate_pair": match.duplicate_pair} for match in plan]
     with open_session() as session:
-        league = repo.create_league(
+        league = leagues.create_round_robin(
             session,
             name,
             bot_names=names,
-            matches=matches,
-            options=options,
             matches_per_pairing=matches_per_pairing,
+            options=options,
             absent_limit_s=absent_limit,
             deal_mode=deals,
             sandbox=not no_sandbox,
         )
         entrants = repo.league_entrants(session, league)
-    remote = [entrant.bot_name for entrant in entrants if entrant.remote]
+        planned = repo.league_progress(session, league)["total"]
+    remote = leagues.remote_twins(league, entrants)
     warning = None
-    if remote and league.deal_mode is DealMode.DUPLICATE:
+    if remote:
         warning = (
             f"remote bot(s) {', '.join(remote)} play duplicate deals: a remote program can remember the cards of "
             "a twin it has played and use them in the other; use --deals independent unless you trust it"
@@ -212,11 +135,16 @@ def create_command(
         typer.echo(f"warning: {warning}", err=True)
     if json_output:
         echo_json(
-            {**league_json(league), "matches": len(plan), "entrants": entrants_json(entrants), "warning": warning}
+            {
+                **leagues.league_json(league),
+                "matches": planned,
+                "entrants": leagues.entrants_json(entrants),
+                "warning": warning,
+            }
         )
         return
-    pairings = len(names) * (len(names) - 1) // 2
-    typer.echo(f"League {name} created: {len(plan)} matches ({pairings} pairings x {matches_per_pairing}).")
+    pairings = len(entrants) * (len(entrants) - 1) // 2
+    typer.echo(f"League {name} created: {planned} matches ({pairings} pairings x {matches_per_pairing}).")
     typer.echo("Entrants: " + ", ".join(f"{entrant.bot_name} v{entrant.version_number}" for entrant in entrants))
     typer.echo(f"Rules: {describe_rules(league.rules)}")
     typer.echo(f"Deals: {describe_deals(league)}")
@@ -243,7 +171,7 @@ def list_command(json_output: JsonFlag = False) -> None:
             for league in repo.list_leagues(session)
         ]
     if json_output:
-        echo_json([{**league_json(league), **progress, "entrants": n} for league, progress, n in rows])
+        echo_json([{**leagues.league_json(league), **progress, "entrants": n} for league, progress, n in rows])
         return
     if not rows:
         typer.echo("No leagues yet: create one with `mus league create NAME --bots a,b,c`.")
@@ -294,9 +222,9 @@ def status_command(
         }
         for match in with_errors[: max(errors, 0)]
     ]
-    listed = match_rows(planned, entrants, results) if matches else []
+    listed = leagues.match_rows(planned, entrants, results) if matches else []
     if json_output:
-        data = {**league_json(league), **progress, "entrants": entrants_json(entrants), "errors": shown}
+        data = {**leagues.league_json(league), **progress, "entrants": leagues.entrants_json(entrants), "errors": shown}
         if matches:
             data["matches"] = listed
         echo_json(data)
@@ -331,65 +259,6 @@ def status_command(
         typer.echo(f"Match ids (for `mus replay show MATCH`): `mus league status {league.name} --matches`.")
 
 
-def match_rows(
-    planned: list[Match], entrants: list[repo.Entrant], results: dict[int, repo.FinishedMatch]
-) -> list[dict[str, Any]]:
-    """Every match of the plan with its teams and, once finished, its result, as JSON.
-
-    A match's seed is shown only once every match played on that deal has finished (`published_seed`): before,
-    it would tell a bot the deals of a match it has yet to play.
-    """
-    teams = {entrant.version_id: (entrant.bot_name, entrant.version_number) for entrant in entrants}
-    unplayed = unplayed_deals(planned)
-    rows: list[dict[str, Any]] = []
-    for match in planned:
-        assert match.id is not None
-        result = results.get(match.id)
-        team0 = teams.get(match.team0_version_id, ("?", None))
-        team1 = teams.get(match.team1_version_id, ("?", None))
-        row: dict[str, Any] = {
-            "match_id": match.id,
-            "index": match.index,
-            "seed": published_seed(match, unplayed),
-            "duplicate_pair": match.duplicate_pair,
-            "deal": match.deal,
-            "status": match.status.value,
-            "attempt": match.attempt,
-            "teams": [{"bot": team0[0], "version": team0[1]}, {"bot": team1[0], "version": team1[1]}],
-            "result": None,
-        }
-        if result is not None:
-            row["result"] = {
-                "winner_team": result.winner_team,
-                "winner_bot": (result.team0_bot, result.team1_bot)[result.winner_team],
-                "termination": result.termination,
-                "vacas": list(result.vacas),
-                "games": list(result.games),
-                "points": list(result.points),
-                "faults": [dict(fault) for fault in result.faults],
-                "incidents": [dict(incident) for incident in result.incidents],
-                "decision_seconds": [dict(summary) for summary in result.decision_seconds],
-                "finished_at": iso(result.finished_at),
-            }
-        rows.append(row)
-    return rows
-
-
-def unplayed_deals(planned: list[Match]) -> set[tuple[int | None, int]]:
-    """The deals some match has yet to finish, as (duplicate pair, seed)."""
-    return {(match.duplicate_pair, match.seed) for match in planned if match.status is not MatchStatus.FINISHED}
-
-
-def published_seed(match: Match, unplayed: set[tuple[int | None, int]]) -> int | None:
-    """A match's seed if it may be shown: the match has finished, and so has every match on the same deal (its
-    duplicate twin, when they share it); else None."""
-    if match.status is not MatchStatus.FINISHED:
-        return None
-    if match.duplicate_pair is not None and (match.duplicate_pair, match.seed) in unplayed:
-        return None
-    return match.seed
-
-
 def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
     table = Table(title=f"Matches of {league}")
     for column in ("id", "#", "pair", "team 0 (seats 0+2)", "team 1 (seats 1+3)", "status", "winner", "games"):
@@ -414,55 +283,6 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-@dataclass(frozen=True, slots=True)
-class LeagueTable:
-    """A league's results and the standings fitted on them, as read in one transaction."""
-
-    league: League
-    entrants: list[repo.Entrant]
-    results: list[repo.FinishedMatch]
-    scores: list[MatchScore]
-    rows: list[StandingRow]
-    reference: str
-    total: int
-
-
-def match_score(finished: int, result: repo.FinishedMatch) -> MatchScore:
-    """A stored result as the tournament logic takes it: bots by name, faults and incidents per team by cause."""
-    faults: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
-    for fault in result.faults:
-        faults[int(fault["seat"]) % 2][str(fault["cause"])] += 1
-    incidents: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
-    for incident in result.incidents:
-        incidents[int(incident["seat"]) % 2][str(incident["cause"])] += 1
-    return MatchScore(
-        team0=result.team0_bot,
-        team1=result.team1_bot,
-        winner=result.winner_team,
-        duplicate_pair=result.duplicate_pair,
-        deal=result.deal,
-        finished=finished,
-        games=result.games,
-        points=result.points,
-        faults=(dict(faults[0]), dict(faults[1])),
-        incidents=(dict(incidents[0]), dict(incidents[1])),
-    )
-
-
-def league_table(session: Session, name: str, anchor: str | None = None) -> LeagueTable:
-    """Read a league's results and fit its standings (Elo by maximum likelihood over every result)."""
-    league = repo.get_league(session, name)
-    entrants = repo.league_entrants(session, league)
-    results = repo.league_results(session, league)
-    total = repo.league_progress(session, league)["total"]
-    # league_results lists results in the order they finished: that order is the Elo-over-time axis.
-    scores = [match_score(n, result) for n, result in enumerate(results, start=1)]
-    ratings = fit_elo(scores, anchor, entrants=[entrant.bot_name for entrant in entrants])
-    rows = standings(scores, ratings)
-    reference = next(iter(ratings.values())).reference if ratings else ""
-    return LeagueTable(league, entrants, results, scores, rows, reference, total)
-
-
 def _causes_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{cause} {count}" for cause, count in sorted(counts.items()) if count) or "-"
 
@@ -484,7 +304,7 @@ def standings_command(
     protocol error, absent) are what happened to a bot's connections or processes, listed apart.
     """
     with open_session() as session:
-        table_data = league_table(session, name, anchor)
+        table_data = leagues.league_table(session, name, anchor)
     versions = {entrant.bot_name: entrant.version_number for entrant in table_data.entrants}
     if plot is not None:
         with domain_errors():
@@ -549,23 +369,12 @@ def export_command(
     if export_format not in EXPORT_FORMATS:
         fail(f"unknown export format {export_format!r}: use {' or '.join(EXPORT_FORMATS)}")
     with open_session() as session:
-        table_data = league_table(session, name)
-        matches = repo.list_matches(session, table_data.league)
-        progress = repo.league_progress(session, table_data.league)
-    results = {result.match_id: result for result in table_data.results}
-    rows = match_rows(matches, table_data.entrants, results)
+        document = leagues.export_document(session, name)
+    rows = document["matches"]
     if export_format == "json":
-        document: dict[str, Any] = {
-            "league": league_json(table_data.league),
-            "entrants": entrants_json(table_data.entrants),
-            "progress": progress,
-            "standings": [row.to_json() for row in table_data.rows],
-            "rating_reference": table_data.reference,
-            "matches": rows,
-        }
-        text = _json_text(document)
+        text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
     else:
-        text = _csv_text(rows)
+        text = leagues.csv_text(rows)
     if output is None:
         typer.echo(text, nl=False)
         return
@@ -573,46 +382,4 @@ def export_command(
         output.write_text(text, encoding="utf-8")
     except OSError as error:
         fail(f"cannot write {output}: {error.strerror or error}")
-    typer.echo(f"League {table_data.league.name}: {len(rows)} matches exported to {output}")
-
-
-def _json_text(document: dict[str, Any]) -> str:
-    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
-
-
-def _csv_text(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        result = row["result"] or {}
-        faults = result.get("faults", [])
-        incidents = result.get("incidents", [])
-        flat: dict[str, Any] = {
-            "match_id": row["match_id"],
-            "index": row["index"],
-            "seed": row["seed"],
-            "duplicate_pair": row["duplicate_pair"],
-            "deal": row["deal"],
-            "status": row["status"],
-            "team0_bot": row["teams"][0]["bot"],
-            "team0_version": row["teams"][0]["version"],
-            "team1_bot": row["teams"][1]["bot"],
-            "team1_version": row["teams"][1]["version"],
-            "winner_team": result.get("winner_team"),
-            "winner_bot": result.get("winner_bot"),
-            "termination": result.get("termination"),
-            "finished_at": result.get("finished_at"),
-        }
-        for key in ("vacas", "games", "points"):
-            pair = result.get(key) or [None, None]
-            flat[f"{key}_team0"], flat[f"{key}_team1"] = pair
-        if result:
-            flat["faults_team0"] = sum(1 for fault in faults if fault["seat"] % 2 == 0)
-            flat["faults_team1"] = sum(1 for fault in faults if fault["seat"] % 2 == 1)
-            flat["fault_causes"] = ";".join(f"seat{fault['seat']}:{fault['cause']}" for fault in faults)
-            flat["incidents_team0"] = sum(1 for incident in incidents if incident["seat"] % 2 == 0)
-            flat["incidents_team1"] = sum(1 for incident in incidents if incident["seat"] % 2 == 1)
-            flat["incident_causes"] = ";".join(f"seat{incident['seat']}:{incident['cause']}" for incident in incidents)
-        writer.writerow(flat)
-    return buffer.getvalue()
+    typer.echo(f"League {document['league']['league']}: {len(rows)} matches exported to {output}")

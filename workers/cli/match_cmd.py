@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from referee.engine.errors import MusError
+from referee.engine.match import team_of
 from referee.engine.rules import Rules
 from referee.engine.transcript import render_transcript
 from workers.cli.errors import fail
@@ -125,8 +126,10 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
     outcome = played.match.outcome
     assert outcome is not None
     table = played.table
-    faults = [{**fault, "bot": names[fault["seat"] % 2]} for fault in fault_records(played.match)]
-    incidents = [{**incident, "bot": names[incident["seat"] % 2]} for incident in incident_records(table.incidents)]
+    faults = [{**fault, "bot": names[team_of(fault["seat"])]} for fault in fault_records(played.match)]
+    incidents = [
+        {**incident, "bot": names[team_of(incident["seat"])]} for incident in incident_records(table.incidents)
+    ]
     return {
         "seed": seed,
         "teams": {"0": names[0], "1": names[1]},
@@ -162,7 +165,7 @@ def describe_result(result: dict[str, Any]) -> str:
     for kind in ("faults", "incidents"):
         teams = []
         for team in (0, 1):
-            causes = Counter(entry["cause"] for entry in result[kind] if entry["seat"] % 2 == team)
+            causes = Counter(entry["cause"] for entry in result[kind] if team_of(entry["seat"]) == team)
             counted = ", ".join(f"{cause} {count}" for cause, count in sorted(causes.items()))
             teams.append(
                 f"{result['teams'][str(team)]} (team {team}) {sum(causes.values())}"

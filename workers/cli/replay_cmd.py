@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from referee.engine.errors import MusError
 from referee.engine.events import Event, EventKind
-from referee.engine.match import Match, MatchOutcome, Setup
+from referee.engine.match import Match, MatchOutcome, Setup, team_of
 from referee.engine.replay import EVENTS_VERSION, replay_record, setup_to_json
 from referee.engine.rules import Rules
 from referee.engine.transcript import TEAM_LABEL, render_transcript
@@ -174,12 +174,12 @@ def show_command(
     typer.echo(f"  {TEAM_LABEL[0]}: {names[0]}; {TEAM_LABEL[1]}: {names[1]}")
     rules = ", ".join(f"{key}={value}" for key, value in sorted(setup.rules.items())) or "defaults"
     typer.echo(f"  rules: {rules}")
-    view = "omniscient view" if seat is None else f"seat {seat}'s view ({names[seat % 2]})"
+    view = "omniscient view" if seat is None else f"seat {seat}'s view ({names[team_of(seat)]})"
     typer.echo(f"  {view}" + (f", hand {hand}" if hand is not None else ""))
     typer.echo(render_transcript(events), nl=False)
     for incident in stored.incidents:
         detail = f": {incident['detail']}" if incident.get("detail") else ""
-        bot = names[int(incident["seat"]) % 2]
+        bot = names[team_of(int(incident["seat"]))]
         typer.echo(f"incident: seat {incident['seat']} ({bot}) {incident['cause']}{detail}")
 
 
