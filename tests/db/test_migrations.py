@@ -96,7 +96,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0099"
-down_revision = "0003"
+down_revision = "{head}"
 branch_labels = None
 depends_on = None
 
@@ -118,12 +118,13 @@ def test_a_failing_migration_leaves_the_database_at_its_previous_revision(
     ensure_schema(engine)
     migrations = tmp_path / "migrations"
     shutil.copytree(session.MIGRATIONS_DIR, migrations, ignore=shutil.ignore_patterns("__pycache__"))
-    (migrations / "versions" / "0099_broken.py").write_text(BROKEN_REVISION)
+    head = head_revision()
+    (migrations / "versions" / "0099_broken.py").write_text(BROKEN_REVISION.replace("{head}", head))
     monkeypatch.setattr(session, "MIGRATIONS_DIR", migrations)
 
     with pytest.raises(sa.exc.IntegrityError):
         ensure_schema(engine)
-    assert schema_revision(engine) == "0003"
+    assert schema_revision(engine) == head
     assert _tables(engine) == TABLES
 
 
