@@ -64,8 +64,9 @@ Efficiency: before and after each configuration's league, the engine plays rando
 `matches_per_s` over it. The top-level `efficiency` is the one-worker configuration's on the first broker
 (`efficiency_of`, normally `embedded_1`; target 0.05), `efficiency_by_configuration` all of them.
 
-The pool (`--pool`): the entrants opt in to `workers.pool` (MUS_POOL), so each worker keeps their seat
-processes alive across matches (docs/pool.md); `per_match` then also times a pooled match (`instant_pooled`).
+The pool (`--pool`): the entrants are added as persistent bots (`mus bot add --persistent`), so each worker
+keeps their seat processes alive across matches (docs/pool.md); `per_match` then also times a pooled match
+(`instant_pooled`).
 
 Ratios: `scaling_2_over_1` (per broker, two workers over one; target 1.8) and `embedded_over_redis` (per
 worker count; target 0.85). The league is CPU-bound (four bot processes start for every match), so two
@@ -109,7 +110,7 @@ from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.launcher import EXAMPLE_BOTS, BotProgram
 from workers.league_run import run_league
-from workers.pool import POOL_VARIABLE, BotPool
+from workers.pool import BotPool
 from workers.tournament import schedule_round_robin
 
 BOT_SCRIPT = Path(__file__).resolve().parent / "league_bot.py"
@@ -158,7 +159,6 @@ ENVIRONMENT = (
     "MUS_QUEUE",
     THINK_ENV,
     CPU_LOG_VARIABLE,
-    POOL_VARIABLE,
 )
 """What a configuration sets in this process's environment (and restores afterwards)."""
 
@@ -183,7 +183,7 @@ class Settings:
     engine_s: float = 2.0
     """How long the engine plays on each configuration's cores, for `efficiency`."""
     pool: bool = False
-    """Hosted bots stay alive across matches (workers.pool, MUS_POOL): the entrants opt in."""
+    """Hosted bots stay alive across matches (workers.pool): the entrants are persistent bots."""
 
 
 QUICK = Settings(bots=3, matches_per_pairing=2, repeats=1, probe_matches=1, engine_s=0.25)
@@ -208,7 +208,14 @@ def create_league(engine: Engine, settings: Settings) -> int:
             language = "cpp" if settings.bot == "cpp" else "python"
             # The instant bot's script is bound into each seat's sandbox with its folder (bench/).
             folder = str(BOT_SCRIPT.parent) if settings.bot == "instant" else None
-            repo.add_bot(session, name, command=BOTS[settings.bot][0], folder=folder, language=language)
+            repo.add_bot(
+                session,
+                name,
+                command=BOTS[settings.bot][0],
+                folder=folder,
+                language=language,
+                persistent=settings.pool,
+            )
         league = leagues.create_round_robin(
             session,
             LEAGUE,
@@ -242,9 +249,7 @@ def environment(values: Mapping[str, str | None]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def deployment(
-    broker_url: str | None, think_ms: float = 0.0, pool: tuple[str, ...] = ()
-) -> Iterator[tuple[Path, Engine]]:
+def deployment(broker_url: str | None, think_ms: float = 0.0) -> Iterator[tuple[Path, Engine]]:
     """A fresh temporary folder with its SQLite database, broker folder and logs, as the environment."""
     root = Path(tempfile.mkdtemp(prefix="mus-bench-league-"))
     values = {
@@ -255,7 +260,6 @@ def deployment(
         "MUS_QUEUE": f"mus-bench-{secrets.token_hex(4)}" if broker_url else None,
         THINK_ENV: f"{think_ms:g}" if think_ms else None,
         CPU_LOG_VARIABLE: str(root / "cpu.jsonl"),
-        POOL_VARIABLE: ",".join(pool) if pool else None,
     }
     engine = make_engine(values["MUS_DATABASE_URL"])
     try:
@@ -510,8 +514,7 @@ def timings(engine: Engine, league_id: int) -> dict[str, Any]:
 
 def run_configuration(broker: str, workers: int, settings: Settings, url: str | None) -> dict[str, Any]:
     """One league on a fresh deployment: `workers` workers on `broker`; its figures."""
-    pool = tuple(entrants(settings)) if settings.pool else ()
-    with deployment(url if broker == "redis" else None, settings.think_ms, pool) as (root, engine):
+    with deployment(url if broker == "redis" else None, settings.think_ms) as (root, engine):
         league_id = create_league(engine, settings)
         cores = core_plan(workers, settings)
         pinner = Pinner(cores) if cores is not None and broker == "embedded" else None
@@ -650,7 +653,8 @@ def probe(settings: Settings) -> dict[str, Any]:
     if settings.pool:
         programs["instant_pooled"] = BOT_COMMAND
     for label, command in programs.items():
-        pool = BotPool(probe_limits(), names=frozenset({label})) if label.endswith("_pooled") else None
+        pooled = label.endswith("_pooled")
+        pool = BotPool(probe_limits()) if pooled else None
         try:
             with deployment(None) as (root, engine):
                 league_id = create_league(engine, replace(settings, bot="instant"))
@@ -660,7 +664,8 @@ def probe(settings: Settings) -> dict[str, Any]:
                 log_dir = root / "logs"
                 log_dir.mkdir(parents=True, exist_ok=True)
                 # The instant bot's script is bound into its sandbox with its folder, as in the league.
-                program = BotProgram(label, command, BOT_SCRIPT.parent if command == BOT_COMMAND else None)
+                folder = BOT_SCRIPT.parent if command == BOT_COMMAND else None
+                program = BotProgram(label, command, folder, persistent=pooled)
                 warm_up = 1 if pool is not None else 0
                 for index, match_id in enumerate(match_ids[: settings.probe_matches + warm_up]):
                     phase = probe_match(engine, match_id, program, log_dir, pool)

@@ -96,13 +96,15 @@ class LaunchError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class BotProgram:
-    """A bot as a program: the command to run and the folder to run it in (and, for the pool, the registered
-    version it is: a pooled process of another version is restarted)."""
+    """A bot as a program: the command to run and the folder to run it in; for the pool, the registered version
+    it is (a pooled process of another version is restarted) and whether it is `persistent` (`mus bot add
+    --persistent`: it plays seat after seat given on its standard input, SEATS_VARIABLE)."""
 
     name: str
     command: tuple[str, ...]
     cwd: Path | None = None
     version: str = ""
+    persistent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -791,11 +793,15 @@ class PooledProcess:
         sandboxed: bool,
         log_path: Path | None,
         output_bytes: int,
+        socket_dir: Path,
     ) -> None:
         import threading
 
         self.program = program
         self.process = process
+        self.socket_dir = socket_dir
+        """This process's own folder (bound at SOCKET_DIR in its sandbox): each of its matches' referees listens
+        on a socket in it, for this process alone."""
         self.cgroups = cgroups
         self.sandboxed = sandboxed
         self.seats_played = 0
@@ -888,17 +894,20 @@ class PooledProcess:
             capped.close()
 
 
-def start_pooled(program: BotProgram, *, sandbox: Sandbox | None, log_path: Path | None) -> PooledProcess:
+def start_pooled(
+    program: BotProgram, socket_dir: Path, *, limits: Limits | None, log_path: Path | None
+) -> PooledProcess:
     """Start a process of `program` that plays seats given on its standard input (SEATS_VARIABLE), confined
-    like a seat (`launch_bot`) when `sandbox` is given: its sandbox binds `sandbox.socket_dir`, where every
-    match's referee socket of this worker is made, at SOCKET_DIR."""
+    like a seat (`launch_bot`) when `limits` are given. `socket_dir` is its own folder, bound at SOCKET_DIR in
+    its sandbox: the referee of each of its matches listens there too, so it never sees another's socket."""
+    sandbox = Sandbox(socket_dir, limits) if limits is not None else None
     seccomp = seccomp_pipe() if sandbox is not None else contextlib.nullcontext(None)
     with seccomp as seccomp_fd:
-        return _start_pooled(program, sandbox, log_path, seccomp_fd)
+        return _start_pooled(program, socket_dir, sandbox, log_path, seccomp_fd)
 
 
 def _start_pooled(
-    program: BotProgram, sandbox: Sandbox | None, log_path: Path | None, seccomp_fd: int | None
+    program: BotProgram, socket_dir: Path, sandbox: Sandbox | None, log_path: Path | None, seccomp_fd: int | None
 ) -> PooledProcess:
     limits = sandbox.limits if sandbox is not None else Limits()
     cgroups: tuple[Path, ...] = ()
@@ -936,4 +945,4 @@ def _start_pooled(
         for cgroup in cgroups:
             _remove_cgroup(cgroup)
         raise LaunchError(f"cannot start {program.name}: {error.strerror}") from error
-    return PooledProcess(program, process, cgroups, sandbox is not None, log_path, limits.output_bytes)
+    return PooledProcess(program, process, cgroups, sandbox is not None, log_path, limits.output_bytes, socket_dir)

@@ -90,24 +90,27 @@ async def play_programs(
     bots run unconfined (a `--no-sandbox` league, or a machine without bwrap).
 
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
-    live processes (`workers.pool`) instead of launched: the referee's socket is then made in the pool's
-    folder, which those processes' sandboxes bind, under a name of this match's own."""
+    live processes (`workers.pool`) instead of launched: the referee then also listens on a socket of this
+    match's own in each such process's folder, which only that process's sandbox binds."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
-    pooled_seats = [pool is not None and pool.accepts(programs[seat % 2]) for seat in range(4)]
-    if pool is not None and any(pooled_seats):
-        socket_dir, own_folder = pool.socket_dir, False
-        socket_name = f"match-{uuid.uuid4().hex[:16]}.sock"
-    else:
-        socket_dir, own_folder, socket_name = Path(tempfile.mkdtemp(prefix="mus-referee-")), True, "referee.sock"
+    socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
+    # Pooled seats: their processes are acquired first, for the server to listen in their folders from its start.
+    members = {
+        seat: pool.acquire(programs[seat % 2], seat)
+        for seat in range(4)
+        if pool is not None and pool.accepts(programs[seat % 2])
+    }
+    pooled_socket = f"match-{uuid.uuid4().hex[:16]}.sock"
     referee = Referee()
     try:
-        host_address = f"unix:{socket_dir / socket_name}"
-        server, _ = await start_server(referee, host_address, public_address=host_address)
+        host_address = f"unix:{socket_dir / 'referee.sock'}"
+        also = [f"unix:{member.socket_dir / pooled_socket}" for member in members.values()]
+        server, _ = await start_server(referee, host_address, public_address=host_address, also=also)
     except BaseException:
-        _remove_socket(socket_dir, socket_name, own_folder)
+        _remove_sockets(socket_dir, members.values(), pooled_socket)
         raise
     confined = Sandbox(socket_dir, sandbox) if sandbox is not None else None
-    address = f"unix:{SOCKET_DIR}/{socket_name}" if confined is not None else host_address
+    address = f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else host_address
     names = [programs[seat % 2].name for seat in range(4)]
     table = referee.create_table(rules, seed, names, join_timeout_s=join_timeout_s)
     processes: list[BotProcess] = []
@@ -118,10 +121,11 @@ async def play_programs(
     try:
         launched_at = time.monotonic()
         for seat in range(4):
-            if pool is not None and pooled_seats[seat]:
-                member = pool.acquire(programs[seat % 2], seat)
+            if seat in members:
+                member = members[seat]
                 pooled[seat] = (member, member.cpu_s())
-                member.offer(address, table.seats[seat].token)
+                own = f"unix:{SOCKET_DIR if confined is not None else member.socket_dir}/{pooled_socket}"
+                member.offer(own, table.seats[seat].token)
                 watchers.append(asyncio.create_task(_watch_pooled(table, seat, member)))
                 continue
             process = await launch_bot(
@@ -140,7 +144,7 @@ async def play_programs(
         if table.status is not TableStatus.FINISHED:
             table.cancel("the match runner stopped")
         await server.stop(grace=1.0)
-        _remove_socket(socket_dir, socket_name, own_folder)
+        _remove_sockets(socket_dir, members.values(), pooled_socket)
         if pool is not None:
             troubled = {incident.seat for incident in table.incidents}
             for seat, (member, _) in pooled.items():
@@ -152,11 +156,11 @@ async def play_programs(
     return PlayedMatch(table, logs, launched_at, ended_at, exited_at, _sum_or_none(counted))
 
 
-def _remove_socket(socket_dir: Path, name: str, own_folder: bool) -> None:
-    if own_folder:
-        shutil.rmtree(socket_dir, ignore_errors=True)
-    else:
-        (socket_dir / name).unlink(missing_ok=True)
+def _remove_sockets(socket_dir: Path, members: Iterable[PooledProcess], pooled_socket: str) -> None:
+    """The match's private socket folder, and its socket in each pooled seat's folder."""
+    shutil.rmtree(socket_dir, ignore_errors=True)
+    for member in members:
+        (member.socket_dir / pooled_socket).unlink(missing_ok=True)
 
 
 async def _watch_pooled(table: Table, seat: int, member: PooledProcess) -> None:

@@ -230,7 +230,9 @@ def _play_hosted(setup: MatchSetup) -> _Played:
     programs = tuple(_program(team) for team in setup.teams)
     rules = Rules.from_options(setup.rules)
     limits = _limits(setup)
-    pool = worker_pool(limits, Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / "pool")
+    pool = None
+    if any(program.persistent for program in programs):
+        pool = worker_pool(limits, Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / "pool")
     played = asyncio.run(
         play_programs(
             (programs[0], programs[1]),
@@ -303,7 +305,7 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
 
 def _program(team: TeamSetup) -> BotProgram:
     folder = Path(team.folder) if team.folder else None
-    return BotProgram(team.bot_name, team.command, folder, version=str(team.version_id))
+    return BotProgram(team.bot_name, team.command, folder, version=str(team.version_id), persistent=team.persistent)
 
 
 def _heartbeat(engine: Engine, match_id: int, worker: str, lease_s: float, stop: threading.Event) -> None:

@@ -1,4 +1,5 @@
-"""Hosted bots that stay alive across matches: a worker's pool of seat processes (opt-in, MUS_POOL).
+"""Hosted bots that stay alive across matches: a worker's pool of seat processes, for the bots registered with
+`mus bot add --persistent` (`BotProgram.persistent`).
 
 A match then costs its play, not four start-ups. The rules the pool keeps:
 
@@ -13,40 +14,31 @@ A match then costs its play, not four start-ups. The rules the pool keeps:
   `max_seats` seats, when its seat had an incident (it may be stuck), past half its CPU-time limit (an rlimit
   counts the process's life, not a match), and when the bot's program or registered version changes.
 - **Limits.** At most `max_processes` processes live at once (least recently used retired first).
+- **A folder of its own.** Each process has its own folder, bound at `/run/mus` in its sandbox; a match's
+  referee listens on a socket in it for that process's seat (and nowhere another process can see), named in
+  the seat line, and removes it at the end of the match.
 
-Which bots: only those named in MUS_POOL (comma-separated bot names, or `*` for every hosted bot), because a
-pooled process must speak the seats-over-stdin protocol (`workers.launcher.SEATS_VARIABLE`; the SDK's
-`run_main` and `bench/league_bot.py` do). Every other bot is launched per match, as before.
-
-Each match's referee listens on a socket of its own in the pool's folder, which every pooled sandbox binds at
-`/run/mus`: a process learns the socket's name with each seat.
+Only a persistent bot plays from the pool, because a pooled process must speak the seats-over-stdin protocol
+(`workers.launcher.SEATS_VARIABLE`; the SDK's `run_main`, the C++ and JavaScript example bots, the stdio bridge
+and `bench/league_bot.py` do). Every other bot is launched per match.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import shutil
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
-from workers.launcher import BotProgram, Limits, PooledProcess, Sandbox, start_pooled
-
-POOL_VARIABLE = "MUS_POOL"
-"""Comma-separated names of the hosted bots this worker keeps alive across matches (`*`: all)."""
+from workers.launcher import BotProgram, Limits, PooledProcess, start_pooled
 
 MAX_SEATS = 500
 """Seats a pooled process plays before it is replaced (bounds what a leak or a grudge can build up)."""
 
 MAX_PROCESSES = 64
 """Pooled processes a worker keeps at once."""
-
-
-def pooled_names() -> frozenset[str]:
-    """The bot names MUS_POOL opts in."""
-    return frozenset(name.strip() for name in os.environ.get(POOL_VARIABLE, "").split(",") if name.strip())
 
 
 class BotPool:
@@ -56,15 +48,14 @@ class BotPool:
         self,
         limits: Limits | None,
         *,
-        names: frozenset[str] | None = None,
         log_dir: Path | None = None,
         max_seats: int = MAX_SEATS,
         max_processes: int = MAX_PROCESSES,
         retire_cpu_s: float | None = None,
     ) -> None:
         self.limits = limits
-        self.names = pooled_names() if names is None else names
-        self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-pool-"))
+        self.root = Path(tempfile.mkdtemp(prefix="mus-pool-"))
+        """Where each process's own folder is made (a process's sandbox binds its folder, never this one)."""
         self.log_dir = log_dir
         self.max_seats = max_seats
         self.max_processes = max_processes
@@ -75,8 +66,8 @@ class BotPool:
         self._processes: OrderedDict[tuple[str, int], PooledProcess] = OrderedDict()
 
     def accepts(self, program: BotProgram) -> bool:
-        """Whether `program` plays from this pool (it opted in), rather than being launched per match."""
-        return "*" in self.names or program.name in self.names
+        """Whether `program` plays from this pool (it is persistent), rather than being launched per match."""
+        return program.persistent
 
     def acquire(self, program: BotProgram, seat: int) -> PooledProcess:
         """The live process of `program` for `seat`, started now if there is none (or it has to be replaced)."""
@@ -94,8 +85,12 @@ class BotPool:
             if self.log_dir is not None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log_path = self.log_dir / f"{program.name}-seat{seat}-{self.started}.log"
-            sandbox = Sandbox(self.socket_dir, self.limits) if self.limits is not None else None
-            current = start_pooled(program, sandbox=sandbox, log_path=log_path)
+            folder = Path(tempfile.mkdtemp(prefix=f"seat{seat}-", dir=self.root))
+            try:
+                current = start_pooled(program, folder, limits=self.limits, log_path=log_path)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
             self.started += 1
             self._processes[key] = current
         self._processes.move_to_end(key)
@@ -122,22 +117,21 @@ class BotPool:
     def _retire(self, key: tuple[str, int]) -> None:
         process = self._processes.pop(key)
         process.close()
+        shutil.rmtree(process.socket_dir, ignore_errors=True)
         self.retired += 1
 
     def close(self) -> None:
-        """Stop every pooled process and remove the socket folder."""
+        """Stop every pooled process and remove their folders."""
         while self._processes:
             self._retire(next(iter(self._processes)))
-        shutil.rmtree(self.socket_dir, ignore_errors=True)
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 _POOLS: dict[Limits | None, BotPool] = {}
 
 
-def worker_pool(limits: Limits | None, log_dir: Path | None = None) -> BotPool | None:
-    """This worker process's pool for `limits`, or None when MUS_POOL names no bot."""
-    if not pooled_names():
-        return None
+def worker_pool(limits: Limits | None, log_dir: Path | None = None) -> BotPool:
+    """This worker process's pool for `limits` (made at its first persistent bot)."""
     pool = _POOLS.get(limits)
     if pool is None:
         pool = _POOLS[limits] = BotPool(limits, log_dir=log_dir)
@@ -145,7 +139,8 @@ def worker_pool(limits: Limits | None, log_dir: Path | None = None) -> BotPool |
 
 
 @atexit.register
-def _close_pools() -> None:
+def close_pools() -> None:
+    """Stop this worker process's pools (at its exit)."""
     for pool in _POOLS.values():
         with contextlib.suppress(Exception):
             pool.close()

@@ -1,4 +1,5 @@
-// mus-random-bot: a Mus Arena bot in C++ that plays one seat with uniformly random legal actions.
+// mus-random-bot: a Mus Arena bot in C++ that plays with uniformly random legal actions: one seat, or with
+// MUS_SEATS=stdin seat after seat from one process (a persistent bot: `mus bot add --persistent`).
 //
 // This is the template for bots in other languages than Python: everything a bot needs is here, over the bare
 // wire (proto/mus/v1/play.proto, docs/protocol.md), with the synchronous grpc++ API and one thread:
@@ -11,7 +12,12 @@
 //   4. Exit 0 once the Outcome has arrived. If the connection drops (UNAVAILABLE) before that, join again
 //      with the same token and Join.next_seq = the seq of the next event we expect.
 //
-// Any failure exits 1 with a one-line message on stderr. Logs go to stderr (the league keeps them per seat).
+//   5. With MUS_SEATS=stdin instead of MUS_REFEREE and MUS_TOKEN (docs/pool.md): read one JSON line per seat
+//      from standard input, {"referee": ADDRESS, "seat_token": TOKEN}, play it as above, then read the next;
+//      exit 0 at the end of the input. A seat that fails is logged and the next line is read.
+//
+// Any failure exits 1 with a one-line message on stderr (in the seat loop: ends that seat). Logs go to stderr
+// (the league keeps them per seat, or per process for a persistent bot).
 //
 // Randomness: MUS_SEED (an unsigned integer) seeds the generator when set. Otherwise the seed is derived from
 // the seat and the cards of its first decision, which the match seed fixes: replaying a match seed with the
@@ -28,10 +34,14 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "mus/v1/play.grpc.pb.h"  // generated at build time from proto/mus/v1/play.proto (see the Makefile)
 
@@ -51,11 +61,14 @@ constexpr std::chrono::milliseconds kMaxPause{1000};
 
 void Log(const std::string& message) { std::cerr << kBotName << ": " << message << std::endl; }
 
-// Ends the process with a one-line message: the exit status a launcher (and `mus match play`) reports.
-[[noreturn]] void Fail(const std::string& message) {
-  Log(message);
-  std::exit(1);
-}
+// Why a seat could not be played: main() logs it and exits 1 (in the seat loop: it goes on to the next seat).
+class Failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Ends the seat with a one-line message: the exit status a launcher (and `mus match play`) reports.
+[[noreturn]] void Fail(const std::string& message) { throw Failure(message); }
 
 const char* StatusName(grpc::StatusCode code) {
   switch (code) {
@@ -187,7 +200,14 @@ class Player {
 
     // Read until the referee closes the stream: after the Outcome it closes with OK.
     pb::PlayResponse response;
-    while (stream_->Read(&response)) Handle(response);
+    try {
+      while (stream_->Read(&response)) Handle(response);
+    } catch (const Failure&) {  // end the call before its context goes
+      context.TryCancel();
+      stream_->Finish();
+      stream_.reset();
+      throw;
+    }
     stream_->WritesDone();
     grpc::Status status = stream_->Finish();
     stream_.reset();
@@ -304,11 +324,9 @@ std::optional<uint64_t> SeedSetting() {
   return seed;
 }
 
-}  // namespace
-
-int main() {
-  const std::string referee = Setting("MUS_REFEREE", "the referee's host:port");
-  Player player(Setting("MUS_TOKEN", "the seat token"), SeedSetting());
+// One seat of one match, to its outcome (dropped streams joined again); throws Failure when it cannot be played.
+void PlaySeat(const std::string& referee, const std::string& token, std::optional<uint64_t> seed) {
+  Player player(token, seed);
 
   // Reconnect quickly after a drop: gRPC's default first reconnect backoff is 1 s, a fifth of the grace period.
   grpc::ChannelArguments arguments;
@@ -323,7 +341,7 @@ int main() {
   while (true) {
     const int joins = player.joins();
     const grpc::Status status = player.PlayStream(*stub);
-    if (player.finished()) return 0;  // the outcome arrived: the match is over for this seat
+    if (player.finished()) return;  // the outcome arrived: the match is over for this seat
     if (status.ok()) Fail("the referee closed the stream before sending the outcome");
 
     // UNAVAILABLE: the connection dropped (or the referee is not up yet); worth joining again. A rejoin may
@@ -345,5 +363,55 @@ int main() {
     Log("stream ended (" + Describe(status) + "); joining again in " + std::to_string(pause.count()) + " ms");
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, kMaxPause);
+  }
+}
+
+// A seat line of MUS_SEATS=stdin, {"referee": ADDRESS, "seat_token": TOKEN}: its address and token. Throws
+// Failure if it is not one.
+std::pair<std::string, std::string> SeatLine(const std::string& line) {
+  google::protobuf::Struct object;
+  if (!google::protobuf::util::JsonStringToMessage(line, &object).ok()) {
+    Fail("not a JSON object: " + line.substr(0, 200));
+  }
+  const auto& fields = object.fields();
+  const auto referee = fields.find("referee");
+  const auto token = fields.find("seat_token");
+  if (referee == fields.end() || !referee->second.has_string_value() || token == fields.end() ||
+      !token->second.has_string_value()) {
+    Fail("not a seat line (it needs the strings referee and seat_token): " + line.substr(0, 200));
+  }
+  return {referee->second.string_value(), token->second.string_value()};
+}
+
+// MUS_SEATS=stdin: every seat given on standard input, one after another, until the input ends.
+int PlaySeats(std::optional<uint64_t> seed) {
+  std::string line;
+  int played = 0;
+  while (std::getline(std::cin, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const auto [referee, token] = SeatLine(line);
+      PlaySeat(referee, token, seed);
+      ++played;
+    } catch (const Failure& failure) {
+      Log(std::string("seat not played: ") + failure.what());
+    }
+  }
+  Log("end of input after " + std::to_string(played) + " seat(s)");
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    const char* seats = std::getenv("MUS_SEATS");
+    if (seats != nullptr && std::string(seats) == "stdin") return PlaySeats(SeedSetting());
+    const std::string referee = Setting("MUS_REFEREE", "the referee's host:port");
+    PlaySeat(referee, Setting("MUS_TOKEN", "the seat token"), SeedSetting());
+    return 0;
+  } catch (const Failure& failure) {
+    Log(failure.what());
+    return 1;
   }
 }

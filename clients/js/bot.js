@@ -7,6 +7,9 @@
 //                                wait in the lobby (MUS_TOKEN is then the bot's lobby token) and play every
 //                                seat it is offered, each on its own Play stream, in this one process
 //   --strategy FILE              choose with FILE's chooseAction(request, rules) instead of strategy.js's
+//   MUS_SEATS=stdin node bot.js  play seat after seat in this one process (a persistent bot, docs/pool.md): one
+//                                JSON line per seat on stdin, {"referee": ADDRESS, "seat_token": TOKEN}; exit 0
+//                                at the end of the input
 //
 // Everything a bot needs over the bare wire (proto/mus/v1/play.proto and lobby.proto, docs/protocol.md):
 //   1. Open PlayService.Play and send Join (batch_events = true: a step's events and this seat's decision come
@@ -376,6 +379,46 @@ async function sleepUnless(ms, stopped) {
   while (Date.now() < until && !stopped()) await sleep(Math.min(100, until - Date.now()));
 }
 
+// ------------------------------------------------------------------------------------------------ seats on stdin
+
+// A seat line of MUS_SEATS=stdin: {referee, seatToken}; throws a Failure if it is not one.
+function seatLine(line) {
+  let data;
+  try {
+    data = JSON.parse(line);
+  } catch (error) {
+    throw new Failure(`not a JSON line (${error.message}): ${line.slice(0, 200)}`);
+  }
+  if (!data || typeof data.referee !== 'string' || typeof data.seat_token !== 'string') {
+    throw new Failure(`not a seat line (it needs the strings referee and seat_token): ${line.slice(0, 200)}`);
+  }
+  return { referee: data.referee, seatToken: data.seat_token };
+}
+
+// Plays every seat given on standard input, one after another, until the input ends. A seat that cannot be
+// played is logged, and the next line is read. Returns how many seats were played to their outcome.
+async function runSeats(mus) {
+  const readline = require('node:readline');
+  let played = 0;
+  for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (!line.trim()) continue;
+    try {
+      const { referee, seatToken } = seatLine(line);
+      const client = playClient(mus, referee, null);
+      try {
+        await playSeat(client, referee, seatToken);
+        played += 1;
+      } finally {
+        client.close();
+      }
+    } catch (error) {
+      if (!(error instanceof Failure)) throw error;
+      log(`seat not played: ${error.message.split('\n')[0]}`);
+    }
+  }
+  return played;
+}
+
 // ------------------------------------------------------------------------------------------------ main
 
 const USAGE =
@@ -433,6 +476,17 @@ function loadStrategy(file) {
 async function main() {
   const options = parseArguments(process.argv.slice(2));
   if (options.strategy) strategy = loadStrategy(options.strategy);
+  if (process.env.MUS_SEATS === 'stdin' && !options.remote) {
+    let mus;
+    try {
+      mus = loadMus();
+    } catch (error) {
+      throw new Failure(error.message);
+    }
+    const played = await runSeats(mus);
+    log(`end of input after ${played} seat(s)`);
+    return;
+  }
   const referee = setting('MUS_REFEREE', 'the referee address: host:port or unix:/path/to/socket');
   const token = setting('MUS_TOKEN', options.remote ? "the bot's lobby token" : 'the seat token');
   let mus;

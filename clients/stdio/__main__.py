@@ -1,13 +1,16 @@
 """`python -m clients.stdio [--name NAME] -- COMMAND ...`: play one seat (MUS_REFEREE, MUS_TOKEN) with a program
-that speaks the line protocol of docs/stdio.md on its stdin and stdout."""
+that speaks the line protocol of docs/stdio.md on its stdin and stdout; with MUS_SEATS=stdin, every seat given
+on standard input (docs/pool.md)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 from collections.abc import Sequence
 
-from clients.stdio.bridge import run
+from clients.sdk.runner import ENV_SEATS
+from clients.stdio.bridge import run, run_seats
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,6 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not command:
         parser.error("give the program after `--`: python -m clients.stdio -- sh mybot.sh")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s stdio-bridge %(levelname)s %(message)s")
+    if os.environ.get(ENV_SEATS) == "stdin":
+        return run_seats(command, name=args.name, version=args.bot_version)
     return run(command, name=args.name, version=args.bot_version)
 
 

@@ -6,6 +6,10 @@ Each `decide` writes one `request` line and reads one answer line (lockstep: the
 before the answer to the previous one), `on_event` writes `event` lines, `on_outcome` the `outcome` line; then
 the program's stdin closes. The program's stderr is the bridge's (the seat's log). When the program exits
 before the outcome, the bridge exits at once with a non-zero status: the seat has crashed. See docs/stdio.md.
+
+With MUS_SEATS=stdin (a persistent bot, docs/pool.md) the bridge plays seat after seat given on its own standard
+input (`run_seats`): the bridge, its interpreter and gRPC live across matches, and the program is started for
+each seat, since the line protocol is one match per program.
 """
 
 from __future__ import annotations
@@ -16,13 +20,13 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from clients.sdk.bot import Bot
 from clients.sdk.errors import SdkError
-from clients.sdk.runner import ENV_REFEREE, ENV_TOKEN, run_bot
+from clients.sdk.runner import ENV_REFEREE, ENV_SEATS, ENV_TOKEN, SeatOffer, run_bot
 from clients.sdk.view import BotView
 from clients.stdio.lines import (
     MAX_LINE_BYTES,
@@ -180,15 +184,24 @@ def default_name(command: Sequence[str]) -> str:
 def start(command: Sequence[str]) -> subprocess.Popen[bytes]:
     """Start the program with pipes for stdin and stdout and the bridge's stderr. It gets the bridge's
     environment without the seat token and the referee's address: it speaks to the bridge only."""
-    environment = {key: value for key, value in os.environ.items() if key not in (ENV_TOKEN, ENV_REFEREE)}
+    hidden = (ENV_TOKEN, ENV_REFEREE, ENV_SEATS)
+    environment = {key: value for key, value in os.environ.items() if key not in hidden}
     try:
         return subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
     except OSError as error:
         raise SdkError(f"cannot start {command[0]}: {error.strerror or error}") from None
 
 
-def run(command: Sequence[str], *, name: str | None = None, version: str = "0") -> int:
-    """Play the seat named by MUS_REFEREE and MUS_TOKEN with the program `command`; the exit status."""
+def run(
+    command: Sequence[str],
+    *,
+    name: str | None = None,
+    version: str = "0",
+    referee: str | None = None,
+    token: str | None = None,
+) -> int:
+    """Play the seat at `referee` with `token` (default: MUS_REFEREE and MUS_TOKEN) with the program `command`;
+    the exit status."""
     try:
         process = start(command)
     except SdkError as error:
@@ -198,13 +211,35 @@ def run(command: Sequence[str], *, name: str | None = None, version: str = "0") 
     bot.write(hello_json(bot.name))
     threading.Thread(target=_watch, args=(process, bot), name="mus-stdio-watch", daemon=True).start()
     try:
-        outcome = run_bot(bot)
+        outcome = run_bot(bot, referee, token)
     except SdkError as error:
         logger.error("%s", error)
         process.kill()
         return 1
     finish(process, bot.process.stdin)
     logger.info("match over: team %d won (%s)", outcome.winner, outcome.termination.value)
+    return 0
+
+
+def run_seats(
+    command: Sequence[str], *, name: str | None = None, version: str = "0", lines: Iterable[str] | None = None
+) -> int:
+    """MUS_SEATS=stdin: play every seat given on `lines` (standard input by default), one JSON line each
+    (`{"referee": ADDRESS, "seat_token": TOKEN}`), one after another, each with a fresh run of `command`; 0 at
+    the end of the input. A seat that cannot be played is logged and the next line is read; a program that
+    crashes during its seat ends the bridge (as in `run`: the seat's process has crashed)."""
+    played = 0
+    for line in lines if lines is not None else sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            offer = SeatOffer.from_line(line)
+        except SdkError as error:
+            logger.error("%s", error)
+            continue
+        if run(command, name=name, version=version, referee=offer.referee, token=offer.seat_token) == 0:
+            played += 1
+    logger.info("end of input after %d seat(s)", played)
     return 0
 
 

@@ -3,6 +3,8 @@ a second server for the TableAdmin API alone (`start_admin_server`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -66,12 +68,16 @@ SERVICE_NAMES = (
 
 
 async def start_server(
-    referee: Referee, address: str = "127.0.0.1:0", public_address: str | None = None
+    referee: Referee,
+    address: str = "127.0.0.1:0",
+    public_address: str | None = None,
+    also: Sequence[str] = (),
 ) -> tuple[grpc.aio.Server, int]:
     """Start serving on `address` (port 0 picks a free port); returns the server and its port.
 
     `public_address` is where remote bots reach this referee (sent in lobby assignments); by default the
-    listening host and port.
+    listening host and port. `also`: more addresses to listen on (a worker's pooled seats each get a unix socket
+    in their own folder).
     """
     server = grpc.aio.server(
         options=SERVER_OPTIONS,
@@ -88,6 +94,9 @@ async def start_server(
     port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot listen on {address}")
+    for extra in also:
+        if server.add_insecure_port(extra) == 0:
+            raise OSError(f"cannot listen on {extra}")
     await server.start()
     referee.lobby.referee_address = public_address or f"{address.rsplit(':', 1)[0]}:{port}"
     for name in (*SERVICE_NAMES, ""):

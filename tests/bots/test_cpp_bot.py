@@ -25,6 +25,7 @@ from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import TableStatus
+from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
 from tests.support.proxy import DropOnceProxy
 from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
@@ -210,3 +211,12 @@ def _free_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield sock.getsockname()[1]
+
+
+def test_with_seats_on_stdin_one_process_plays_two_seats_in_a_row(cpp_bot: Path, tmp_path: Path) -> None:
+    """MUS_SEATS=stdin (a persistent bot, docs/pool.md): each of its two processes plays a seat of each match."""
+    program = BotProgram("cpp-random", (str(cpp_bot),), cpp_bot.parent, persistent=True)
+    result = two_seats_in_a_row(program, resolve_program("random"), Rules(), tmp_path / "pool")
+    check_two_clean_seats_per_process(result)
+    for log in result.logs:
+        assert log.count(": outcome ") == 2 and "end of input after 2 seat(s)" in log, log

@@ -31,6 +31,7 @@ from referee.service.lobby import token_sha256
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Table, TableStatus
+from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
 from tests.support.proxy import DropOnceProxy
 from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
@@ -397,3 +398,13 @@ def test_a_league_plays_it_hosted_and_remote_on_mus_referee_serve(
         assert {team["bot"] for team in match["teams"]} == {"jshosted", "jsremote"}, match
         result = match["result"]
         assert result is not None and result["termination"] == "normal" and result["faults"] == [], match
+
+
+def test_with_seats_on_stdin_one_process_plays_two_seats_in_a_row(node: str, tmp_path: Path) -> None:
+    """MUS_SEATS=stdin (a persistent bot, docs/pool.md): each of its two processes plays a seat of each match."""
+    program = BotProgram("js-bot", (node, "bot.js"), JS_DIR, persistent=True)
+    result = two_seats_in_a_row(program, resolve_program("rules"), Rules.from_options(QUICK), tmp_path / "pool")
+    check_two_clean_seats_per_process(result)
+    for log in result.logs:
+        assert log.count("outcome:") == 2 and "end of input after 2 seat(s)" in log, log
+        assert "rejected" not in log and "strategy failed" not in log, log

@@ -30,6 +30,7 @@ from referee.engine.events import EventKind
 from referee.engine.match import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.table import TableStatus
+from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
 from workers.cli.main import app
 from workers.launcher import BotProgram, Limits, resolve_program, sandbox_available, stdio_program
 from workers.matches import PlayedMatch, play_programs
@@ -301,3 +302,16 @@ def test_stdio_is_refused_with_remote_and_the_bridge_needs_a_program(
         env={"PATH": os.environ.get("PATH", ""), "MUS_REFEREE": "unix:/nonexistent", "MUS_TOKEN": "t"},
     )
     assert missing.returncode == 1 and "cannot start /nonexistent/bot" in missing.stderr, missing.stderr
+
+
+def test_with_seats_on_stdin_the_bridge_plays_two_seats_in_a_row_starting_the_program_for_each(
+    tmp_path: Path,
+) -> None:
+    """MUS_SEATS=stdin (a persistent bot, docs/pool.md): the bridge's process lives across both matches; the
+    program behind it, whose line protocol is one match long, is started for each seat."""
+    bridged = stdio_program(BotProgram("first_legal", ("sh", EXAMPLE.name), EXAMPLE.parent))
+    program = BotProgram(bridged.name, bridged.command, bridged.cwd, persistent=True)
+    result = two_seats_in_a_row(program, resolve_program("random"), Rules.from_options(QUICK), tmp_path / "pool")
+    check_two_clean_seats_per_process(result)
+    for log in result.logs:
+        assert log.count("first_legal: outcome:") == 2 and "end of input after 2 seat(s)" in log, log

@@ -166,6 +166,25 @@ def test_show_prints_the_versions_table(database: str, tmp_path: Path) -> None:
     assert "Bot alpha: hosted program, python" in text and "python bot.py" in text and "Leagues: none" in text
 
 
+def test_persistent_is_chosen_at_add_shown_by_list_and_show_and_set_anew_by_adding_again(
+    database: str, tmp_path: Path
+) -> None:
+    program = bot_program(tmp_path, "alpha")
+    added = ok("add", "alpha", "--persistent", "--", "python", str(program))
+    assert "runs:    persistent" in added.stdout
+    ok("add", "beta", "--", "python", str(bot_program(tmp_path, "beta")))
+    rows = json.loads(ok("list", "--json").stdout)
+    assert [(row["bot"], row["persistent"]) for row in rows] == [("alpha", True), ("beta", False)]
+    assert "hosted, persistent" in ok("list").stdout
+    shown = json.loads(ok("show", "alpha", "--json").stdout)
+    assert [(v["version"], v["persistent"]) for v in shown["versions"]] == [(1, True)]
+    assert "persistent" in ok("show", "alpha").stdout
+    again = json.loads(ok("add", "alpha", "--json", "--", "python", str(program)).stdout)
+    assert again["version"] == 1 and again["new_version"] is False and again["persistent"] is False, (
+        "the same program added without --persistent: the same version, now launched per seat"
+    )
+
+
 def test_remove_retires_a_bot_but_not_while_an_unfinished_league_needs_it(database: str, tmp_path: Path) -> None:
     ok("add", "alpha", "--", "python", str(bot_program(tmp_path, "alpha")))
     ok("add", "beta", "--", "python", str(bot_program(tmp_path, "beta")))
@@ -187,6 +206,7 @@ def test_remove_retires_a_bot_but_not_while_an_unfinished_league_needs_it(databa
         (["add", "bad name", "--", "python", "x.py"], "invalid bot name 'bad name'"),
         (["add", "alpha"], "give the command that runs the bot after `--`"),
         (["add", "alpha", "--remote", "--", "python", "x.py"], "a remote bot runs elsewhere"),
+        (["add", "alpha", "--remote", "--persistent"], "a remote bot runs elsewhere"),
         (["add", "alpha", "--dir", "no/such/folder", "--", "python", "x.py"], "is not a directory"),
         (["add", "alpha", "--language", "x" * 40, "--", "python", "x.py"], "a bot language must be 1 to 32 characters"),
     ],

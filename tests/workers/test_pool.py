@@ -4,18 +4,26 @@ sandbox where this machine has one; which process plays which seat, and when one
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import tests.support.hostile_seats
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
 from referee.service.table import TableStatus
-from workers.launcher import EXAMPLE_BOTS, BotProgram, Limits, sandbox_available
+from tests.workers.conftest import Deployment
+from workers import play
+from workers.db import repo
+from workers.db.session import session_scope
+from workers.launcher import EXAMPLE_BOTS, INSTALL_HINT, BotProgram, Limits, sandbox_available
 from workers.matches import PlayedMatch, play_programs
-from workers.pool import BotPool
+from workers.pool import BotPool, close_pools, worker_pool
+from workers.tournament import schedule_round_robin
 
 LIMITS = Limits() if sandbox_available() else None
 """Sandboxed where the machine allows it, as a league plays; unconfined elsewhere (the pool works the same)."""
@@ -23,17 +31,19 @@ FAST = Rules.from_options({"games_to_win_vaca": 1, "vacas_to_win_match": 1})
 
 
 def instant(name: str, version: str = "1") -> BotProgram:
-    return BotProgram(name, BOT_COMMAND, BOT_SCRIPT.parent, version=version)
+    return BotProgram(name, BOT_COMMAND, BOT_SCRIPT.parent, version=version, persistent=True)
 
 
 @pytest.fixture
 def pool(tmp_path: Path) -> Iterator[BotPool]:
-    made = BotPool(LIMITS, names=frozenset({"a", "b", "quitter", "random"}), log_dir=tmp_path / "pool")
+    made = BotPool(LIMITS, log_dir=tmp_path / "pool")
     yield made
     made.close()
 
 
-def play(programs: tuple[BotProgram, BotProgram], seed: int, pool: BotPool | None, **options: object) -> PlayedMatch:
+def play_match(
+    programs: tuple[BotProgram, BotProgram], seed: int, pool: BotPool | None, **options: object
+) -> PlayedMatch:
     return asyncio.run(play_programs(programs, FAST, seed, sandbox=LIMITS, pool=pool, **options))  # type: ignore[arg-type]
 
 
@@ -44,8 +54,8 @@ def seat_pids(pool: BotPool) -> dict[tuple[str, int], int]:
 def test_pooled_processes_play_several_matches_with_the_results_of_bots_launched_per_match(pool: BotPool) -> None:
     pids: list[dict[tuple[str, int], int]] = []
     for seed in range(3):
-        pooled = play((instant("a"), instant("b")), seed, pool)
-        launched = play((instant("a"), instant("b")), seed, None)
+        pooled = play_match((instant("a"), instant("b")), seed, pool)
+        launched = play_match((instant("a"), instant("b")), seed, None)
         assert pooled.table.status is TableStatus.FINISHED and not pooled.table.incidents
         assert pooled.match.outcome == launched.match.outcome, "the instant bot is seeded: same match either way"
         assert pooled.match.log == launched.match.log
@@ -56,25 +66,25 @@ def test_pooled_processes_play_several_matches_with_the_results_of_bots_launched
 
 
 def test_a_bot_that_meets_itself_plays_its_four_seats_with_four_processes(pool: BotPool) -> None:
-    played = play((instant("a"), instant("a")), 7, pool)
+    played = play_match((instant("a"), instant("a")), 7, pool)
     assert played.table.status is TableStatus.FINISHED
     assert sorted(seat for _, seat in seat_pids(pool)) == [0, 1, 2, 3]
     assert len(set(seat_pids(pool).values())) == 4
 
 
 def test_the_twin_of_a_duplicate_pair_is_played_by_other_processes_than_the_first_half(pool: BotPool) -> None:
-    play((instant("a"), instant("b")), 11, pool)
+    play_match((instant("a"), instant("b")), 11, pool)
     first_half = {pid for (name, _), pid in seat_pids(pool).items() if name == "a"}
-    play((instant("b"), instant("a")), 11, pool)  # the same deal, partnerships swapped
+    play_match((instant("b"), instant("a")), 11, pool)  # the same deal, partnerships swapped
     second_half = {seat: pid for (name, seat), pid in seat_pids(pool).items() if name == "a" and seat % 2 == 1}
     assert sorted(second_half) == [1, 3]
     assert first_half.isdisjoint(second_half.values()), "no process of a saw that deal from the other side"
 
 
 def test_a_new_version_of_a_bot_gets_new_processes(pool: BotPool) -> None:
-    play((instant("a"), instant("b")), 3, pool)
+    play_match((instant("a"), instant("b")), 3, pool)
     before = seat_pids(pool)
-    play((instant("a", version="2"), instant("b")), 4, pool)
+    play_match((instant("a", version="2"), instant("b")), 4, pool)
     after = seat_pids(pool)
     assert after[("a", 0)] != before[("a", 0)] and after[("a", 2)] != before[("a", 2)]
     assert after[("b", 1)] == before[("b", 1)], "b did not change"
@@ -86,30 +96,30 @@ def test_a_pooled_process_that_crashes_is_charged_a_crash_and_replaced_for_the_n
     folder = tmp_path / "quitter"
     folder.mkdir()
     (folder / "quitter.py").write_text("import sys\nsys.stdin.readline()\nsys.exit(3)\n")
-    quitter = BotProgram("quitter", (sys.executable, str(folder / "quitter.py")), folder)
-    played = play((quitter, instant("b")), 5, pool, join_timeout_s=5)
+    quitter = BotProgram("quitter", (sys.executable, str(folder / "quitter.py")), folder, persistent=True)
+    played = play_match((quitter, instant("b")), 5, pool, join_timeout_s=5)
     assert played.table.status is TableStatus.FINISHED
     assert {(incident.seat, incident.cause) for incident in played.table.incidents} >= {(0, "crash"), (2, "crash")}
     assert ("quitter", 0) not in seat_pids(pool), "a process that crashed is not kept"
     started = pool.started
-    play((instant("a"), instant("b")), 6, pool)
+    play_match((instant("a"), instant("b")), 6, pool)
     assert pool.started == started + 2, "b's processes lived on; a's two were started"
 
 
 def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool(pool: BotPool) -> None:
-    random_bot = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
+    random_bot = BotProgram("random", tuple(EXAMPLE_BOTS["random"]), persistent=True)
     for seed in range(2):
-        played = play((random_bot, random_bot), seed, pool)
+        played = play_match((random_bot, random_bot), seed, pool)
         assert played.table.status is TableStatus.FINISHED and not played.table.incidents
     assert pool.started == 4, "run_main kept each process for the second match"
 
 
 def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:
-    small = BotPool(LIMITS, names=frozenset({"a", "b"}), max_seats=1)
+    small = BotPool(LIMITS, max_seats=1)
     try:
-        play((instant("a"), instant("b")), 1, small)
+        play_match((instant("a"), instant("b")), 1, small)
         first = seat_pids(small)
-        play((instant("a"), instant("b")), 2, small)
+        play_match((instant("a"), instant("b")), 2, small)
         assert set(first.values()).isdisjoint(seat_pids(small).values())
         assert small.started == 8
     finally:
@@ -119,15 +129,112 @@ def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:
 def test_a_process_past_half_its_cpu_time_limit_is_replaced_before_the_limit_can_hit_a_match() -> None:
     if LIMITS is None:
         pytest.skip("no sandbox: no CPU limit")
-    default = BotPool(LIMITS, names=frozenset())
+    default = BotPool(LIMITS)
     default.close()
     assert default.retire_cpu_s == LIMITS.cpu_s / 2
-    tight = BotPool(LIMITS, names=frozenset({"a", "b"}), retire_cpu_s=0.0)
+    tight = BotPool(LIMITS, retire_cpu_s=0.0)
     try:
-        played = play((instant("a"), instant("b")), 1, tight)
+        played = play_match((instant("a"), instant("b")), 1, tight)
         assert played.table.status is TableStatus.FINISHED
         if all(member.cpu_s() is None for member in tight.processes()) and tight.retired == 0:
             pytest.skip("no cgroup counts the seats' CPU here")
         assert tight.processes() == [] and tight.retired == 4
     finally:
         tight.close()
+
+
+IDLE = "import sys\nfor _ in sys.stdin:\n    pass\n"
+"""A persistent program that takes its seats and never joins: its matches wait, their sockets open."""
+
+
+@pytest.mark.skipif(LIMITS is None, reason=INSTALL_HINT)
+def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(pool: BotPool, tmp_path: Path) -> None:
+    idle_folder, hostile_folder = tmp_path / "idle", tmp_path / "hostile"
+    idle_folder.mkdir()
+    hostile_folder.mkdir()
+    (idle_folder / "idle.py").write_text(IDLE)
+    shutil.copy(tests.support.hostile_seats.__file__, hostile_folder / "hostile_seats.py")
+    idle = BotProgram("idle", (sys.executable, str(idle_folder / "idle.py")), idle_folder, persistent=True)
+
+    async def scenario() -> tuple[list[PlayedMatch], list[str]]:
+        # Another match of this worker, under way the whole time: its referee listens in its four seats' folders.
+        other = asyncio.create_task(play_programs((idle, idle), FAST, 1, sandbox=LIMITS, pool=pool, join_timeout_s=60))
+        for _ in range(2000):
+            if len(list(pool.root.glob("*/match-*.sock"))) == 4:
+                break
+            await asyncio.sleep(0.01)
+        elsewhere = sorted(str(path) for path in pool.root.glob("*/match-*.sock"))
+        assert len(elsewhere) == 4, "the other match listens in each of its pooled seats' folders"
+        command = [sys.executable, str(hostile_folder / "hostile_seats.py")]
+        for path in [*elsewhere, str(pool.root)]:
+            command += ["--target", path]
+        hostile = BotProgram("hostile", tuple(command), hostile_folder, persistent=True)
+        played = [
+            await play_programs((hostile, instant("b")), FAST, seed, sandbox=LIMITS, pool=pool) for seed in (2, 3)
+        ]
+        other.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await other
+        return played, elsewhere
+
+    played, elsewhere = asyncio.run(scenario())
+    assert all(one.table.status is TableStatus.FINISHED and not one.table.incidents for one in played)
+    hostile_pids = {member.pid for member in pool.processes() if member.program.name == "hostile"}
+    assert len(hostile_pids) == 2, "two processes (seats 0 and 2) played both matches"
+    assert list(pool.root.glob("*/*")) == [], "every match removed its sockets from its seats' folders"
+    pool.close()
+    lines = [
+        line
+        for log in sorted((tmp_path / "pool").glob("hostile-seat*.log"))
+        for line in log.read_text().splitlines()
+        if line.startswith("ATTACK rundir")
+    ]
+    assert len(lines) == 4, "each of the two processes looked with each of its two seats"
+    for line in lines:
+        assert line.startswith("ATTACK rundir BLOCKED"), line
+        fields = dict(field.split("=", 1) for field in line.split()[3:])
+        assert fields["seen"] == fields["own"] and fields["reached"] == "none", line
+        assert all(f"{path}:ENOENT" in fields["tried"] for path in elsewhere), line
+
+
+def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_others(
+    deployment: Deployment,
+) -> None:
+    names = ["keeper", "starter"]
+    plan = schedule_round_robin(names, 4, 1)
+    with session_scope(deployment.engine) as session:
+        for name in names:
+            repo.add_bot(
+                session,
+                name,
+                command=BOT_COMMAND,
+                folder=BOT_SCRIPT.parent,
+                language="python",
+                persistent=name == "keeper",
+            )
+        league = repo.create_league(
+            session,
+            "pooled",
+            bot_names=names,
+            matches=[
+                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
+            ],
+            options={"games_to_win_vaca": 1, "vacas_to_win_match": 1},
+            matches_per_pairing=4,
+            seed=1,
+            sandbox=LIMITS is not None,
+        )
+        match_ids = [match.id for match in repo.list_matches(session, league.id or 0) if match.id is not None]
+    play.database.cache_clear()
+    try:
+        assert [play.play_league_match(match_id) for match_id in match_ids] == ["finished"] * 4
+        pooled = worker_pool(LIMITS).processes()
+        assert sorted((member.program.name, member.seats_played) for member in pooled) == [("keeper", 2)] * 4, (
+            "keeper's four seat processes each played both of their seats; starter was launched per match"
+        )
+        with session_scope(deployment.engine) as session:
+            results = repo.league_results(session, league.id or 0)
+        assert len(results) == 4 and not any(result.incidents for result in results)
+    finally:
+        play.database.cache_clear()
+        close_pools()

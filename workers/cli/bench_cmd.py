@@ -104,7 +104,11 @@ def league_command(
         typer.Option(help="Pin each worker, with its referee and its bots, to a core of its own (when enough cores)."),
     ] = True,
     pool: Annotated[
-        bool, typer.Option(help="Keep the hosted bots alive across matches (workers.pool; the instant bot opts in).")
+        bool,
+        typer.Option(
+            help="Add the entrants as persistent bots (`mus bot add --persistent`): each worker keeps their "
+            "processes alive across matches (docs/pool.md)."
+        ),
     ] = False,
     json_output: JsonFlag = False,
 ) -> None:

@@ -224,6 +224,15 @@ def add_command(
             "bridge, which plays over gRPC for it in the same sandbox.",
         ),
     ] = False,
+    persistent: Annotated[
+        bool,
+        typer.Option(
+            "--persistent",
+            help="The program plays seat after seat from one process, each seat a JSON line on its stdin "
+            "(MUS_SEATS=stdin, docs/pool.md): workers keep it alive across matches instead of starting it for "
+            "every seat. SDK bots (run_main) and the C++, JavaScript and stdio-bridge examples do.",
+        ),
+    ] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Then check the program with `mus bot check NAME` (exit 1 if it fails).")
     ] = False,
@@ -234,13 +243,17 @@ def add_command(
     With `--stdio`, the program speaks JSON lines on stdin and stdout (docs/stdio.md): the stored command is the
     stdio bridge followed by it (`python -m clients.stdio -- COMMAND ...`), versioned and sandboxed like any other.
 
+    With `--persistent`, the program plays seat after seat given on its standard input (docs/pool.md): a worker
+    keeps its processes alive across matches. Without it, a process is started for every seat. Adding the same
+    program again sets the choice anew on its version.
+
     A program is versioned by a content hash of its folder and command: adding it again after a change makes a
     new version (new leagues enter it; old results stay with the old version), adding it unchanged does not.
     """
     words = list(command or [])
     if remote:
-        if words or directory is not None or stdio:
-            fail("a remote bot runs elsewhere: give it no command, no --dir and no --stdio")
+        if words or directory is not None or stdio or persistent:
+            fail("a remote bot runs elsewhere: give it no command, no --dir, no --stdio and no --persistent")
         with open_session() as session:
             readded = _existing(session, name) is not None
             token = repo.add_remote_bot(session, name, language=language or "unknown")
@@ -269,7 +282,7 @@ def add_command(
         words = stdio_command(words)
     with open_session() as session:
         known = _known_hashes(session, name)
-        version = repo.add_bot(session, name, command=words, folder=folder, language=language)
+        version = repo.add_bot(session, name, command=words, folder=folder, language=language, persistent=persistent)
         info = repo.get_bot(session, name)
     new = version.content_hash not in known
     if json_output:
@@ -286,6 +299,7 @@ def add_command(
     typer.echo(f"  command: {' '.join(version.command)}")
     typer.echo(f"  folder:  {version.folder or '(none)'}")
     typer.echo(f"  hash:    {version.content_hash}")
+    typer.echo(f"  runs:    {_runs(version)}")
     if not check:
         typer.echo(f"Check it before a league: mus bot check {name}")
     elif not check_cmd.check_registered(name, json_output=False).passed:
@@ -300,6 +314,10 @@ def _known_hashes(session: Session, name: str) -> set[str]:
     return {version.content_hash for version in info.versions}
 
 
+def _runs(version: BotVersion) -> str:
+    return "persistent (seat after seat from one process)" if version.persistent else "a process per seat"
+
+
 def _version_json(version: BotVersion, language: str) -> dict[str, Any]:
     return {
         "version": version.number,
@@ -307,6 +325,7 @@ def _version_json(version: BotVersion, language: str) -> dict[str, Any]:
         "command": list(version.command),
         "folder": version.folder,
         "language": language,
+        "persistent": version.persistent,
         "registered_at": iso(version.registered_at),
     }
 
@@ -318,6 +337,7 @@ def _bot_json(info: repo.BotInfo) -> dict[str, Any]:
         "remote": bot.remote,
         "language": bot.language,
         "current_version": current.number if current is not None else None,
+        "persistent": current.persistent if current is not None else False,
         "versions": len(info.versions),
         "created_at": iso(bot.created_at),
         "removed_at": iso(bot.removed_at),
@@ -343,7 +363,9 @@ def list_command(
         table.add_column(column, justify="right" if column in ("version", "versions") else "left")
     for info in bots:
         bot, current = info.bot, info.current
-        kind = "remote" if bot.remote else "hosted"
+        kind = (
+            "remote" if bot.remote else "hosted, persistent" if current is not None and current.persistent else "hosted"
+        )
         if bot.removed_at is not None:
             kind += " (removed)"
         table.add_row(
@@ -383,7 +405,7 @@ def show_command(
         typer.echo(f"  removed {when(bot.removed_at)} UTC: it enters no new league; its results stay")
     if not bot.remote:
         table = Table(title=f"Versions of {bot.name}")
-        for column in ("version", "current", "hash", "command", "folder", "registered (UTC)"):
+        for column in ("version", "current", "hash", "command", "folder", "persistent", "registered (UTC)"):
             table.add_column(column)
         for version in info.versions:
             table.add_row(
@@ -392,6 +414,7 @@ def show_command(
                 version.content_hash[:12],
                 " ".join(version.command),
                 version.folder or "-",
+                "yes" if version.persistent else "no",
                 when(version.registered_at),
             )
         Console().print(table)

@@ -122,6 +122,9 @@ class BotVersion(_Table, table=True):
     registered_at: datetime = Field(default_factory=utc_now)
     """When `mus bot add` last registered this content: the latest is the bot's current version, so
     re-adding an older program (a revert) makes that version current again."""
+    persistent: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    """`mus bot add --persistent`: the program plays seat after seat given on its standard input (docs/pool.md),
+    so a worker keeps its processes alive across matches; otherwise it is launched for every seat."""
 
 
 class DealMode(enum.StrEnum):

@@ -186,6 +186,8 @@ class TeamSetup:
     version_number: int
     command: tuple[str, ...]
     folder: str | None
+    persistent: bool = False
+    """The version plays seat after seat from one process (`mus bot add --persistent`, workers/pool.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,10 +321,17 @@ def _bot_files(root: Path) -> list[tuple[str, Path]]:
 
 
 def add_bot(
-    session: Session, name: str, *, command: Sequence[str], folder: str | Path | None, language: str
+    session: Session,
+    name: str,
+    *,
+    command: Sequence[str],
+    folder: str | Path | None,
+    language: str,
+    persistent: bool = False,
 ) -> BotVersion:
     """Register a hosted bot's program: the bot and version 1, a new version when the content hash changed,
-    or the existing version when it did not. Either way that version becomes the bot's current one.
+    or the existing version when it did not. Either way that version becomes the bot's current one, and
+    `persistent` (how it is run, not what it is: docs/pool.md) is set on it.
 
     Results belong to the version that played, so a changed program never inherits (or spoils) the old
     program's record. Re-adding a removed bot restores it.
@@ -352,6 +361,7 @@ def add_bot(
     if existing is not None:
         # Same content: the same version, current again. Keep its folder up to date: the old one may be gone.
         existing.folder = stored_folder
+        existing.persistent = persistent
         existing.registered_at = utc_now()
         session.flush()
         return existing
@@ -361,6 +371,7 @@ def add_bot(
         command=words,
         folder=stored_folder,
         content_hash=digest,
+        persistent=persistent,
     )
     session.add(version)
     _flush_or_conflict(session, f"bot {name!r} got a new version at the same time from someone else; try again")
@@ -857,6 +868,7 @@ def _team_setup(session: Session, version_id: int) -> TeamSetup:
         version_number=version.number,
         command=tuple(version.command),
         folder=version.folder,
+        persistent=version.persistent,
     )
 
 
