@@ -1,4 +1,8 @@
-"""What the repository's modules share: stored rows' ids, names, integer checks and racing writers."""
+"""What the repository's modules share: stored rows' ids, name and range checks, and writers that race.
+
+Only what a user or the database can get wrong is checked (a name's characters, a count's range, a seed that a
+BIGINT holds); a value's type is the caller's contract, kept by mypy.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Leagues, their entrants and their planned matches: created all at once, then read by status and progress."""
+"""Leagues, their entrants and their planned matches: created all at once, then read by status and progress.
+
+A league is expanded into match rows when it is created, each with the seed its identity derives from the
+league's secret, so progress, resume and standings are queries and a league either exists whole or not at all.
+`match_setup` is what a worker reads before it plays one of those matches.
+"""
 
 from __future__ import annotations
 

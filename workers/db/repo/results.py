@@ -1,4 +1,8 @@
-"""Finished matches: a result, its games and vacas and its replay written once, and read back for standings."""
+"""Finished matches: a result, its games and vacas and its replay written once, and read back for standings.
+
+Results are the source of truth: standings and ratings are recomputed from `league_results` on every read
+(workers/leagues.py). A result is written at most once per match (a unique key), whatever the workers do.
+"""
 
 from __future__ import annotations
 
