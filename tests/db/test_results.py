@@ -17,6 +17,7 @@ from tests.db.factories import DECISIONS, FAULTS, add_bots, finish, forfeited, m
 from workers.db import repo
 from workers.db.errors import InvalidInput
 from workers.db.models import GameResult, MatchResult, MatchStatus, Replay, VacaResult
+from workers.db.repo import results as repo_results
 from workers.db.session import session_scope
 
 
@@ -103,7 +104,7 @@ def test_a_result_that_lost_the_race_is_rolled_back_whole(
         repo.get_match(late, match_ids[0])  # the late writer read the match while it was still running
         with session_scope(engine) as first:
             assert repo.record_result(first, match_ids[0], "host:1", outcome, record, FAULTS, DECISIONS)
-        monkeypatch.setattr(repo, "_has_result", lambda session, match_id: False)
+        monkeypatch.setattr(repo_results, "_has_result", lambda session, match_id: False)
         assert not repo.record_result(late, match_ids[0], "host:2", outcome, record, [], [])
     counts = row_counts(engine)
     assert (counts["match_result"], counts["replay"], counts["game_result"]) == (1, 1, len(outcome.games))

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 import clients.bots
+from workers import leagues
 from workers.app import is_embedded
 from workers.cli import league_cmd
 from workers.cli.db import open_session
@@ -17,7 +18,6 @@ from workers.cli.run_cmd import run_command
 from workers.db import repo
 from workers.db.session import database_url
 from workers.launcher import INSTALL_HINT, sandbox_available
-from workers.tournament import schedule_round_robin
 
 DEMO_BOTS = ("rules", "random", "passive")
 DEMO_LEAGUE = "demo"
@@ -44,21 +44,11 @@ def demo_command(
             sandbox = sandbox_available()
             if not sandbox:
                 typer.echo(f"note: the demo's bots run unconfined ({INSTALL_HINT})", err=True)
-            plan = schedule_round_robin(list(DEMO_BOTS), matches_per_pairing, 2026)
-            repo.create_league(
-                session,
-                DEMO_LEAGUE,
-                bot_names=list(DEMO_BOTS),
-                matches=[
-                    {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair}
-                    for m in plan
-                ],
-                options={},
-                matches_per_pairing=matches_per_pairing,
-                seed=2026,
-                sandbox=sandbox,
+            league = leagues.create_round_robin(
+                session, DEMO_LEAGUE, bot_names=DEMO_BOTS, matches_per_pairing=matches_per_pairing, sandbox=sandbox
             )
-            typer.echo(f"league {DEMO_LEAGUE}: {len(plan)} matches between {', '.join(DEMO_BOTS)}")
+            planned = repo.league_progress(session, league)["total"]
+            typer.echo(f"league {DEMO_LEAGUE}: {planned} matches between {', '.join(DEMO_BOTS)}")
     if not is_embedded():
         broker = os.environ["MUS_BROKER_URL"]
         typer.echo(f"MUS_BROKER_URL is set: the matches are played by `mus worker` processes on {broker}")

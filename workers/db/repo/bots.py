@@ -1,0 +1,300 @@
+"""Bots and their versions: hosted programs versioned by a content hash, remote bots by a token's hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlmodel import Session, col, select
+
+from workers.db.errors import Conflict, DatabaseInBotFolder, InvalidInput, NotFound
+from workers.db.models import Bot, BotVersion, League, LeagueEntrant, LeagueStatus, utc_now
+from workers.db.repo.common import check_name, flush_or_conflict, row_id
+
+SKIPPED_DIRS = frozenset({"__pycache__", ".git"})
+"""Folders left out of a bot's content hash: caches and history, not the program."""
+
+
+SKIPPED_FILES = frozenset({"mus.db", "mus.db-wal", "mus.db-shm", "mus.db-journal"})
+"""Files left out of a bot's content hash: the default league database and its WAL files, which change while
+leagues run and are never the program (a bot's own data files, whatever their names, are hashed)."""
+
+
+NEW_DATABASE = "mus_new_database"
+"""`session.info` key set by the CLI when this command created the SQLite database file it uses (a path)."""
+
+
+REMOTE_COMMAND: tuple[str, ...] = ()
+"""A remote bot's single version has no command: it runs elsewhere and dials in."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotInfo:
+    """A bot with its versions, by number."""
+
+    bot: Bot
+    versions: tuple[BotVersion, ...]
+
+    @property
+    def current(self) -> BotVersion | None:
+        """The version registered last: the one a new league enters."""
+        return current_version(self.versions)
+
+
+def token_sha256(token: str) -> str:
+    """How a remote bot's token is stored: the same digest the referee's lobby checks."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def content_hash(command: Sequence[str], folder: str | Path | None) -> str:
+    """SHA-256 over the command line and every file under `folder` (path-sorted), skipping caches, .git and
+    the default database files (`SKIPPED_FILES`).
+
+    Each part is framed (its relative path and length go in before its bytes), so moving bytes from one file
+    to another, or renaming a file, changes the hash. The folder's own location does not count: the same
+    program copied elsewhere is the same version.
+    """
+    words = _check_command(command)
+    digest = hashlib.sha256(b"mus-arena/bot-content/v1\0")
+    digest.update(json.dumps(words, ensure_ascii=False).encode() + b"\0")
+    if folder is None:
+        return digest.hexdigest()
+    root = Path(folder)
+    if not root.is_dir():
+        raise NotFound(f"bot folder {str(root)!r} is not a directory")
+    for relative, path in _bot_files(root):
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise InvalidInput(f"cannot read {path}: {error.strerror or error}") from None
+        digest.update(f"{relative}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def _bot_files(root: Path) -> list[tuple[str, Path]]:
+    files: list[tuple[str, Path]] = []
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories[:] = [name for name in subdirectories if name not in SKIPPED_DIRS]
+        for name in names:
+            if name in SKIPPED_FILES:
+                continue
+            path = Path(directory) / name
+            if path.is_file():
+                files.append((path.relative_to(root).as_posix(), path))
+    return sorted(files)
+
+
+def add_bot(
+    session: Session,
+    name: str,
+    *,
+    command: Sequence[str],
+    folder: str | Path | None,
+    language: str,
+    persistent: bool = False,
+) -> BotVersion:
+    """Register a hosted bot's program: the bot and version 1, a new version when the content hash changed,
+    or the existing version when it did not. Either way that version becomes the bot's current one, and
+    `persistent` (how it is run, not what it is: docs/pool.md) is set on it.
+
+    Results belong to the version that played, so a changed program never inherits (or spoils) the old
+    program's record. Re-adding a removed bot restores it.
+    """
+    check_name("bot", name)
+    words = _check_command(command)
+    if not words:
+        raise InvalidInput(f"bot {name!r} needs a command to run")
+    language = _check_language(language)
+    _refuse_new_database_in(session, folder)
+    digest = content_hash(words, folder)
+    stored_folder = str(Path(folder).resolve()) if folder is not None else None
+    bot = _find_bot(session, name)
+    if bot is None:
+        bot = Bot(name=name, language=language)
+        session.add(bot)
+        flush_or_conflict(session, f"bot {name!r} was added at the same time by someone else; try again")
+    elif bot.remote:
+        raise Conflict(f"bot {name!r} is a remote bot; a hosted bot needs another name")
+    else:
+        bot.language = language
+        bot.removed_at = None
+    bot_id = row_id(bot)
+    existing = session.exec(
+        select(BotVersion).where(col(BotVersion.bot_id) == bot_id, col(BotVersion.content_hash) == digest)
+    ).first()
+    if existing is not None:
+        # Same content: the same version, current again. Keep its folder up to date: the old one may be gone.
+        existing.folder = stored_folder
+        existing.persistent = persistent
+        existing.registered_at = utc_now()
+        session.flush()
+        return existing
+    version = BotVersion(
+        bot_id=bot_id,
+        number=_next_version_number(session, bot_id),
+        command=words,
+        folder=stored_folder,
+        content_hash=digest,
+        persistent=persistent,
+    )
+    session.add(version)
+    flush_or_conflict(session, f"bot {name!r} got a new version at the same time from someone else; try again")
+    return version
+
+
+def _refuse_new_database_in(session: Session, folder: str | Path | None) -> None:
+    """Refuse a command that just created its SQLite database inside the bot's folder (`mus bot add` run from
+    the bot's own folder with the default `./mus.db`): the bot could read it, and it is not the project's."""
+    created = session.info.get(NEW_DATABASE)
+    if folder is None or not created:
+        return
+    database, root = Path(created).resolve(), Path(folder).resolve()
+    if database.is_relative_to(root):
+        raise DatabaseInBotFolder(
+            f"refusing to create the database {database} inside the bot's folder {root}: run mus from the "
+            "project folder, or set MUS_DATABASE_URL"
+        )
+
+
+def add_remote_bot(session: Session, name: str, *, language: str = "unknown") -> str:
+    """Register a bot that runs elsewhere and dials in; returns its token, which is shown only this once.
+
+    Only the token's SHA-256 is stored, so a leaked database does not let anyone play as the bot.
+    Re-adding a removed remote bot restores it with a new token.
+    """
+    check_name("bot", name)
+    language = _check_language(language)
+    bot = _find_bot(session, name)
+    if bot is not None and bot.removed_at is None:
+        raise Conflict(f"bot {name!r} already exists")
+    if bot is not None and not bot.remote:
+        raise Conflict(f"bot {name!r} was a hosted bot; a remote bot needs another name")
+    token = secrets.token_urlsafe(32)
+    if bot is None:
+        bot = Bot(name=name, language=language, remote=True)
+        session.add(bot)
+    bot.token_sha256 = token_sha256(token)
+    bot.removed_at = None
+    flush_or_conflict(session, f"bot {name!r} was added at the same time by someone else; try again")
+    bot_id = row_id(bot)
+    digest = content_hash(REMOTE_COMMAND, None)
+    has_version = session.exec(select(BotVersion.id).where(col(BotVersion.bot_id) == bot_id)).first()
+    if has_version is None:
+        session.add(BotVersion(bot_id=bot_id, number=1, command=list(REMOTE_COMMAND), content_hash=digest))
+        session.flush()
+    return token
+
+
+def rotate_remote_token(session: Session, name: str) -> str:
+    """Give a remote bot a new token (the old one stops working); returns it, shown only this once."""
+    bot = _active_bot(session, name)
+    if not bot.remote:
+        raise Conflict(f"bot {name!r} is not a remote bot; it has no token")
+    token = secrets.token_urlsafe(32)
+    bot.token_sha256 = token_sha256(token)
+    session.flush()
+    return token
+
+
+def remote_bot_for_token(session: Session, token: str) -> Bot | None:
+    """The active remote bot this token belongs to, if any."""
+    return session.exec(
+        select(Bot).where(
+            col(Bot.token_sha256) == token_sha256(token), col(Bot.remote).is_(True), col(Bot.removed_at).is_(None)
+        )
+    ).first()
+
+
+def list_bots(session: Session, *, include_removed: bool = False) -> list[BotInfo]:
+    """Bots by name, each with its versions."""
+    query = select(Bot).order_by(col(Bot.name))
+    if not include_removed:
+        query = query.where(col(Bot.removed_at).is_(None))
+    bots = list(session.exec(query).all())
+    versions: dict[int, list[BotVersion]] = {}
+    if bots:
+        rows = session.exec(
+            select(BotVersion)
+            .where(col(BotVersion.bot_id).in_([row_id(bot) for bot in bots]))
+            .order_by(col(BotVersion.bot_id), col(BotVersion.number))
+        ).all()
+        for version in rows:
+            versions.setdefault(version.bot_id, []).append(version)
+    return [BotInfo(bot, tuple(versions.get(row_id(bot), ()))) for bot in bots]
+
+
+def get_bot(session: Session, name: str) -> BotInfo:
+    """A bot by name (a removed one too, marked by `removed_at`) with its versions."""
+    bot = _find_bot(session, name)
+    if bot is None:
+        raise NotFound(f"no bot named {name!r}")
+    versions = session.exec(
+        select(BotVersion).where(col(BotVersion.bot_id) == row_id(bot)).order_by(col(BotVersion.number))
+    ).all()
+    return BotInfo(bot, tuple(versions))
+
+
+def remove_bot(session: Session, name: str) -> Bot:
+    """Retire a bot: it enters no new league and a remote bot's token stops working; its results stay.
+
+    Refused while a league that has not finished has it as an entrant: its matches still need the program.
+    """
+    bot = _active_bot(session, name)
+    leagues = session.exec(
+        select(League.name)
+        .join(LeagueEntrant, col(LeagueEntrant.league_id) == col(League.id))
+        .join(BotVersion, col(BotVersion.id) == col(LeagueEntrant.bot_version_id))
+        .where(
+            col(BotVersion.bot_id) == row_id(bot),
+            col(League.status).in_([LeagueStatus.CREATED, LeagueStatus.RUNNING]),
+        )
+        .distinct()
+        .order_by(col(League.name))
+    ).all()
+    if leagues:
+        raise Conflict(f"bot {name!r} is still needed by league(s) {', '.join(leagues)} that have not finished")
+    bot.removed_at = utc_now()
+    bot.token_sha256 = None
+    session.flush()
+    return bot
+
+
+def _find_bot(session: Session, name: str) -> Bot | None:
+    return session.exec(select(Bot).where(col(Bot.name) == name)).first()
+
+
+def _active_bot(session: Session, name: str) -> Bot:
+    bot = _find_bot(session, name)
+    if bot is None or bot.removed_at is not None:
+        raise NotFound(f"no bot named {name!r}")
+    return bot
+
+
+def current_version(versions: Sequence[BotVersion]) -> BotVersion | None:
+    return max(versions, key=lambda version: (version.registered_at, version.number), default=None)
+
+
+def _next_version_number(session: Session, bot_id: int) -> int:
+    highest = session.exec(select(sa.func.max(BotVersion.number)).where(col(BotVersion.bot_id) == bot_id)).one()
+    return 1 if highest is None else int(highest) + 1
+
+
+def _check_command(command: Sequence[str]) -> list[str]:
+    """The command's words; one string is a `Sequence[str]` too, but its letters are not a command line."""
+    if isinstance(command, str):
+        raise InvalidInput("a bot command must be a list of strings")
+    return list(command)
+
+
+def _check_language(language: str) -> str:
+    language = language.strip()
+    if not language or len(language) > 32:
+        raise InvalidInput(f"a bot language must be 1 to 32 characters, got {language!r}")
+    return language

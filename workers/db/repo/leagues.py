@@ -1,0 +1,423 @@
+"""Leagues, their entrants and their planned matches: created all at once, then read by status and progress.
+
+A league is expanded into match rows when it is created, each with the seed its identity derives from the
+league's secret, so progress, resume and standings are queries and a league either exists whole or not at all.
+`match_setup` is what a worker reads before it plays one of those matches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Session, col, select
+
+from referee.engine.errors import RulesError
+from referee.engine.rules import Rules
+from workers.db.errors import Conflict, InvalidInput, NotFound
+from workers.db.models import (
+    Bot,
+    BotVersion,
+    DealMode,
+    League,
+    LeagueEntrant,
+    LeagueStatus,
+    Match,
+    MatchStatus,
+    utc_now,
+)
+from workers.db.repo.bots import current_version
+from workers.db.repo.common import LeagueRef, check_int, check_name, check_seed, flush_or_conflict, row_id
+from workers.tournament.deals import commitment, derived_seed, new_secret, parse_secret
+
+MAX_ABSENT_LIMIT_S = 86_400.0
+"""A match waits at most a day for an absent remote bot (its worker holds the match all that time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entrant:
+    """A league's entrant: which bot, and the version its matches are played with."""
+
+    bot_id: int
+    bot_name: str
+    remote: bool
+    version_id: int
+    version_number: int
+
+
+@dataclass(frozen=True, slots=True)
+class TeamSetup:
+    """One side of a match as a worker needs it to start (or, for a remote bot, to wait for) the program."""
+
+    bot_name: str
+    bot_id: int
+    remote: bool
+    language: str
+    version_id: int
+    version_number: int
+    command: tuple[str, ...]
+    folder: str | None
+    persistent: bool = False
+    """The version plays seat after seat from one process (`mus bot add --persistent`, workers/pool.py)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSetup:
+    """Everything `play_match(match_id)` reads before playing: ids and values only, no ORM objects."""
+
+    match_id: int
+    league_id: int
+    league_name: str
+    index: int
+    seed: int
+    duplicate_pair: int | None
+    rules: dict[str, Any]
+    """The league's changed options; `Rules.from_options(rules)` rebuilds the rules."""
+    absent_limit_s: float
+    status: MatchStatus
+    attempt: int
+    teams: tuple[TeamSetup, TeamSetup]
+    sandbox: bool = True
+    """False only for a league created with `--no-sandbox`: its hosted bots run unconfined."""
+
+
+def create_league(
+    session: Session,
+    name: str,
+    *,
+    bot_names: Sequence[str],
+    matches: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None,
+    matches_per_pairing: int,
+    seed: int = 0,
+    absent_limit_s: float = 600.0,
+    deal_mode: DealMode | str | None = None,
+    sandbox: bool = True,
+    secret: bytes | None = None,
+) -> League:
+    """Create a league with its entrants (each bot's current version) and every match, all or nothing.
+
+    `matches` is the plan from `workers/tournament`, in order: mappings with `team0` and `team1` (bot names;
+    team 0 holds seats 0 and 2) and `duplicate_pair` (None, or an id shared by the two matches of a pair, which
+    swap the teams). A `seed` in a plan entry is ignored: every match's seed is derived from the league's
+    secret (`workers/tournament/deals.py`; `secret` is for tests, default: 32 fresh random bytes), and only its
+    SHA-256, the league's commitment, is ever shown before the league finishes. `seed` is kept for callers of
+    the old signature and stored as the league's legacy seed; no deal depends on it.
+
+    `deal_mode`: duplicate pairs (as planned), or independent deals (every match its own deal, no pairs). By
+    default a league with a remote entrant plays independent deals (a remote program can remember the twin's
+    cards), any other duplicate pairs. `sandbox=False` records `--no-sandbox`: its hosted bots run unconfined.
+
+    `options` are rules options (rules §14, time control included); only those that differ from the defaults
+    are stored. Everything is checked before the first row is written, so an unknown bot or a bad plan leaves
+    nothing behind.
+    """
+    check_name("league", name)
+    rules = _check_rules(options)
+    check_int("matches_per_pairing", matches_per_pairing, low=1)
+    check_seed("the league seed", seed)
+    if not (math.isfinite(absent_limit_s) and absent_limit_s > 0):
+        raise InvalidInput(f"absent_limit_s must be above 0, got {absent_limit_s}")
+    if absent_limit_s > MAX_ABSENT_LIMIT_S:
+        raise InvalidInput(f"absent_limit_s must be at most {MAX_ABSENT_LIMIT_S:g} seconds, got {absent_limit_s:g}")
+    if deal_mode is not None:
+        try:
+            deal_mode = DealMode(deal_mode)
+        except ValueError:
+            modes = " or ".join(mode.value for mode in DealMode)
+            raise InvalidInput(f"unknown deal mode {deal_mode!r}: use {modes}") from None
+    if isinstance(bot_names, str):
+        raise InvalidInput("bot_names must be a list of names, not one string")
+    names = list(bot_names)
+    if not names:
+        raise InvalidInput("a league needs entrants")
+    duplicates = sorted({bot for bot in names if names.count(bot) > 1})
+    if duplicates:
+        raise InvalidInput(f"bot(s) entered twice: {', '.join(duplicates)}")
+    plan = _check_plan(matches, set(names))
+    if session.exec(select(League.id).where(col(League.name) == name)).first() is not None:
+        raise Conflict(f"a league named {name!r} already exists")
+    versions = _entrant_versions(session, names)
+    remote = session.exec(select(Bot.name).where(col(Bot.name).in_(names), col(Bot.remote).is_(True))).all()
+    mode = deal_mode if deal_mode is not None else DealMode.INDEPENDENT if remote else DealMode.DUPLICATE
+    if mode is DealMode.INDEPENDENT:
+        plan = [(team0, team1, None) for team0, team1, _ in plan]
+    secret = new_secret() if secret is None else secret
+    try:
+        committed = commitment(secret)
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
+    pairings = pairing_count(len(names))
+
+    league = League(
+        name=name,
+        rules=rules,
+        matches_per_pairing=matches_per_pairing,
+        seed=seed,
+        absent_limit_s=float(absent_limit_s),
+        secret=secret.hex(),
+        commitment=committed,
+        sandbox=sandbox,
+        deal_mode=mode,
+    )
+    session.add(league)
+    flush_or_conflict(session, f"a league named {name!r} was created at the same time; pick another name")
+    league_id = row_id(league)
+    session.add_all(LeagueEntrant(league_id=league_id, bot_version_id=row_id(versions[bot])) for bot in names)
+    session.add_all(
+        Match(
+            league_id=league_id,
+            index=index,
+            team0_version_id=row_id(versions[team0]),
+            team1_version_id=row_id(versions[team1]),
+            seed=derived_seed(secret, league=name, duplicate_pair=pair, index=index, deal=0, pairings=pairings),
+            duplicate_pair=pair,
+            deal=0,
+        )
+        for index, (team0, team1, pair) in enumerate(plan)
+    )
+    session.flush()
+    return league
+
+
+def pairing_count(entrants: int) -> int:
+    """How many pairings a round robin of `entrants` has (at least 1: it fixes each slot's first dealer)."""
+    return max(entrants * (entrants - 1) // 2, 1)
+
+
+def revealed_secret(league: League) -> str | None:
+    """The league's secret (hex), but only once the league has finished: before that, nobody sees it."""
+    return league.secret if league.status is LeagueStatus.FINISHED else None
+
+
+def check_league_seed(session: Session, league: League, match: Match, secret_hex: str) -> str | None:
+    """Why `match`'s seed is not the one its identity and deal derive from the revealed secret; None if it is."""
+    try:
+        secret = parse_secret(secret_hex)
+    except ValueError as error:
+        return str(error)
+    pairings = pairing_count(len(league_entrants(session, league)))
+    expected = derived_seed(
+        secret,
+        league=league.name,
+        duplicate_pair=match.duplicate_pair,
+        index=match.index,
+        deal=match.deal,
+        pairings=pairings,
+    )
+    if expected != match.seed:
+        return f"the seed {match.seed} is not derived from the league's secret (deal {match.deal})"
+    return None
+
+
+def _check_rules(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    try:
+        return Rules.from_options(options or {}).changed_options()
+    except RulesError as error:
+        raise InvalidInput(str(error)) from None
+
+
+def _check_plan(matches: Sequence[Mapping[str, Any]], entrants: set[str]) -> list[tuple[str, str, int | None]]:
+    if not matches:
+        raise InvalidInput("a league needs at least one match")
+    plan: list[tuple[str, str, int | None]] = []
+    for index, match in enumerate(matches):
+        where = f"match {index} of the plan"
+        missing = [key for key in ("team0", "team1") if key not in match]
+        if missing:
+            raise InvalidInput(f"{where} lacks {', '.join(missing)}")
+        team0, team1 = match["team0"], match["team1"]
+        for team in (team0, team1):
+            if not isinstance(team, str) or team not in entrants:
+                raise InvalidInput(f"{where}: {team!r} is not an entrant of the league")
+        if team0 == team1:
+            raise InvalidInput(f"{where}: {team0!r} cannot play against itself")
+        pair = match.get("duplicate_pair")
+        if pair is not None and (isinstance(pair, bool) or not isinstance(pair, int) or pair < 0):
+            raise InvalidInput(f"the duplicate_pair of {where} must be an integer of at least 0, got {pair!r}")
+        plan.append((team0, team1, pair))
+    pairs: dict[int, list[tuple[str, str, int | None]]] = {}
+    for entry in plan:
+        if entry[2] is not None:
+            pairs.setdefault(entry[2], []).append(entry)
+    for pair, members in sorted(pairs.items()):
+        if len(members) > 2:
+            raise InvalidInput(f"duplicate pair {pair} has {len(members)} matches; a pair has at most two")
+        if len(members) == 2:
+            (a0, a1, _), (b0, b1, _) = members
+            if (a0, a1) != (b1, b0):
+                raise InvalidInput(f"the matches of duplicate pair {pair} must swap the teams")
+    return plan
+
+
+def _entrant_versions(session: Session, names: list[str]) -> dict[str, BotVersion]:
+    bots = {
+        bot.name: bot
+        for bot in session.exec(select(Bot).where(col(Bot.name).in_(names), col(Bot.removed_at).is_(None))).all()
+    }
+    unknown = [name for name in names if name not in bots]
+    if unknown:
+        raise NotFound(f"unknown bot(s): {', '.join(unknown)}")
+    versions: dict[int, list[BotVersion]] = {}
+    for row in session.exec(
+        select(BotVersion).where(col(BotVersion.bot_id).in_([row_id(bot) for bot in bots.values()]))
+    ).all():
+        versions.setdefault(row.bot_id, []).append(row)
+    current: dict[str, BotVersion] = {}
+    for name in names:
+        version = current_version(versions.get(row_id(bots[name]), []))
+        if version is None:
+            raise Conflict(f"bot {name!r} has no version to enter")
+        current[name] = version
+    return current
+
+
+def get_league(session: Session, league: LeagueRef) -> League:
+    """A league by name or id (a row is looked up again, so its status is current)."""
+    if isinstance(league, League):
+        league = row_id(league)
+    if isinstance(league, int):
+        found = session.get(League, league, populate_existing=True)
+        if found is None:
+            raise NotFound(f"no league with id {league}")
+        return found
+    by_name = session.exec(
+        select(League).where(col(League.name) == league).execution_options(populate_existing=True)
+    ).first()
+    if by_name is None:
+        raise NotFound(f"no league named {league!r}")
+    return by_name
+
+
+def list_leagues(session: Session) -> list[League]:
+    """Every league, oldest first."""
+    return list(session.exec(select(League).order_by(col(League.id))).all())
+
+
+def league_entrants(session: Session, league: LeagueRef) -> list[Entrant]:
+    """A league's entrants by bot name, with the versions they play with."""
+    league_id = league_id_of(session, league)
+    rows = session.exec(
+        select(Bot, BotVersion)
+        .join(BotVersion, col(BotVersion.bot_id) == col(Bot.id))
+        .join(LeagueEntrant, col(LeagueEntrant.bot_version_id) == col(BotVersion.id))
+        .where(col(LeagueEntrant.league_id) == league_id)
+        .order_by(col(Bot.name))
+    ).all()
+    return [Entrant(row_id(bot), bot.name, bot.remote, row_id(version), version.number) for bot, version in rows]
+
+
+def start_league(session: Session, league: LeagueRef) -> League:
+    """Mark a created league running (`mus league run`); a running or finished league is left as it is."""
+    row = get_league(session, league)
+    if row.status is LeagueStatus.CREATED:
+        row.status = LeagueStatus.RUNNING
+        session.flush()
+    return row
+
+
+def finish_league_if_complete(session: Session, league: LeagueRef) -> bool:
+    """Mark the league finished once every match is; True when this call finished it."""
+    row = get_league(session, league)
+    if row.status is LeagueStatus.FINISHED:
+        return False
+    open_matches = session.exec(
+        select(sa.func.count())
+        .select_from(Match)
+        .where(col(Match.league_id) == row_id(row), col(Match.status) != MatchStatus.FINISHED)
+    ).one()
+    if open_matches:
+        return False
+    row.status = LeagueStatus.FINISHED
+    row.finished_at = utc_now()
+    session.flush()
+    return True
+
+
+def league_progress(session: Session, league: LeagueRef) -> dict[str, int]:
+    """How many matches the league has, and how many are in each status: {total, finished, queued, ...}."""
+    league_id = league_id_of(session, league)
+    counts = {status.value: 0 for status in MatchStatus}
+    rows = session.exec(
+        select(Match.status, sa.func.count()).where(col(Match.league_id) == league_id).group_by(col(Match.status))
+    ).all()
+    for status, count in rows:
+        counts[MatchStatus(status).value] = int(count)
+    return {"total": sum(counts.values()), **counts}
+
+
+def unfinished_match_ids(session: Session, league: LeagueRef) -> list[int]:
+    """The ids of the league's matches that have no result yet, in plan order: what `league run` resumes."""
+    league_id = league_id_of(session, league)
+    ids = session.exec(
+        select(Match.id)
+        .where(col(Match.league_id) == league_id, col(Match.status) != MatchStatus.FINISHED)
+        .order_by(col(Match.index))
+    ).all()
+    return [match_id for match_id in ids if match_id is not None]
+
+
+def list_matches(session: Session, league: LeagueRef, *, status: MatchStatus | None = None) -> list[Match]:
+    """The league's matches in plan order, optionally only those in one status."""
+    league_id = league_id_of(session, league)
+    query = select(Match).where(col(Match.league_id) == league_id)
+    if status is not None:
+        query = query.where(col(Match.status) == status)
+    query = query.order_by(col(Match.index)).execution_options(populate_existing=True)
+    return list(session.exec(query).all())
+
+
+def get_match(session: Session, match_id: int) -> Match:
+    """A match by id, read afresh (a worker elsewhere may have changed it since this session last looked)."""
+    match = session.get(Match, match_id, populate_existing=True)
+    if match is None:
+        raise NotFound(f"no match with id {match_id}")
+    return match
+
+
+def match_setup(session: Session, match_id: int) -> MatchSetup:
+    """What a worker needs to play the match: rules, seed, and each team's program."""
+    match = get_match(session, match_id)
+    league = get_league(session, match.league_id)
+    teams = tuple(_team_setup(session, version_id) for version_id in (match.team0_version_id, match.team1_version_id))
+    return MatchSetup(
+        match_id=match_id,
+        league_id=row_id(league),
+        league_name=league.name,
+        index=match.index,
+        seed=match.seed,
+        duplicate_pair=match.duplicate_pair,
+        rules=dict(league.rules),
+        absent_limit_s=league.absent_limit_s,
+        status=match.status,
+        attempt=match.attempt,
+        teams=(teams[0], teams[1]),
+        sandbox=league.sandbox,
+    )
+
+
+def _team_setup(session: Session, version_id: int) -> TeamSetup:
+    version = session.get(BotVersion, version_id)
+    assert version is not None, "a match's versions are foreign keys"
+    bot = session.get(Bot, version.bot_id)
+    assert bot is not None, "a version's bot is a foreign key"
+    return TeamSetup(
+        bot_name=bot.name,
+        bot_id=row_id(bot),
+        remote=bot.remote,
+        language=bot.language,
+        version_id=version_id,
+        version_number=version.number,
+        command=tuple(version.command),
+        folder=version.folder,
+        persistent=version.persistent,
+    )
+
+
+def league_id_of(session: Session, league: LeagueRef) -> int:
+    if isinstance(league, League):
+        return row_id(league)
+    return row_id(get_league(session, league))

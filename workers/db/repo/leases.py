@@ -1,0 +1,315 @@
+"""The worker protocol: leases on matches, heartbeats, requeues and voids.
+
+A worker claims a queued match (or a running one whose lease has expired) with one conditional UPDATE, so two
+workers can never both hold it; it sends heartbeats that push the lease on, and it ends the attempt with
+`record_result` (workers/db/repo/results.py) or, on an infrastructure failure, `void_match`, which requeues the
+match and is never charged to a bot. Lease times come from the database's clock on PostgreSQL, so workers on
+machines whose clocks disagree still agree on when a lease expires. Worker names must be unique per process
+(e.g. `host:pid`). Every function here commits before returning: a claim or a heartbeat that is not committed
+is invisible to the other workers and, on PostgreSQL, keeps the row locked.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import aliased
+from sqlmodel import Session, col, select
+
+from workers.db.errors import InvalidInput, NotFound
+from workers.db.models import League, Match, MatchStatus, utc_now
+from workers.db.repo.common import LeagueRef, check_int
+from workers.db.repo.leagues import get_match, league_entrants, league_id_of, pairing_count
+from workers.tournament.deals import derived_seed, parse_secret
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 4000
+"""An infrastructure error is kept for the operator; a whole traceback is cut to this length."""
+
+
+def database_now(session: Session) -> datetime:
+    """Now, by the database server's clock on PostgreSQL (shared by every worker), else by this machine's."""
+    if session.get_bind().dialect.name == "postgresql":
+        value = session.scalar(sa.select(sa.func.clock_timestamp()))
+        assert isinstance(value, datetime)
+        return value.astimezone(UTC)
+    return utc_now()
+
+
+def claim_match(
+    session: Session, match_id: int, worker: str, lease_s: float, *, now: datetime | None = None
+) -> Match | None:
+    """Take a match to play: a queued one, or a running one whose lease has expired. None if it is not free.
+
+    A conditional UPDATE decides, so of two workers racing for the same match exactly one gets it (on
+    PostgreSQL the loser waits for the winner's row lock, then re-checks the condition and finds it false).
+    Taking over an expired lease also moves the match to a fresh deal: the old holder's bots may have seen it.
+    The attempt count goes up by one; the lease runs `lease_s` seconds from now. Commits.
+
+    The two matches of a duplicate pair never run at the same time: a match whose twin is running with a live
+    lease is not free (None; `claim_deferred` then says it is still waiting to be played). Both twins are dealt
+    the same cards, and a hosted bot's processes in one twin hold the seats of its rivals in the other: on one
+    host, any channel between processes (timing, /proc counters) would tell it their hands. The condition is in
+    the same UPDATE (NOT EXISTS a running twin), and two workers claiming both twins at the same instant are
+    serialised on the pair (`_lock_pair`), so one of them always sees the other's claim and loses.
+    """
+    check_worker(worker)
+    lease = _check_lease(lease_s)
+    now = now or database_now(session)
+    _lock_pair(session, match_id)
+    twin = aliased(Match)
+    no_running_twin = ~(
+        sa.select(col(twin.id))
+        .where(
+            col(twin.league_id) == col(Match.league_id),
+            col(twin.duplicate_pair) == col(Match.duplicate_pair),
+            col(twin.id) != col(Match.id),
+            col(twin.status) == MatchStatus.RUNNING,
+            col(twin.lease_expires_at) >= now,
+        )
+        .exists()
+    )
+    claimed = taken_over = False
+    for takeover, claimable in (
+        (False, col(Match.status) == MatchStatus.QUEUED),
+        (True, sa.and_(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)),
+    ):
+        result = session.exec(
+            sa.update(Match)
+            .where(col(Match.id) == match_id, claimable, no_running_twin)
+            .values(
+                status=MatchStatus.RUNNING,
+                attempt=col(Match.attempt) + 1,
+                worker=worker,
+                lease_expires_at=now + lease,
+                heartbeat_at=now,
+                started_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount == 1:
+            claimed, taken_over = True, takeover
+            break
+    if claimed and taken_over:
+        # The expired holder's bots may have seen the deal: this attempt plays a fresh one.
+        _fresh_deal(session, match_id)
+        _expire_matches(session)
+    match = session.get(Match, match_id, populate_existing=True)
+    session.commit()
+    if match is None:
+        raise NotFound(f"no match with id {match_id}")
+    if not claimed:
+        return None
+    log.info("match_id=%s claimed by worker %s, attempt %s", match_id, worker, match.attempt)
+    return match
+
+
+def _lock_pair(session: Session, match_id: int) -> None:
+    """On PostgreSQL, serialise the claims of a duplicate pair's two matches until this transaction ends.
+
+    Under READ COMMITTED, two UPDATEs of *different* rows (twin A by one worker, twin B by another) could both
+    pass their NOT EXISTS check, each before the other commits. A transaction-level advisory lock keyed by
+    (league, pair) makes the second claimer wait for the first to commit; its UPDATE, a later statement, then
+    reads a fresh snapshot and sees the twin running. An advisory lock rather than row locks of both twins: it
+    cannot deadlock with `void_match` or `_fresh_deal`, which lock the two rows in either order. On SQLite a
+    write transaction holds the whole database, and the UPDATE is the transaction's first statement (this
+    function reads nothing there), so its NOT EXISTS reads the latest commit.
+    """
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    session.execute(
+        sa.select(sa.func.pg_advisory_xact_lock(col(Match.league_id), col(Match.duplicate_pair))).where(
+            col(Match.id) == match_id, col(Match.duplicate_pair).is_not(None)
+        )
+    )
+
+
+def claim_deferred(session: Session, match_id: int, *, now: datetime | None = None) -> bool:
+    """After `claim_match` said None: whether the match still waits to be played (queued, or running on an
+    expired lease), so it was refused only because its duplicate twin is being played. Its worker sends it
+    again shortly instead of dropping it. False for a match that is finished, failed or held by a live worker.
+    """
+    now = now or database_now(session)
+    match = get_match(session, match_id)
+    session.commit()
+    if match.status is MatchStatus.QUEUED:
+        return True
+    return match.status is MatchStatus.RUNNING and match.lease_expires_at is not None and match.lease_expires_at < now
+
+
+def heartbeat(session: Session, match_id: int, worker: str, lease_s: float, *, now: datetime | None = None) -> bool:
+    """Push the lease on; False if this worker no longer holds the match (it was requeued or taken over),
+    in which case the worker should abandon it. Commits."""
+    lease = _check_lease(lease_s)
+    now = now or database_now(session)
+    result = session.exec(
+        sa.update(Match)
+        .where(_held_by(match_id, worker))
+        .values(heartbeat_at=now, lease_expires_at=now + lease)
+        .execution_options(synchronize_session=False)
+    )
+    _expire_matches(session, match_id)
+    session.commit()
+    return result.rowcount == 1
+
+
+def requeue_expired(session: Session, league: LeagueRef | None = None, *, now: datetime | None = None) -> int:
+    """Put running matches whose lease has expired (their worker died or hung) back in the queue; how many.
+
+    Their attempt is not charged to any bot: the match is played again, on a fresh deal (as `void_match`).
+    Commits.
+    """
+    now = now or database_now(session)
+    query = sa.update(Match).where(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)
+    if league is not None:
+        query = query.where(col(Match.league_id) == league_id_of(session, league))
+    requeued = session.exec(
+        query.values(
+            status=MatchStatus.QUEUED,
+            worker=None,
+            lease_expires_at=None,
+            error=sa.literal("the lease expired; worker ") + sa.func.coalesce(col(Match.worker), "unknown"),
+        )
+        .returning(col(Match.id))
+        .execution_options(synchronize_session=False)
+    ).all()
+    for (match_id,) in requeued:
+        _fresh_deal(session, match_id)
+    _expire_matches(session)
+    session.commit()
+    if requeued:
+        log.warning("requeued %s match(es) whose worker's lease expired", len(requeued))
+    return len(requeued)
+
+
+def requeue_failed(session: Session, league: LeagueRef) -> int:
+    """Give the league's failed matches another chance (`mus league run` again); how many. Commits."""
+    result = session.exec(
+        sa.update(Match)
+        .where(col(Match.league_id) == league_id_of(session, league), col(Match.status) == MatchStatus.FAILED)
+        .values(status=MatchStatus.QUEUED)
+        .execution_options(synchronize_session=False)
+    )
+    _expire_matches(session)
+    session.commit()
+    return int(result.rowcount)
+
+
+def void_match(session: Session, match_id: int, worker: str, error: str, *, max_attempts: int | None = None) -> bool:
+    """End an attempt that failed for an infrastructure reason: no result, nothing charged to a bot.
+
+    Its bots may have seen its deal, so the match moves on to a fresh one (`_fresh_deal`), and so does its
+    duplicate twin if the twin is not finished or being played. The match goes back to the queue with the
+    error kept for the operator, or to `failed` once it has been attempted `max_attempts` times, so a match that
+    can never run does not loop forever. False (and nothing changed) if this worker no longer holds the match.
+    Commits.
+    """
+    if max_attempts is not None:
+        check_int("max_attempts", max_attempts, low=1)
+    status: Any = MatchStatus.QUEUED
+    if max_attempts is not None:
+        status = sa.case((col(Match.attempt) >= max_attempts, MatchStatus.FAILED), else_=MatchStatus.QUEUED)
+    result = session.exec(
+        sa.update(Match)
+        .where(_held_by(match_id, worker))
+        .values(status=status, worker=None, lease_expires_at=None, error=str(error)[:MAX_ERROR_CHARS] or "voided")
+        .execution_options(synchronize_session=False)
+    )
+    voided = result.rowcount == 1
+    if voided:
+        _fresh_deal(session, match_id)
+    _expire_matches(session)
+    session.commit()
+    if voided:
+        log.warning("match_id=%s voided by worker %s (not charged to a bot): %s", match_id, worker, error)
+    return voided
+
+
+def _fresh_deal(session: Session, match_id: int) -> None:
+    """Move a match its caller holds (or has just requeued, in this transaction) on to a fresh deal.
+
+    No bot ever sees a deal twice: the match's deal number goes past its own and its twin's, and its seed is
+    derived again from the league's secret. Its duplicate twin moves with it, to the same fresh deal, if the twin
+    is queued or failed; a twin that is finished or being played keeps its deal (its result stands), and the two
+    are then no longer a pair (`workers/tournament/results.py`). A league created before secrets existed keeps
+    its public seeds. Does not commit.
+    """
+    match = session.get(Match, match_id, populate_existing=True)
+    assert match is not None, "the caller holds the match"
+    league = session.get(League, match.league_id)
+    assert league is not None, "a match's league is a foreign key"
+    if league.secret is None:
+        return
+    twin = None
+    if match.duplicate_pair is not None:
+        twin = session.exec(
+            select(Match)
+            .where(
+                col(Match.league_id) == match.league_id,
+                col(Match.duplicate_pair) == match.duplicate_pair,
+                col(Match.id) != match_id,
+            )
+            .execution_options(populate_existing=True)
+        ).first()
+    deal = max(match.deal, twin.deal if twin is not None else 0) + 1
+    seed = derived_seed(
+        parse_secret(league.secret),
+        league=league.name,
+        duplicate_pair=match.duplicate_pair,
+        index=match.index,
+        deal=deal,
+        pairings=pairing_count(len(league_entrants(session, league))),
+    )
+    session.exec(
+        sa.update(Match)
+        .where(col(Match.id) == match_id)
+        .values(deal=deal, seed=seed)
+        .execution_options(synchronize_session=False)
+    )
+    if twin is not None:
+        moved = session.exec(
+            sa.update(Match)
+            .where(
+                col(Match.id) == twin.id,
+                col(Match.deal) == twin.deal,
+                col(Match.status).in_([MatchStatus.QUEUED, MatchStatus.FAILED]),
+            )
+            .values(deal=deal, seed=seed)
+            .execution_options(synchronize_session=False)
+        )
+        if moved.rowcount != 1:
+            log.info(
+                "match_id=%s moved to deal %s without its twin %s (finished or being played): the pair is broken",
+                match_id,
+                deal,
+                twin.id,
+            )
+    log.info("match_id=%s moved to a fresh deal %s", match_id, deal)
+
+
+def _expire_matches(session: Session, match_id: int | None = None) -> None:
+    """Forget what the session holds of matches a bulk UPDATE changed (all, or one), so reads reload them."""
+    for row in list(session.identity_map.values()):
+        if isinstance(row, Match) and (match_id is None or row.id == match_id):
+            session.expire(row)
+
+
+def _held_by(match_id: int, worker: str) -> sa.ColumnElement[bool]:
+    return sa.and_(col(Match.id) == match_id, col(Match.status) == MatchStatus.RUNNING, col(Match.worker) == worker)
+
+
+def check_worker(worker: str) -> None:
+    """A worker's name (`host:pid`, or MUS_WORKER_NAME) as stored with the matches it holds."""
+    if not worker.strip() or len(worker) > 200:
+        raise InvalidInput(f"a worker name must be 1 to 200 characters, got {worker!r}")
+
+
+def _check_lease(lease_s: float) -> timedelta:
+    if not (math.isfinite(lease_s) and lease_s > 0):
+        raise InvalidInput(f"a lease must be a positive number of seconds, got {lease_s!r}")
+    return timedelta(seconds=lease_s)

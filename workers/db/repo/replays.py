@@ -1,0 +1,71 @@
+"""Replays: a finished match's record, stored compressed, and which of them may be shown."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from workers.db.errors import InvalidInput, NotFound
+from workers.db.models import Match, MatchStatus, Replay
+from workers.db.repo.common import LeagueRef
+from workers.db.repo.leagues import get_match, league_id_of
+
+
+def pack_replay(record: Mapping[str, Any], seed: int) -> tuple[str, bytes, int]:
+    """A match's replay record as stored: (format, zlib-compressed JSON, uncompressed size); it must name its
+    format, be of the match's seed and be JSON."""
+    replay_format = record.get("format")
+    if not isinstance(replay_format, str) or not replay_format or len(replay_format) > 64:
+        raise InvalidInput(f"the replay record has no valid format, got {replay_format!r}")
+    if "seed" in record and record["seed"] != seed:
+        raise InvalidInput(f"the replay's seed {record['seed']!r} is not the match's seed {seed}")
+    try:
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(f"the replay record is not JSON: {error}") from None
+    data = text.encode()
+    return replay_format, zlib.compress(data, 6), len(data)
+
+
+def get_replay(session: Session, match_id: int) -> dict[str, Any]:
+    """A finished match's replay record, decompressed (`replay_record` re-simulates it)."""
+    replay = session.exec(select(Replay).where(col(Replay.match_id) == match_id)).first()
+    if replay is None:
+        get_match(session, match_id)
+        raise NotFound(f"match {match_id} has no replay: it has not finished")
+    record = json.loads(zlib.decompress(replay.data).decode())
+    assert isinstance(record, dict)
+    return record
+
+
+def replay_match_ids(session: Session, league: LeagueRef) -> list[int]:
+    """The ids of the league's matches that have a replay, in plan order (`mus replay export --league`)."""
+    league_id = league_id_of(session, league)
+    ids = session.exec(
+        select(Match.id)
+        .join(Replay, col(Replay.match_id) == col(Match.id))
+        .where(col(Match.league_id) == league_id)
+        .order_by(col(Match.index))
+    ).all()
+    return [match_id for match_id in ids if match_id is not None]
+
+
+def unplayed_twin(session: Session, match_id: int) -> Match | None:
+    """The match's duplicate twin if it is dealt the same cards and has not finished yet: until it has, the
+    match's replay (and its seed) would show the twin's bots the deals they are about to play."""
+    match = get_match(session, match_id)
+    if match.duplicate_pair is None:
+        return None
+    return session.exec(
+        select(Match).where(
+            col(Match.league_id) == match.league_id,
+            col(Match.duplicate_pair) == match.duplicate_pair,
+            col(Match.id) != match_id,
+            col(Match.seed) == match.seed,
+            col(Match.status) != MatchStatus.FINISHED,
+        )
+    ).first()
