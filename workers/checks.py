@@ -9,7 +9,9 @@ in this process, over real gRPC, each seat its own process (sandboxed when asked
 - the deadline: every answer within `decision_timeout_s` (its decision times, median and max);
 - three probes in one more match, on the bot's first seat: an `ILLEGAL_ACTION` for a legal answer (the bot must
   answer the still-open decision again), a stale `DECISION_CLOSED` (it must ignore it and answer its next
-  decision), and a dropped stream (it must join again with `Join.next_seq` and answer the re-sent decision).
+  decision), and a dropped stream (it must join again with `Join.next_seq` and answer the re-sent decision);
+- for a persistent bot (`mus bot add --persistent`, docs/pool.md), two more matches played as a league worker
+  plays it, from a pool: each of its processes must play a seat of each, given on its standard input.
 
 The probes are provoked between the bot and the referee, not inside it: the Play servicer is the referee's own,
 wrapped (`_CheckServicer`) so that this module sees every message of the bot's seats and can withhold one, send
@@ -40,6 +42,8 @@ from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import Context, PlayServicer, Referee
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus
 from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
+from workers.matches import play_programs
+from workers.pool import BotPool
 
 REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
 """The reference opponent: the Python random example bot, which plays every legal action sometimes."""
@@ -1009,6 +1013,64 @@ def _probe_results(played: _Played | None, skipped: str = "") -> list[CheckResul
     return results
 
 
+PERSISTENT = ("persistent", "two seats in a row from one process")
+
+PERSISTENT_PAUSE_S = 0.5
+"""Between the two matches: a process that exits after its seat has then exited, and the verdict says so (given
+its next seat as it exits, it would crash in the second match instead)."""
+
+
+async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, seed: int) -> CheckResult:
+    """Two short matches against the reference bot with the bot's seats played from a pool, as a league worker
+    plays a persistent bot: its processes for seats 0 and 2 must each play a seat of both matches."""
+    check, title = PERSISTENT
+    folder = log_dir / "persistent"
+    pool = BotPool(config.sandbox, log_dir=folder)
+    problems: list[str] = []
+    try:
+        for number in range(2):
+            match_logs = folder / f"match{number + 1}"
+            match_logs.mkdir(parents=True, exist_ok=True)
+            played = await play_programs(
+                (program, REFERENCE),
+                config.rules(SHORT_MATCH, {}),
+                seed + number,
+                log_dir=match_logs,
+                join_timeout_s=config.join_timeout_s,
+                sandbox=config.sandbox,
+                pool=pool,
+            )
+            where = f"match {number + 1} of 2"
+            if played.table.status is not TableStatus.FINISHED:
+                problems.append(f"{where}: the match was stopped: {played.table.cancel_reason}")
+            problems += [
+                f"{where}: seat {incident.seat}: {incident.cause}: {incident.detail}"
+                for incident in played.table.incidents
+                if incident.seat in (0, 2) and incident.cause != "stall"
+            ]
+            if number == 0:
+                await asyncio.sleep(PERSISTENT_PAUSE_S)
+        started = pool.started
+    finally:
+        pool.close()
+    if not problems and started > 2:
+        problems.append(
+            f"its processes did not last: {started} were started for 2 seats each of 2 processes (a persistent bot"
+            " reads the next seat line on its standard input after a seat, and exits only at the end of it)"
+        )
+    if problems:
+        tails = [line for log in sorted(folder.glob("*.log")) for line in _tail(log)]
+        summary = problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)"
+        return CheckResult(check, title, Status.FAIL, summary, (*problems[1:8], *tails))
+    return CheckResult(
+        check,
+        title,
+        Status.PASS,
+        "with MUS_SEATS=stdin, its 2 processes (seats 0 and 2) each played a seat of 2 matches, given on standard"
+        " input, without an incident",
+    )
+
+
 # ---------------------------------------------------------------------------------------------- the run
 
 
@@ -1087,6 +1149,8 @@ async def run_check(
         for result in _probe_results(None, skipped):
             report(result)
         report(CheckResult("deadline", "answers within the deadline", Status.SKIP, skipped))
+        if program.persistent:
+            report(CheckResult(*PERSISTENT, Status.SKIP, skipped))
     else:
         # The other matches, `config.jobs` at a time: a match's time is mostly its four processes starting.
         probing = asyncio.create_task(probe_match()) if plan else None
@@ -1108,5 +1172,8 @@ async def run_check(
         if legal:
             deadline, times = _deadline(legal, config.decision_timeout_s)
             report(deadline)
+        if program.persistent:
+            progress("a persistent bot: two more matches, its seats from one process each")
+            report(await _persistent(program, config, log_dir, config.seed + len(plan) + 1))
     sandboxed = config.sandbox is not None
     return CheckReport(program.name, program.command, tuple(results), times, log_dir, sandboxed, bot_name)

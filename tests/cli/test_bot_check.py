@@ -98,6 +98,14 @@ def test_the_stdio_example_bot_passes_every_check() -> None:
     assert report["bot"] == "first_legal" and report["command"][1:4] == ["-m", "clients.stdio", "--"], report
 
 
+def test_a_persistent_bot_also_plays_two_seats_in_a_row_from_each_process() -> None:
+    """`--persistent` (and a bot added with it): two more matches, its seats given on its processes' stdin."""
+    result, report = check(*ONE_VARIANT, "--persistent", "--", sys.executable, "-m", "clients.bots.random")
+    found = verdicts(report)
+    assert list(found)[-1] == "persistent" and found["persistent"][0] == "pass", found
+    assert report["passed"] is True and result.exit_code == 0
+
+
 # ------------------------------------------------------------------------------------- broken bots fail, saying why
 
 
@@ -171,6 +179,16 @@ def test_a_bot_that_rejoins_past_its_next_event_fails_that_probe() -> None:
 
 
 # ------------------------------------------------------------------------------------- the command
+
+
+def test_a_persistent_bot_whose_process_plays_one_seat_fails_that_check_and_only_that_one() -> None:
+    found = broken("one_seat", "--persistent", *ONE_VARIANT)
+    failing = {name: verdict for name, verdict in found.items() if verdict[0] != "pass"}
+    assert list(failing) == ["persistent"], found
+    summary = failing["persistent"][1]
+    assert summary.startswith("its processes did not last: 4 were started") or (
+        "crash: the pooled bot process exited with code 0" in summary  # given its next seat as it was exiting
+    ), failing
 
 
 def test_the_text_report_has_a_line_per_check_and_the_failures_reasons(tmp_path: Path) -> None:

@@ -28,6 +28,9 @@ def test_demo_registers_the_example_bots_plays_the_league_and_prints_standings(f
     for bot in ("rules", "random", "passive"):
         assert bot in result.stdout
     assert (fresh_folder / "mus.db").is_file(), "the embedded default keeps its database in ./mus.db"
+    bots = json.loads(runner.invoke(app, ["bot", "list", "--json"]).stdout)
+    assert {row["bot"]: row["persistent"] for row in bots} == {"rules": True, "random": True, "passive": True}
+    assert list((fresh_folder / ".mus-logs" / "pool").glob("*.log")), "the workers played them from their pools"
     standings = runner.invoke(app, ["league", "standings", "demo", "--json"])
     rows = json.loads(standings.stdout)
     assert {row["bot"] for row in rows} == {"rules", "random", "passive"}

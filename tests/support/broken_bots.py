@@ -14,6 +14,8 @@ dropped stream, unless its mode says otherwise:
   rejection's decision and code.
 - no_rejoin: exits with status 1 when its stream drops, instead of joining again.
 - skip_events: joins again after a drop with a `next_seq` 5 past the next event it expects.
+- one_seat: plays like random; with `MUS_SEATS=stdin` (a persistent bot, docs/pool.md) it plays the first seat
+  given on its standard input, then exits instead of reading the next.
 
 Two more broken bots are modes of tests/support/misbehaving.py: `illegal` (an illegal action every time) and
 `slow` (every answer after its decision time).
@@ -22,6 +24,7 @@ Two more broken bots are modes of tests/support/misbehaving.py: `illegal` (an il
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import sys
@@ -32,7 +35,7 @@ import grpc
 from mus.v1 import play_pb2, play_pb2_grpc
 from tests.support.wire import random_wire_action
 
-MODES = ("random", "never_joins", "wrong_version", "no_retry", "stale_answer", "no_rejoin", "skip_events")
+MODES = ("random", "never_joins", "wrong_version", "no_retry", "stale_answer", "no_rejoin", "skip_events", "one_seat")
 TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
 SKIPPED_EVENTS = 5
 
@@ -127,6 +130,10 @@ async def main(mode: str) -> int:
         log(mode, "started; never joining")
         await asyncio.sleep(3600)
         return 0
+    if mode == "one_seat" and os.environ.get("MUS_SEATS") == "stdin":
+        seat = json.loads(sys.stdin.readline())
+        log(mode, "playing the first seat given on stdin; not reading the next")
+        return await Seat(mode, seat["referee"], seat["seat_token"]).run()
     return await Seat(mode, os.environ["MUS_REFEREE"], os.environ["MUS_TOKEN"]).run()
 
 

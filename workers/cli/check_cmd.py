@@ -146,6 +146,7 @@ def registered_program(name: str) -> BotProgram:
         if version is None:
             fail(f"bot {name!r} has no version to check")
         command, folder, content_hash, number = version.command, version.folder, version.content_hash, version.number
+        persistent = version.persistent
     try:
         now = repo.content_hash(command, folder)
     except Exception:  # an unreadable folder: the launch says what is wrong with it
@@ -156,7 +157,7 @@ def registered_program(name: str) -> BotProgram:
             f" (`mus bot add {name}` registers it)",
             err=True,
         )
-    return BotProgram(name, tuple(command), Path(folder) if folder else None)
+    return BotProgram(name, tuple(command), Path(folder) if folder else None, persistent=persistent)
 
 
 def check_config(
@@ -214,6 +215,13 @@ def check_command(
         bool,
         typer.Option("--stdio", help="The command speaks the stdio line protocol: run it behind the stdio bridge."),
     ] = False,
+    persistent: Annotated[
+        bool,
+        typer.Option(
+            "--persistent",
+            help="The command plays seat after seat from one process (MUS_SEATS=stdin, docs/pool.md): check that too.",
+        ),
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print only the report, as JSON.")] = False,
     matches: Annotated[int, typer.Option(help="Matches per variant of the rules (the bot plays each side).")] = 2,
     seed: Annotated[int, typer.Option(help="The first match's seed; the others follow it.")] = 1,
@@ -258,13 +266,15 @@ def check_command(
         jobs=jobs,
     )
     if name is not None:
-        if stdio:
-            fail("a registered bot's command already says how it runs: --stdio goes with `-- COMMAND`")
+        if stdio or persistent:
+            fail("a registered bot's command already says how it runs: --stdio and --persistent go with `-- COMMAND`")
         program = registered_program(name)
     else:
         program = command_program(command)
         if stdio:
             program = stdio_program(program)  # the bridge speaks gRPC for it, in the same sandbox
+        if persistent:
+            program = replace(program, persistent=True)
     report = check_program(program, config, json_output=json_output, name=name)
     if not report.passed:
         raise typer.Exit(code=1)

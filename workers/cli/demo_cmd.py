@@ -27,7 +27,8 @@ def demo_command(
     matches_per_pairing: Annotated[int, typer.Option(min=2, help="Matches per pairing (duplicate pairs).")] = 4,
     workers: Annotated[int | None, typer.Option(min=1, help="Embedded worker processes.")] = None,
 ) -> None:
-    """Register the example bots, run the league `demo` on real worker processes, print its standings."""
+    """Register the example bots (persistent: docs/pool.md), run the league `demo` on real worker processes, print
+    its standings."""
     folder = Path(clients.bots.__file__).parent
     with open_session() as session:
         for name in DEMO_BOTS:
@@ -37,6 +38,7 @@ def demo_command(
                 command=[sys.executable, "-m", f"clients.bots.{name}"],
                 folder=str(folder),
                 language="python",
+                persistent=True,  # run_main plays seat after seat: each worker keeps their processes (docs/pool.md)
             )
         known = {league.name for league in repo.list_leagues(session)}
         if DEMO_LEAGUE not in known:
