@@ -261,5 +261,6 @@ def test_a_remote_or_unknown_bot_by_name_is_a_one_line_error(database: str) -> N
     assert runner.invoke(app, ["bot", "add", "faraway", "--remote"]).exit_code == 0
     assert "bot 'faraway' is a remote bot" in error_of(runner.invoke(app, ["bot", "check", "faraway"]))
     assert "nobody" in error_of(runner.invoke(app, ["bot", "check", "nobody"]))
-    stdio = error_of(runner.invoke(app, ["bot", "check", "--stdio", "faraway"]))
-    assert "--stdio goes with `-- COMMAND`" in stdio
+    for flag in ("--stdio", "--persistent"):
+        refused = error_of(runner.invoke(app, ["bot", "check", flag, "faraway"]))
+        assert "--stdio and --persistent go with `-- COMMAND`" in refused
