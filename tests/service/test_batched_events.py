@@ -8,8 +8,8 @@ import random
 from bench.referee_clients import random_wire_action
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
+from referee import wire
 from referee.engine.rules import Rules
-from referee.service import convert
 from referee.service.table import EVENT_DELAY_S, Table, TableStatus
 from tests.service.conftest import Running, with_referee
 from tests.support.wire import WireLog, play_seat
@@ -35,7 +35,7 @@ def test_batching_seats_receive_exactly_their_events_and_decisions_in_one_messag
                 assert log.status is None and log.outcome is not None
                 received = [message.event for message in log.of("event")]
                 expected = [
-                    convert.event_to_proto(event, seq, seat, bot_names=table.bot_names)
+                    wire.event_to_proto(event, seq, seat, bot_names=table.bot_names)
                     for seq, event in enumerate(match.events_for(seat))
                 ]
                 assert received == expected, f"seat {seat}: every event, in order, with its seq"

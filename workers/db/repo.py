@@ -42,9 +42,9 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from referee.engine.errors import RulesError
-from referee.engine.match import FaultCause, GameTermination, MatchOutcome, MatchTermination
-from referee.engine.match import GameResult as EngineGameResult
-from referee.engine.match import VacaResult as EngineVacaResult
+from referee.engine.outcome import FaultCause, GameTermination, MatchOutcome, MatchTermination
+from referee.engine.outcome import GameResult as EngineGameResult
+from referee.engine.outcome import VacaResult as EngineVacaResult
 from referee.engine.rules import Rules
 from referee.service.table import IncidentCause
 from workers.db.errors import Conflict, DatabaseInBotFolder, DbError, InvalidInput, NotFound
