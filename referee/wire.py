@@ -282,6 +282,15 @@ def legal_to_proto(legal: LegalActions) -> list[pb.LegalAction]:
     return entries
 
 
+@lru_cache(maxsize=1 << 12)
+def request_legal_bytes(legal: LegalActions) -> bytes:
+    """`legal_to_proto` as the wire bytes of `DecisionRequest.legal_actions`, built once per legal set: the
+    referee merges them into each request instead of copying messages in (see `view_entries`)."""
+    key = _entry_key(play_pb2.DecisionRequest, "legal_actions")
+    entries = [entry.SerializeToString() for entry in legal_to_proto(legal)]
+    return b"".join(key + _varint(len(data)) + data for data in entries)
+
+
 def legal_from_proto(entries: Iterable[pb.LegalAction], cards: tuple[Card, ...], rules: Rules) -> LegalActions:
     """The referee's legal entries as the engine's value, for a seat holding `cards` under `rules` (an uncapped
     bet is listed up to `listed_bet_max`, as the engine lists it)."""

@@ -24,6 +24,7 @@ from clients.sdk.errors import RefereeError, SdkError
 from clients.sdk.view import bot_view
 from mus.v1 import lobby_pb2, lobby_pb2_grpc, play_pb2, play_pb2_grpc, types_pb2
 from referee.engine.actions import Action
+from referee.engine.events import Event, HandStarted
 from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import Rules
 from referee.wire import (
@@ -95,6 +96,8 @@ class _Seat:
         self.rules: Rules | None = None
         self.outcome: MatchOutcome | None = None
         self._started_hand = -1
+        self.hand_events: list[Event] = []
+        """The events of the current hand, from its HandStarted: the views' `hand_events` (Join.omit_hand_events)."""
         self._open: play_pb2.DecisionRequest | None = None
         self._answered: dict[int, types_pb2.Action] = {}
 
@@ -110,6 +113,7 @@ class _Seat:
                     protocol_version=PROTOCOL_VERSION,
                     next_seq=self.next_seq,
                     batch_events=True,  # a step's events and decision in one message: a faster round trip
+                    omit_hand_events=True,  # the hand's events come once, as events: `hand_events` keeps them
                 )
             )
         )
@@ -173,6 +177,9 @@ class _Seat:
         except WireError as error:
             logger.warning("seat %s: cannot read event %d: %s", self.seat, message.seq, error)
             return
+        if isinstance(event.payload, HandStarted):
+            self.hand_events = []
+        self.hand_events.append(event)
         _call_hook(self.bot.on_event, event)
 
     def _decide(
@@ -185,7 +192,7 @@ class _Seat:
         times = request if rejected is None else rejected
         legal = rejected.legal_actions if rejected is not None and rejected.legal_actions else None
         view = bot_view(
-            seat_view_from_proto(request, self.rules, legal=legal),
+            seat_view_from_proto(request, self.rules, legal=legal, hand_events=self.hand_events),
             self.rules,
             decision_time_left_s=times.decision_time_left_ms / 1000,
             bank_time_left_s=times.bank_time_left_ms / 1000,

@@ -9,6 +9,7 @@ names); every edge (gRPC, database, HTML) converts from these values.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -73,7 +74,16 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_PLAIN = (int, bool, str, type(None))
+_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+"""Per event class, its JSON fields in order, each with whether its value needs converting (`_json_value`):
+worked out once, so that writing an event's JSON (the referee does it for every event, to bound a match's
+record) reads only the fields that are not plain values."""
+
+
+def _plain(hint: Any) -> bool:
+    args = typing.get_args(hint)
+    return hint in _PLAIN or (bool(args) and typing.get_origin(hint) is not tuple and all(a in _PLAIN for a in args))
 
 
 class _Payload:
@@ -83,10 +93,16 @@ class _Payload:
     kind: ClassVar[EventKind]
 
     def to_json(self) -> dict[str, Any]:
-        names = _FIELD_NAMES.get(type(self))
-        if names is None:
-            names = _FIELD_NAMES[type(self)] = tuple(field.name for field in dataclasses.fields(self))  # type: ignore[arg-type]
-        return {name: _json_value(getattr(self, name)) for name in names}
+        fields = _FIELDS.get(type(self))
+        if fields is None:
+            hints = typing.get_type_hints(type(self))
+            names = [field.name for field in dataclasses.fields(self)]  # type: ignore[arg-type]
+            fields = _FIELDS[type(self)] = tuple((name, not _plain(hints[name])) for name in names)
+        out: dict[str, Any] = {}
+        for name, convert in fields:
+            value = getattr(self, name)
+            out[name] = _json_value(value) if convert else value
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,7 +193,14 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
         table, seat = found
         outbox: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
         try:
-            table.attach(seat, outbox, join.next_seq, batch=join.batch_events, bot_name=join.bot_name)
+            table.attach(
+                seat,
+                outbox,
+                join.next_seq,
+                batch=join.batch_events,
+                omit_hand_events=join.omit_hand_events,
+                bot_name=join.bot_name,
+            )
         except TableError as error:
             await context.abort(_STATUS[error.code], str(error))
         closing: list[tuple[grpc.StatusCode, str]] = []

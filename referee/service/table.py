@@ -102,6 +102,8 @@ class _Seat:
     decision_seconds: list[float] = field(default_factory=list)
     batch: bool = False
     """The seat asked for Update messages (Join.batch_events): a step's events and decision in one message."""
+    omit_hand_events: bool = False
+    """The seat keeps the hand's events itself (Join.omit_hand_events): its views carry none."""
     pending_events: list[bytes] = field(default_factory=list)
     """Events for the next Update, as its wire entries (`wire.update_entry`)."""
     pending_update: play_pb2.PlayResponse | None = None
@@ -197,6 +199,7 @@ class Table:
         next_seq: int = 0,
         *,
         batch: bool = False,
+        omit_hand_events: bool = False,
         bot_name: str = "",
     ) -> None:
         """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision.
@@ -215,6 +218,7 @@ class Table:
         state.joined = True
         state.joined_as = "".join(char for char in bot_name if char.isprintable())[:64].strip() or state.joined_as
         state.batch = batch
+        state.omit_hand_events = omit_hand_events
         state.pending_events, state.pending_update = [], None
         if state.grace is not None:
             state.grace.cancel()
@@ -495,19 +499,23 @@ class Table:
             decision_id=decision.decision_id,
             kind=wire.decision_to_proto(decision.kind),
             view=wire.seat_view_to_proto(view),
-            legal_actions=wire.legal_to_proto(view.legal),
             decision_time_left_ms=int(left * 1000),
             bank_time_left_ms=int(bank * 1000),
         )
-        # The hand's events join the view last, inside the message that carries it: every message assignment
-        # copies, and they are most of the request.
+        # The legal entries and the hand's events join last, as wire bytes, inside the message that carries them:
+        # every message assignment copies, and they are most of the request.
         if self.seats[seat].batch:
             response = play_pb2.PlayResponse(update=play_pb2.Update(decision_request=request))
-            response.update.decision_request.view.MergeFromString(b"".join(self._hand_view[seat]))
-            self.seats[seat].pending_update = response
+            carried = response.update.decision_request
         else:
             response = play_pb2.PlayResponse(decision_request=request)
-            response.decision_request.view.MergeFromString(b"".join(self._hand_view[seat]))
+            carried = response.decision_request
+        carried.MergeFromString(wire.request_legal_bytes(view.legal))
+        if not self.seats[seat].omit_hand_events:
+            carried.view.MergeFromString(b"".join(self._hand_view[seat]))
+        if self.seats[seat].batch:
+            self.seats[seat].pending_update = response
+        else:
             outbox.put_nowait(response)
 
     def _arm_timer(self) -> None:

@@ -101,3 +101,46 @@ def test_a_batching_seat_that_is_not_asked_gets_its_events_with_its_next_decisio
         assert timer_checks == 5
 
     asyncio.run(scenario())
+
+
+def test_a_seat_that_keeps_its_own_hand_events_gets_views_without_them_and_loses_nothing() -> None:
+    """Join.omit_hand_events: the hand's events cross the wire once, as events; the view the seat builds from them
+    with `referee.wire` is the one a seat without the flag reads from its requests."""
+
+    async def scenario() -> None:
+        table = Table("t", Rules(), 5, ["a", "b", "c", "d"])
+        outboxes: list[asyncio.Queue[play_pb2.PlayResponse | None]] = [asyncio.Queue() for _ in range(4)]
+        for seat, outbox in enumerate(outboxes):
+            table.attach(seat, outbox, batch=True, omit_hand_events=seat == 0)
+        rng = random.Random(5)
+        hand: list[list[pb.Event]] = [[], [], [], []]
+        rules = Rules()
+        compared = 0
+        while table.status is TableStatus.RUNNING:
+            request: play_pb2.DecisionRequest | None = None
+            asked = min(table.decisions)
+            for seat, outbox in enumerate(outboxes):
+                while not outbox.empty():
+                    message = outbox.get_nowait()
+                    if message is None or message.WhichOneof("message") != "update":
+                        continue
+                    for event in message.update.events:
+                        if event.WhichOneof("payload") == "hand_started":
+                            hand[seat] = []
+                        hand[seat].append(event)
+                    if message.update.HasField("decision_request") and seat == asked:
+                        request = message.update.decision_request
+            assert request is not None
+            view = request.view
+            if asked == 0:
+                assert not view.events_this_hand and not view.senas_received, "the seat keeps them itself"
+                own = [wire.event_from_proto(event, 0) for event in hand[0]]
+                assert table.views is not None
+                assert wire.seat_view_from_proto(request, rules, hand_events=own) == table.views.view(0)
+                compared += 1
+            else:
+                assert list(view.events_this_hand) == hand[asked], "the others still get them in the view"
+            table.act(asked, request.decision_id, random_wire_action(rng, request))
+        assert compared > 10
+
+    asyncio.run(scenario())
