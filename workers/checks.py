@@ -36,7 +36,7 @@ import grpc
 
 from mus.v1 import play_pb2, play_pb2_grpc
 from mus.v1 import types_pb2 as pb
-from referee.engine.events import EventKind
+from referee.engine.events import Fault
 from referee.engine.rules import Rules
 from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import Context, PlayServicer, Referee
@@ -883,9 +883,10 @@ def _match_problems(played: _Played, decision_timeout_s: float) -> list[str]:
     illegal = {seat: [r for r in record.rejections if r.fault_counted] for seat, record in watch.seats.items()}
     timeouts = {seat: list(record.timeouts) for seat, record in watch.seats.items()}
     for event in match.events if match is not None else ():
-        if event.kind is not EventKind.FAULT or event.data["seat"] not in watch.seats:
+        fault = event.payload
+        if not isinstance(fault, Fault) or fault.seat not in watch.seats:
             continue
-        seat, cause = event.data["seat"], event.data["cause"]
+        seat, cause = fault.seat, fault.cause.value
         record = watch.seats[seat]
         if cause == "illegal_action" and illegal[seat]:
             rejection = illegal[seat].pop(0)

@@ -24,11 +24,11 @@ import grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
 from mus.v1 import types_pb2 as pb
-from referee.engine.events import EventKind
+from referee import wire
+from referee.engine.events import Fault
 from referee.engine.match import Match
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
-from referee.service import convert
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident, IncidentCause, Table, TableStatus
@@ -430,7 +430,7 @@ async def _play_on_referee(
                 admin_address,
             )
         request = admin_pb2.CreateTableRequest(
-            rules=convert.rules_to_map(rules),
+            rules=wire.rules_to_map(rules),
             seed=seed,
             seats=[admin_pb2.SeatConfig(bot_name=names[seat], remote=remote[seat]) for seat in range(4)],
             join_timeout_s=join_timeout_s,
@@ -579,9 +579,9 @@ def fault_records(match: Match) -> list[dict[str, Any]]:
     """The rules' faults (rules §13: illegal_action, timeout, limit), in the order charged, from the engine's Fault
     events, as {seat, cause, detail}. Never an incident: those are `incident_records`."""
     return [
-        {"seat": event.data["seat"], "cause": event.data["cause"], "detail": ""}
+        {"seat": fault.seat, "cause": fault.cause.value, "detail": ""}
         for event in match.events
-        if event.kind is EventKind.FAULT
+        if isinstance(fault := event.payload, Fault)
     ]
 
 

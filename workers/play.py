@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, select
 
-from referee.engine.match import MatchOutcome
+from referee.engine.outcome import MatchOutcome
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.service.table import TableStatus

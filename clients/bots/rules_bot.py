@@ -25,7 +25,7 @@ from clients.sdk.bot import Bot
 from clients.sdk.runner import run_main
 from clients.sdk.view import BotView
 from referee.engine.actions import Action, ActionKind
-from referee.engine.events import EventKind
+from referee.engine.events import SenaDelivered
 from referee.engine.hands import Lance
 from referee.engine.match import DecisionKind
 from referee.engine.rules import DejeMode
@@ -263,11 +263,11 @@ class RulesBot(Bot):
         """The señas `seat` sent since the last discard: what is still true of its hand (rules §12.3)."""
         if seat == view.seat:
             return {
-                Sena(event.data["sena"])
+                sent.sena
                 for event in view.hand_events
-                if event.kind is EventKind.SENA_DELIVERED
-                and event.data["seat"] == seat
-                and event.data["mus_round"] == view.discard_rounds
+                if isinstance(sent := event.payload, SenaDelivered)
+                and sent.seat == seat
+                and sent.mus_round == view.discard_rounds
             }
         return {
             sena.sena for sena in view.senas_received if sena.seat == seat and sena.mus_round == view.discard_rounds

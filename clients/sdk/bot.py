@@ -5,7 +5,7 @@ from __future__ import annotations
 from clients.sdk.view import BotView
 from referee.engine.actions import Action
 from referee.engine.events import Event
-from referee.engine.match import MatchOutcome
+from referee.engine.outcome import MatchOutcome
 
 
 class Bot:

@@ -1,17 +1,13 @@
-"""The SDK's errors: one base, with wire data the SDK cannot read kept apart from referee refusals."""
+"""The SDK's errors: one base for referee refusals and the SDK's own failures.
+
+A wire message the SDK cannot read raises the wire's `WireError` (exported here as `ConvertError`).
+"""
 
 from __future__ import annotations
 
 
 class SdkError(Exception):
     """Base of every error the bot SDK raises; the message says what happened and what to check."""
-
-
-class ConvertError(SdkError, ValueError):
-    """A wire message cannot be read as an engine value: an unset or unknown enum, a malformed card.
-
-    It subclasses `ValueError` because it is bad input, like the engine's `MalformedError`.
-    """
 
 
 class RefereeError(SdkError):

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.sdk.bot import Bot
-from clients.sdk.view import BotView, received_senas
+from clients.sdk.view import BotView, bot_view
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import sort_hand
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
-from referee.engine.events import Event, EventKind
-from referee.engine.hands import Lance
-from referee.engine.match import DecisionKind, Match, MatchOutcome, Setup
+from referee.engine.events import Event
+from referee.engine.match import Match, Setup
+from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import IllegalActionPolicy, Rules
-from referee.engine.views import seat_view
+from referee.engine.views import SeatLog
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +46,8 @@ class LocalTable:
         self.rules = rules if rules is not None else Rules()
         self.match = Match(self.rules, seed, setup)
         self.illegal: list[tuple[int, str]] = []
-        self._seen: list[list[Event]] = [[], [], [], []]
-        self._hand_start = [0, 0, 0, 0]
-        self._scanned = 0
+        self._log = SeatLog(self.match)
+        self._delivered = [0, 0, 0, 0]
         self._started_hand = [-1, -1, -1, -1]
         self._rejection: tuple[int, str] | None = None
         self._outcome_sent = False
@@ -97,51 +96,24 @@ class LocalTable:
             self._rejection = (seat, reason)
 
     def view(self, seat: int) -> BotView:
-        """The `BotView` of an awaited seat, as `run_bot` builds it from the referee's request.
+        """The `BotView` of an awaited seat, built from the engine's view as `run_bot` builds it from the wire.
 
         Events up to now are delivered first (with their `on_event` hooks), so the view and the hooks agree.
         """
         self._deliver_events()
-        match = self.match
-        engine_view = seat_view(match, seat)
-        decision = engine_view.decision
-        if decision is None:
-            raise ValueError(f"seat {seat} is not asked to decide now")
-        hand_events = tuple(self._seen[seat][self._hand_start[seat] :])
-        accepted, pending, ordago = match.betting_totals()
         rejection = self._rejection[1] if self._rejection is not None and self._rejection[0] == seat else None
         rules = self.rules
-        return BotView(
-            seat=seat,
-            mano=engine_view.mano,
-            dealer=engine_view.dealer,
-            hand_number=engine_view.hand_number,
-            vaca=engine_view.vaca,
-            game=engine_view.game,
-            score=engine_view.score,
-            games=engine_view.games,
-            vacas=engine_view.vacas,
-            faults=engine_view.faults,
-            cards=engine_view.cards,
-            lance=Lance(engine_view.lance) if engine_view.lance is not None else None,
-            decision=decision,
-            legal_actions=engine_view.legal_actions,
-            hand_events=hand_events,
-            senas_received=received_senas(hand_events, seat),
-            discard_rounds=match.discard_rounds,
-            accepted_total=accepted,
-            pending_total=0 if ordago else pending,
-            ordago_pending=ordago,
+        return bot_view(
+            self._log.view(seat),
+            rules,
             decision_time_left_s=rules.decision_timeout_s,
             bank_time_left_s=rules.time_bank_s,
-            rules=rules,
-            mus_senas=match.acceptable_senas(seat) if decision is DecisionKind.MUS else (),
             rejection=rejection,
         )
 
     def events_seen(self, seat: int) -> tuple[Event, ...]:
         """Every event delivered to `seat` so far, numbered as that seat saw them."""
-        return tuple(self._seen[seat])
+        return tuple(self._log.events[seat])
 
     def _vet(self, seat: int, chosen: object) -> tuple[Action | None, str | None]:
         """The action to apply, or why the bot's answer is a fault, as the referee would judge it on the wire.
@@ -162,19 +134,11 @@ class LocalTable:
 
     def _deliver_events(self) -> None:
         """Give each seat the new events it may see, numbered per seat as on the wire, and call `on_event`."""
-        events = self.match.events
-        while self._scanned < len(events):
-            event = events[self._scanned]
-            self._scanned += 1
-            for seat in range(4):
-                if not event.visible_to(seat):
-                    continue
-                seen = self._seen[seat]
-                delivered = event.seen_by(seat, len(seen))
-                if event.kind is EventKind.HAND_STARTED:
-                    self._hand_start[seat] = len(seen)
-                seen.append(delivered)
-                _hook(seat, self.bots[seat].on_event, delivered)
+        self._log.update()
+        for seat, seen in enumerate(self._log.events):
+            for event in seen[self._delivered[seat] :]:
+                _hook(seat, self.bots[seat].on_event, event)
+            self._delivered[seat] = len(seen)
 
 
 def _hook(seat: int, hook: Callable[[Any], None], argument: object) -> None:

@@ -20,12 +20,21 @@ from typing import Any, Generic, TypeVar
 import grpc
 
 from clients.sdk.bot import Bot
-from clients.sdk.convert import EventDecoder, action_to_proto, outcome_from_proto, rules_from_proto, view_from_request
-from clients.sdk.errors import ConvertError, RefereeError, SdkError
+from clients.sdk.errors import RefereeError, SdkError
+from clients.sdk.view import bot_view
 from mus.v1 import lobby_pb2, lobby_pb2_grpc, play_pb2, play_pb2_grpc, types_pb2
 from referee.engine.actions import Action
-from referee.engine.match import MatchOutcome
+from referee.engine.events import Event, HandStarted
+from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import Rules
+from referee.wire import (
+    WireError,
+    action_to_proto,
+    event_from_proto,
+    outcome_from_proto,
+    rules_from_proto,
+    seat_view_from_proto,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +94,10 @@ class _Seat:
         self.joins = 0
         self.seat: int | None = None
         self.rules: Rules | None = None
-        self.decoder: EventDecoder | None = None
         self.outcome: MatchOutcome | None = None
         self._started_hand = -1
+        self.hand_events: list[Event] = []
+        """The events of the current hand, from its HandStarted: the views' `hand_events` (Join.omit_hand_events)."""
         self._open: play_pb2.DecisionRequest | None = None
         self._answered: dict[int, types_pb2.Action] = {}
 
@@ -103,6 +113,7 @@ class _Seat:
                     protocol_version=PROTOCOL_VERSION,
                     next_seq=self.next_seq,
                     batch_events=True,  # a step's events and decision in one message: a faster round trip
+                    omit_hand_events=True,  # the hand's events come once, as events: `hand_events` keeps them
                 )
             )
         )
@@ -153,21 +164,22 @@ class _Seat:
         self.joins += 1
         self.seat = joined.seat
         self.rules = rules_from_proto(joined.rules)
-        if self.decoder is None:
-            self.decoder = EventDecoder(joined.seat)
         logger.info("seat %d of table %s: joined (resumed=%s)", joined.seat, joined.table_id, joined.resumed)
 
     def _event(self, message: types_pb2.Event) -> None:
         if message.seq < self.next_seq:
             return  # already seen before the stream dropped
         self.next_seq = message.seq + 1
-        if self.decoder is None:
+        if self.seat is None:
             raise SdkError("the referee sent an event before Joined")
         try:
-            event = self.decoder.decode(message)
-        except ConvertError as error:
+            event = event_from_proto(message, self.seat)
+        except WireError as error:
             logger.warning("seat %s: cannot read event %d: %s", self.seat, message.seq, error)
             return
+        if isinstance(event.payload, HandStarted):
+            self.hand_events = []
+        self.hand_events.append(event)
         _call_hook(self.bot.on_event, event)
 
     def _decide(
@@ -177,20 +189,15 @@ class _Seat:
         charges as an illegal action, as the local table does (rules §13)."""
         if self.rules is None:
             raise SdkError("the referee asked for a decision before Joined")
-        if self.decoder is not None:
-            self.decoder.vaca = request.view.vaca_number + 1
-            self.decoder.game = request.view.game_number + 1
-        if rejected is None:
-            view = view_from_request(request, self.rules)
-        else:
-            view = view_from_request(
-                request,
-                self.rules,
-                rejection=rejected.reason,
-                legal=rejected.legal_actions or None,
-                decision_time_left_ms=rejected.decision_time_left_ms,
-                bank_time_left_ms=rejected.bank_time_left_ms,
-            )
+        times = request if rejected is None else rejected
+        legal = rejected.legal_actions if rejected is not None and rejected.legal_actions else None
+        view = bot_view(
+            seat_view_from_proto(request, self.rules, legal=legal, hand_events=self.hand_events),
+            self.rules,
+            decision_time_left_s=times.decision_time_left_ms / 1000,
+            bank_time_left_s=times.bank_time_left_ms / 1000,
+            rejection=rejected.reason if rejected is not None else None,
+        )
         if view.hand_number != self._started_hand:
             self._started_hand = view.hand_number
             _call_hook(self.bot.on_hand_start, view)

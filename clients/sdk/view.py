@@ -1,7 +1,7 @@
 """`BotView`: what a bot's `decide` receives, the same value on the local table and over gRPC.
 
 A view holds only what the seat may know (rules §11): its own cards, the public record of the hand and the
-private events sent to it. Events keep the engine's shape (`Event` with its JSON payload) so one bot reads one
+private events sent to it. Events are the engine's (`Event` with its typed payload) so one bot reads one
 vocabulary everywhere; their `seq` numbers the events this seat was given, from 0, as on the wire.
 """
 
@@ -13,11 +13,13 @@ from functools import cached_property
 
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card
-from referee.engine.events import Event, EventKind
+from referee.engine.events import Declared, Event, SenaDelivered
 from referee.engine.hands import HandFacts, Lance, evaluate
+from referee.engine.legal import LegalActions
 from referee.engine.match import DecisionKind, partner_of, team_of
 from referee.engine.rules import Rules
 from referee.engine.senas import Sena
+from referee.engine.views import SeatView
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +41,7 @@ class ReceivedSena:
 class BotView:
     """Everything one seat may know when it must decide, plus the legal actions, expanded and concrete.
 
-    Counters follow the engine: `vaca` and `game` count from 1, `hand_number` from 0 over the match; tuples
+    Counters follow the engine: `vaca`, `game` (within its vaca) and `hand_number` (over the match) count from 0; tuples
     indexed by team (team 0 = seats 0 and 2). `accepted_total`, `pending_total` and `ordago_pending` describe
     the betting of the current lance (all zero outside a bet; `pending_total` is 0 while an órdago is
     pending). `rejection` is set when the bot's previous answer to this same decision was refused and it is
@@ -61,7 +63,10 @@ class BotView:
     cards: tuple[Card, ...]
     lance: Lance | None
     decision: DecisionKind
+    legal: LegalActions
+    """What is legal, one entry per kind with its ranges (`action in view.legal` checks an action)."""
     legal_actions: tuple[Action, ...]
+    """The same, listed one by one (`LegalActions.expand`)."""
     hand_events: tuple[Event, ...]
     senas_received: tuple[ReceivedSena, ...]
     discard_rounds: int
@@ -132,25 +137,59 @@ class BotView:
     def declared(self, lance: Lance) -> dict[int, bool]:
         """What each seat declared for Pares or Juego this hand (rules §7); empty before the declarations."""
         return {
-            int(event.data["seat"]): bool(event.data["has"])
+            declared.seat: declared.has
             for event in self.hand_events
-            if event.kind is EventKind.DECLARED and event.data["lance"] == lance.value
+            if isinstance(declared := event.payload, Declared) and declared.lance is lance
         }
+
+
+def bot_view(
+    view: SeatView,
+    rules: Rules,
+    *,
+    decision_time_left_s: float,
+    bank_time_left_s: float,
+    rejection: str | None = None,
+) -> BotView:
+    """The `BotView` of the engine's view of a seat asked to decide, on the local table or over the wire."""
+    decision = view.decision
+    if decision is None:
+        raise ValueError(f"seat {view.seat} is not asked to decide now")
+    return BotView(
+        seat=view.seat,
+        mano=view.mano,
+        dealer=view.dealer,
+        hand_number=view.hand_number,
+        vaca=view.vaca,
+        game=view.game,
+        score=view.score,
+        games=view.games,
+        vacas=view.vacas,
+        faults=view.faults,
+        cards=view.cards,
+        lance=view.lance,
+        decision=decision,
+        legal=view.legal,
+        legal_actions=view.legal.expand(),
+        hand_events=view.hand_events,
+        senas_received=received_senas(view.hand_events, view.seat),
+        discard_rounds=view.mus_round,
+        accepted_total=view.accepted_total,
+        pending_total=view.pending_total,
+        ordago_pending=view.ordago_pending,
+        decision_time_left_s=decision_time_left_s,
+        bank_time_left_s=bank_time_left_s,
+        rules=rules,
+        mus_senas=view.acceptable_senas if decision is DecisionKind.MUS else (),
+        rejection=rejection,
+    )
 
 
 def received_senas(hand_events: Sequence[Event], seat: int) -> tuple[ReceivedSena, ...]:
     """The señas of other seats delivered to `seat` this hand, in order, from the engine's events."""
     out: list[ReceivedSena] = []
     for event in hand_events:
-        if event.kind is not EventKind.SENA_DELIVERED or event.data["seat"] == seat:
-            continue
-        phase = event.data["phase"]
-        out.append(
-            ReceivedSena(
-                seat=int(event.data["seat"]),
-                sena=Sena(event.data["sena"]),
-                lance=None if phase == "mus" else Lance(phase),
-                mus_round=int(event.data["mus_round"]),
-            )
-        )
+        sena = event.payload
+        if isinstance(sena, SenaDelivered) and sena.seat != seat:
+            out.append(ReceivedSena(seat=sena.seat, sena=sena.sena, lance=sena.lance, mus_round=sena.mus_round))
     return tuple(out)

@@ -42,7 +42,7 @@ from clients.stdio.lines import (
 )
 from referee.engine.actions import Action
 from referee.engine.events import Event
-from referee.engine.match import MatchOutcome
+from referee.engine.outcome import MatchOutcome
 
 logger = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 Every line is built from the SDK's values (`BotView`, engine `Event`, `MatchOutcome`), never from the wire, so a
 program sees the engine's vocabulary and notation, the same as replays and `mus rules`: action kinds such as
-`envido`, cards such as `12o`, events exactly as `Event.to_json` writes them. The SDK's converter
-(`clients.sdk.convert`) stays the one place that reads protobuf.
+`envido`, cards such as `12o`, events exactly as `Event.to_json` writes them. The wire mapping
+(`referee.wire`) stays the one place that reads protobuf.
 
 Actions are JSON objects with the fields of the engine's `Action`: `kind`, and as its kind needs `amount`,
 `cards` (notation), `has_jugada`, `senas` (names). Every entry of a request's `legal` list is such an object with
@@ -21,7 +21,8 @@ from referee.engine.actions import Action, ActionKind, parse_sena
 from referee.engine.cards import parse_cards, sort_hand
 from referee.engine.errors import MalformedError
 from referee.engine.events import Event
-from referee.engine.match import MatchOutcome, team_of
+from referee.engine.match import team_of
+from referee.engine.outcome import MatchOutcome
 
 PROTOCOL = 1
 """The version of the line protocol, sent in the `hello` line; a change an old program could not read bumps it."""

@@ -13,15 +13,55 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import combinations
 from typing import Any
 
 from referee.engine.actions import Action, ActionKind, parse_sena
-from referee.engine.cards import Card, format_cards, shuffled_deck, sort_hand
+from referee.engine.cards import Card, shuffled_deck, sort_hand
 from referee.engine.enums import Enum
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
-from referee.engine.events import Event, EventKind
+from referee.engine.events import (
+    Bet,
+    CardsDealt,
+    CardsDiscarded,
+    CardsReplaced,
+    Declared,
+    DiscardCounted,
+    Event,
+    Fault,
+    Forfeit,
+    GameEnded,
+    GameStarted,
+    HandEnded,
+    HandsShown,
+    HandStarted,
+    LanceClosed,
+    LanceDecided,
+    LanceStarted,
+    MatchEnded,
+    MatchStarted,
+    MusCalled,
+    MusCut,
+    Payload,
+    PointsScored,
+    RejectedSena,
+    SenaDelivered,
+    SenaRejected,
+    StockReshuffled,
+    VacaEnded,
+)
 from referee.engine.hands import HandFacts, Lance, best_seat, evaluate
+from referee.engine.legal import LegalAction, LegalActions
+from referee.engine.outcome import (
+    FaultCause,
+    GameResult,
+    GameTermination,
+    LanceOutcome,
+    MatchOutcome,
+    MatchTermination,
+    MusCutReason,
+    ScoreReason,
+    VacaResult,
+)
 from referee.engine.rules import (
     Declarations,
     DejeMode,
@@ -53,43 +93,6 @@ class DecisionKind(Enum):
     DECLARE = "declare"
     SENAS = "senas"
     BET = "bet"
-
-
-class LanceOutcome(Enum):
-    """How a lance's betting ended (rules §8.2)."""
-
-    PASSED = "passed"
-    ACCEPTED = "accepted"
-    REJECTED = "rejected"
-    ORDAGO_ACCEPTED = "ordago_accepted"
-    NO_BETTING = "no_betting"
-    SKIPPED = "skipped"
-
-
-class GameTermination(Enum):
-    """How a game ended (rules §9.5)."""
-
-    TARGET_AT_TANTEO = "target_at_tanteo"
-    TARGET_AT_DEJE = "target_at_deje"
-    ORDAGO = "ordago"
-    FORFEIT = "forfeit"
-
-
-class MatchTermination(Enum):
-    """How a match ended (rules §9.5, §13)."""
-
-    NORMAL = "normal"
-    FORFEIT = "forfeit"
-
-
-class FaultCause(Enum):
-    """The faults of rules §13."""
-
-    ILLEGAL_ACTION = "illegal_action"
-    TIMEOUT = "timeout"
-    LIMIT = "limit"
-    """The seat's messages made the match record outgrow what the referee keeps for one match: the seat's team
-    forfeits at once (the edge that hosts the match sets the limit and calls `forfeit_for_limit`)."""
 
 
 class StepKind(Enum):
@@ -154,60 +157,6 @@ class StepRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class GameResult:
-    """One game: winner (None after a forfeit), final counters, termination, the hand it ended in."""
-
-    vaca: int
-    game: int
-    winner: int | None
-    score: tuple[int, int]
-    termination: GameTermination
-    hand_number: int
-
-
-@dataclass(frozen=True, slots=True)
-class VacaResult:
-    vaca: int
-    winner: int | None
-    games: tuple[int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class MatchOutcome:
-    """The result of a match as a value: winner team, termination, and every game and vaca."""
-
-    winner: int
-    termination: MatchTermination
-    vacas: tuple[int, int]
-    games: tuple[GameResult, ...]
-    vaca_results: tuple[VacaResult, ...]
-    faults: tuple[int, int]
-
-    def to_json(self) -> dict[str, Any]:
-        """The outcome as JSON with the same field names: what the database stores and the stdio bridge sends."""
-        return {
-            "winner": self.winner,
-            "termination": self.termination.value,
-            "vacas": list(self.vacas),
-            "games": [
-                {
-                    "vaca": game.vaca,
-                    "game": game.game,
-                    "winner": game.winner,
-                    "score": list(game.score),
-                    "termination": game.termination.value,
-                    "hand_number": game.hand_number,
-                }
-                for game in self.games
-            ],
-            "vaca_results": [
-                {"vaca": vaca.vaca, "winner": vaca.winner, "games": list(vaca.games)} for vaca in self.vaca_results
-            ],
-            "faults": list(self.faults),
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class Setup:
     """Scripted chance, for tests and vectors: decks by hand number, a start score, the first dealer.
 
@@ -255,31 +204,37 @@ def first_dealer_of(seed: int) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _amount_actions(kind: ActionKind, low: int, high: int) -> tuple[Action, ...]:
-    return tuple(Action(kind, amount=amount) for amount in range(low, high + 1))
-
-
-@lru_cache(maxsize=65536)
-def _discard_actions(hand: tuple[Card, ...], low: int, high: int) -> tuple[Action, ...]:
-    return tuple(Action.discard(cards) for size in range(low, high + 1) for cards in combinations(hand, size))
+def _betting_legal(
+    pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
+) -> LegalActions:
+    """The legal betting actions of a lance state (rules §8.2), cached: they depend on little. Uncapped bets
+    are listed up to the target score (`listed_bet_max`)."""
+    if ordago:
+        return LegalActions((_LEGAL_QUIERO, _LEGAL_NO_QUIERO))
+    capped = cap is not None
+    high = cap if cap is not None else max(target, min_bet)
+    if pending is None:
+        envido = LegalAction(ActionKind.ENVIDO, min_amount=min_bet, max_amount=high, capped=capped)
+        return LegalActions((_LEGAL_PASO, envido, _LEGAL_ORDAGO))
+    mas_high = high - pending if cap is not None else max(high, min_raise)
+    mas = LegalAction(ActionKind.MAS, min_amount=min_raise, max_amount=mas_high, capped=capped)
+    raises = (mas,) if min_raise <= mas_high else ()
+    return LegalActions((_LEGAL_QUIERO, _LEGAL_NO_QUIERO, *raises, _LEGAL_ORDAGO))
 
 
 @lru_cache(maxsize=4096)
 def _betting_menu(
     pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
 ) -> tuple[Action, ...]:
-    """The legal betting actions of a lance state (rules §8.2), cached: they depend on little."""
-    high = cap if cap is not None else max(target, min_bet)
-    if ordago:
-        return (_QUIERO, _NO_QUIERO)
-    if pending is None:
-        return (_PASO, *_amount_actions(ActionKind.ENVIDO, min_bet, high), _ORDAGO)
-    mas_high = high - pending if cap is not None else max(high, min_raise)
-    return (_QUIERO, _NO_QUIERO, *_amount_actions(ActionKind.MAS, min_raise, mas_high), _ORDAGO)
+    """The betting actions of a lance state, listed (`_betting_legal`), cached."""
+    return _betting_legal(pending, ordago, min_bet, min_raise, cap, target).expand()
 
 
-_PASO, _QUIERO, _NO_QUIERO, _ORDAGO = Action.paso(), Action.quiero(), Action.no_quiero(), Action.ordago()
-_MUS, _NO_MUS = Action.mus(), Action.no_mus()
+_LEGAL_PASO, _LEGAL_ORDAGO = LegalAction(ActionKind.PASO), LegalAction(ActionKind.ORDAGO)
+_LEGAL_QUIERO, _LEGAL_NO_QUIERO = LegalAction(ActionKind.QUIERO), LegalAction(ActionKind.NO_QUIERO)
+_NOTHING_LEGAL = LegalActions()
+_PASO, _NO_QUIERO = Action.paso(), Action.no_quiero()
+_NO_MUS = Action.no_mus()
 _NO_SENAS = Action.send_senas(())
 
 
@@ -346,8 +301,12 @@ class Match:
         self.game_results: list[GameResult] = []
         self.vaca_results: list[VacaResult] = []
         self.vaca_number = 0
+        """The vaca being played, from 0."""
         self.game_number = 0
-        self.hand_number = -1
+        """The game being played within its vaca, from 0."""
+        self.hand_number = 0
+        """The hand being played, from 0 over the whole match."""
+        self._hands_started = 0
         first_dealer = self.setup.first_dealer
         self.first_dealer = first_dealer_of(seed) if first_dealer is None else first_dealer
         self.mano = self.first_dealer  # becomes the first mano in _start_hand
@@ -376,7 +335,7 @@ class Match:
         self._betting: _Betting | None = None
         self._results: dict[Lance, _LanceResult] = {}
         # The seed fixes every deal, so it is never part of an event: seats must not learn it (rules §4.1).
-        self._emit(EventKind.MATCH_STARTED, first_dealer=self.first_dealer, rules=self.rules.to_options())
+        self._emit(MatchStarted(self.first_dealer, self.rules))
         self._start_game()
         try:
             self._start_hand()
@@ -427,20 +386,40 @@ class Match:
         uncapped stake (`max_total_stake = null`) bets are listed up to the target score; larger ones are legal
         too and decide the game the same way (rules §8.1).
         """
+        if self.decision is DecisionKind.BET and seat in self.awaited():
+            return self._betting_actions()
+        return self.legal(seat).expand()
+
+    def legal(self, seat: int) -> LegalActions:
+        """The legal actions of a seat as one entry per kind with its ranges; empty when it is not awaited."""
         if seat not in self.awaited():
-            return ()
+            return _NOTHING_LEGAL
         kind = self.decision
         rules = self.rules
         if kind is DecisionKind.MUS:
-            return (_MUS, _NO_MUS)
+            window = rules.senas_per_window
+            senas = self._acceptable_senas(seat, None) if window else ()
+            return LegalActions(
+                (
+                    LegalAction(ActionKind.MUS, senas=senas, max_senas=window),
+                    LegalAction(ActionKind.NO_MUS, senas=senas, max_senas=window),
+                )
+            )
         if kind is DecisionKind.DISCARD:
-            return _discard_actions(self.hands[seat], rules.discard_min, rules.discard_max)
+            discard = LegalAction(ActionKind.DISCARD, min_cards=rules.discard_min, max_cards=rules.discard_max)
+            return LegalActions((discard,), self.hands[seat])
         if kind is DecisionKind.DECLARE:
-            return (Action.declare(self._holds(seat, self._declaring_lance())),)
+            return LegalActions(
+                (LegalAction(ActionKind.DECLARE, has_jugada=self._holds(seat, self._declaring_lance())),)
+            )
         if kind is DecisionKind.SENAS:
-            lance = self.lance
-            return (_NO_SENAS, *(Action.send_senas((sena,)) for sena in self._acceptable_senas(seat, lance)))
-        return self._betting_actions()
+            senas = self._acceptable_senas(seat, self.lance)
+            return LegalActions((LegalAction(ActionKind.SENAS, senas=senas, max_senas=rules.senas_per_window),))
+        betting = self._betting
+        assert betting is not None
+        return _betting_legal(
+            betting.pending, betting.ordago, rules.min_bet, rules.min_raise, rules.stake_cap, rules.target_score
+        )
 
     def _betting_actions(self) -> tuple[Action, ...]:
         betting = self._betting
@@ -643,7 +622,7 @@ class Match:
         self.log.append(step)
         team = team_of(seat)
         self.faults[team] += 1
-        self._emit(EventKind.FAULT, seat=seat, cause=FaultCause.LIMIT.value, team=team, faults=self.faults[team])
+        self._emit(Fault(seat, FaultCause.LIMIT, team, self.faults[team]))
         self._forfeit(team)
         return StepRecord(step, tuple(self.events[start:]))
 
@@ -651,7 +630,7 @@ class Match:
         """Count a fault; end the match by forfeit at the limit. Returns whether the match goes on."""
         team = team_of(seat)
         self.faults[team] += 1
-        self._emit(EventKind.FAULT, seat=seat, cause=cause.value, team=team, faults=self.faults[team])
+        self._emit(Fault(seat, cause, team, self.faults[team]))
         if self.faults[team] >= self.rules.max_faults_before_forfeit:
             self._forfeit(team)
             return False
@@ -677,36 +656,31 @@ class Match:
 
     # ------------------------------------------------------------------ events
 
-    def _emit(self, kind: EventKind, to: frozenset[int] | None = None, **data: Any) -> Event:
-        event = Event(len(self.events), kind, data, to)
+    def _emit(self, payload: Payload, to: frozenset[int] | None = None) -> Event:
+        event = Event(len(self.events), payload, to)
         self.events.append(event)
         return event
 
-    def _add_points(self, team: int, points: int, lance: Lance | None, reason: str) -> None:
+    def _add_points(self, team: int, points: int, lance: Lance | None, reason: ScoreReason) -> None:
         """Score one entry and stop the game the moment a team reaches the target (rules §9.5)."""
         if points <= 0:
             return
         self.score[team] += points
-        self._emit(
-            EventKind.POINTS_SCORED,
-            team=team,
-            points=points,
-            lance=lance.value if lance else None,
-            reason=reason,
-            score=list(self.score),
-        )
+        self._emit(PointsScored(team, points, lance, reason, (self.score[0], self.score[1])))
         if self.score[team] >= self.rules.target_score:
-            termination = GameTermination.TARGET_AT_DEJE if reason == "deje" else GameTermination.TARGET_AT_TANTEO
+            deje = reason is ScoreReason.DEJE
+            termination = GameTermination.TARGET_AT_DEJE if deje else GameTermination.TARGET_AT_TANTEO
             self._end_game(team, termination)
 
     # ------------------------------------------------------------------ games, hands
 
     def _start_game(self) -> None:
-        self.game_number += 1
-        self._emit(EventKind.GAME_STARTED, vaca=self.vaca_number + 1, game=self.game_number, score=list(self.score))
+        self.game_number = self.games_won[0] + self.games_won[1]  # a game with no winner ends the match
+        self._emit(GameStarted(self.vaca_number, self.game_number, (self.score[0], self.score[1])))
 
     def _start_hand(self) -> None:
-        self.hand_number += 1
+        self.hand_number = self._hands_started
+        self._hands_started += 1
         self.dealer = self.mano
         self.mano = (self.mano + 1) % 4
         number = self.hand_number
@@ -727,9 +701,9 @@ class Match:
         self._lance_index = 0
         self.lance = None
         self._betting = None
-        self._emit(EventKind.HAND_STARTED, hand=number, mano=self.mano, dealer=self.dealer)
+        self._emit(HandStarted(number, self.mano, self.dealer))
         for seat in self.speaking_order():
-            self._emit(EventKind.CARDS_DEALT, frozenset({seat}), seat=seat, cards=format_cards(self.hands[seat]))
+            self._emit(CardsDealt(seat, self.hands[seat]), frozenset({seat}))
         if number == 0 and self.setup.skip_mus_first_hand:
             self._start_lances()
         else:
@@ -738,36 +712,27 @@ class Match:
     def _end_game(self, winner: int, termination: GameTermination) -> None:
         """Record the game; `_GameOver` then unwinds the hand so nothing after this point is counted."""
         self._show_hands()
-        self._emit(EventKind.HAND_ENDED, hand=self.hand_number)
-        result = GameResult(
-            self.vaca_number + 1,
-            self.game_number,
-            winner,
-            (self.score[0], self.score[1]),
-            termination,
-            self.hand_number,
-        )
-        self.game_results.append(result)
-        self._emit(
-            EventKind.GAME_ENDED,
-            vaca=result.vaca,
-            game=result.game,
-            winner=winner,
-            score=list(result.score),
-            termination=termination.value,
-            hand=self.hand_number,
-        )
+        self._emit(HandEnded(self.hand_number))
+        self._record_game(winner, termination)
         self.games_won[winner] += 1
         if self.games_won[winner] >= self.rules.games_to_win_vaca:
-            self.vaca_number += 1
-            self.vaca_results.append(VacaResult(self.vaca_number, winner, (self.games_won[0], self.games_won[1])))
-            self._emit(EventKind.VACA_ENDED, vaca=self.vaca_number, winner=winner, games=list(self.games_won))
+            self._record_vaca(winner, (self.games_won[0], self.games_won[1]))
             self.vacas_won[winner] += 1
             self.games_won = [0, 0]
-            self.game_number = 0
             if self.vacas_won[winner] >= self.rules.vacas_to_win_match:
                 self._end_match(winner, MatchTermination.NORMAL)
         raise _GameOver
+
+    def _record_game(self, winner: int | None, termination: GameTermination) -> None:
+        score = (self.score[0], self.score[1])
+        result = GameResult(self.vaca_number, self.game_number, winner, score, termination, self.hand_number)
+        self.game_results.append(result)
+        self._emit(GameEnded(result.vaca, result.game, winner, score, termination, self.hand_number))
+
+    def _record_vaca(self, winner: int | None, games: tuple[int, int]) -> None:
+        self.vaca_results.append(VacaResult(self.vaca_number, winner, games))
+        self._emit(VacaEnded(self.vaca_number, winner, games))
+        self.vaca_number += 1
 
     def _after_game(self) -> None:
         """After a game ends: the next game from 0-0 with a new deal, unless the match is over."""
@@ -788,34 +753,14 @@ class Match:
             faults=(self.faults[0], self.faults[1]),
         )
         self.decision = None
-        self._emit(EventKind.MATCH_ENDED, winner=winner, termination=termination.value, vacas=list(self.vacas_won))
+        self._emit(MatchEnded(winner, termination, (self.vacas_won[0], self.vacas_won[1])))
 
     def _forfeit(self, team: int) -> None:
         """A team reached the fault limit: the other team wins the match; the game in progress has no winner."""
-        self._emit(EventKind.FORFEIT, team=team)
-        result = GameResult(
-            self.vaca_number + 1,
-            self.game_number,
-            None,
-            (self.score[0], self.score[1]),
-            GameTermination.FORFEIT,
-            self.hand_number,
-        )
-        self.game_results.append(result)
-        self._emit(
-            EventKind.GAME_ENDED,
-            vaca=result.vaca,
-            game=result.game,
-            winner=None,
-            score=list(result.score),
-            termination=GameTermination.FORFEIT.value,
-            hand=self.hand_number,
-        )
+        self._emit(Forfeit(team))
+        self._record_game(None, GameTermination.FORFEIT)
         # types.proto: a forfeit ends the vaca in progress too, with no winner (Outcome.vacas includes it).
-        self.vaca_number += 1
-        games = (self.games_won[0], self.games_won[1])
-        self.vaca_results.append(VacaResult(self.vaca_number, None, games))
-        self._emit(EventKind.VACA_ENDED, vaca=self.vaca_number, winner=None, games=list(games))
+        self._record_vaca(None, (self.games_won[0], self.games_won[1]))
         self._end_match(1 - team, MatchTermination.FORFEIT)
 
     def _show_hands(self) -> None:
@@ -823,7 +768,7 @@ class Match:
         if self._hands_shown:
             return
         self._hands_shown = True
-        self._emit(EventKind.HANDS_SHOWN, hands=[format_cards(hand) for hand in self.hands])
+        self._emit(HandsShown(tuple(self.hands)))
 
     # ------------------------------------------------------------------ mus phase
 
@@ -843,9 +788,9 @@ class Match:
         elif action.senas:
             rejected = self._send_sena_list(seat, action.senas, None)
         wants = action.kind is ActionKind.MUS
-        self._emit(EventKind.MUS_CALLED, seat=seat, mus=wants)
+        self._emit(MusCalled(seat, wants))
         if not wants:
-            self._emit(EventKind.MUS_CUT, reason="no_mus", seat=seat)
+            self._emit(MusCut(MusCutReason.NO_MUS, seat))
             self._start_lances()
         elif self._mus_turn == 3:
             self._start_discards()
@@ -868,9 +813,9 @@ class Match:
 
     def _discard(self, seat: int, cards: tuple[Card, ...]) -> None:
         self._round_discards[seat] = cards
-        self._emit(EventKind.CARDS_DISCARDED, frozenset({seat}), seat=seat, cards=format_cards(cards))
+        self._emit(CardsDiscarded(seat, cards), frozenset({seat}))
         if self.rules.discard_submission is DiscardSubmission.SEQUENTIAL:
-            self._emit(EventKind.DISCARD_COUNTED, seat=seat, count=len(cards))
+            self._emit(DiscardCounted(seat, len(cards)))
             self._replace(seat)
             if len(self._round_discards) == 4:
                 self._finish_discard_round()
@@ -879,7 +824,7 @@ class Match:
             return
         # rules §5.2: the counts are published together, then the replacements are dealt.
         for other in self.speaking_order():
-            self._emit(EventKind.DISCARD_COUNTED, seat=other, count=len(self._round_discards[other]))
+            self._emit(DiscardCounted(other, len(self._round_discards[other])))
         for other in self._discard_order:
             self._replace(other)
         self._finish_discard_round()
@@ -894,7 +839,7 @@ class Match:
                 self._reshuffle(seat)
             received.append(self.stock.pop(0))
         self.hands[seat] = sort_hand(kept + received)
-        self._emit(EventKind.CARDS_REPLACED, frozenset({seat}), seat=seat, cards=format_cards(sort_hand(received)))
+        self._emit(CardsReplaced(seat, sort_hand(received)), frozenset({seat}))
 
     def _reshuffle(self, due: int) -> None:
         order = self._discard_order
@@ -910,7 +855,7 @@ class Match:
             self._consumed.add(seat)
         self._rng.shuffle(pool)
         self.stock = pool
-        self._emit(EventKind.STOCK_RESHUFFLED)
+        self._emit(StockReshuffled())
 
     def _finish_discard_round(self) -> None:
         for seat in self._discard_order:
@@ -920,7 +865,7 @@ class Match:
         self._discards_done += 1
         limit = self.rules.max_mus_rounds
         if limit is not None and self._discards_done >= limit:
-            self._emit(EventKind.MUS_CUT, reason="max_mus_rounds", seat=None)
+            self._emit(MusCut(MusCutReason.MAX_MUS_ROUNDS, None))
             self._start_lances()
         else:
             self._start_mus_round()
@@ -941,14 +886,14 @@ class Match:
         lance = order[self._lance_index]
         self._lance_index += 1
         self.lance = lance
-        self._emit(EventKind.LANCE_STARTED, lance=lance.value)
+        self._emit(LanceStarted(lance))
         if lance in (Lance.PARES, Lance.JUEGO):
             self._declare_queue = list(self.speaking_order())
             if self.rules.declarations is Declarations.BOT_DECLARES:
                 self.decision = DecisionKind.DECLARE
                 return
             for seat in self._declare_queue:
-                self._emit(EventKind.DECLARED, lance=lance.value, seat=seat, has=self._holds(seat, lance))
+                self._emit(Declared(lance, seat, self._holds(seat, lance)))
             self._declare_queue = []
         self._after_declarations()
 
@@ -967,7 +912,7 @@ class Match:
     def _declare(self, seat: int, has_jugada: bool) -> None:
         lance = self._declaring_lance()
         self._declare_queue.pop(0)
-        self._emit(EventKind.DECLARED, lance=lance.value, seat=seat, has=has_jugada)
+        self._emit(Declared(lance, seat, has_jugada))
         if not self._declare_queue:
             self._after_declarations()
 
@@ -979,7 +924,7 @@ class Match:
             # rules §7: nobody has juego, so Punto is played at once, by all four.
             lance = Lance.PUNTO
             self.lance = lance
-            self._emit(EventKind.LANCE_STARTED, lance=lance.value)
+            self._emit(LanceStarted(lance))
             participants = self.speaking_order()
         teams = {team_of(seat) for seat in participants}
         if len(teams) < 2:
@@ -1005,16 +950,10 @@ class Match:
         winner = result.refusal_winner
         if result.outcome is LanceOutcome.NO_BETTING:
             winner = team_of(result.participants[0])  # rules §7: the only team that holds the jugada
-        self._emit(
-            EventKind.LANCE_CLOSED,
-            lance=result.lance.value,
-            outcome=result.outcome.value,
-            stake=result.stake,
-            winner_team=winner,
-        )
+        self._emit(LanceClosed(result.lance, result.outcome, result.stake, winner))
         if deje:
             assert result.refusal_winner is not None
-            self._add_points(result.refusal_winner, deje, result.lance, "deje")
+            self._add_points(result.refusal_winner, deje, result.lance, ScoreReason.DEJE)
         self._next_lance()
 
     # ------------------------------------------------------------------ señas
@@ -1057,15 +996,14 @@ class Match:
         listing every rejected seña of the action, so what an action costs the record does not grow with it."""
         if not rejected:
             return
-        entries = [
-            {"sena": sena.value if isinstance(sena, Sena) else sena, "code": reason.code.value, "reason": reason.text}
-            for sena, reason in rejected
-        ]
+        entries = tuple(RejectedSena(sena, reason.code, reason.text) for sena, reason in rejected)
         event = self._rejection
         if event is not None and self.events and self.events[-1] is event:
-            event.data["senas"].extend(entries)
+            assert isinstance(event.payload, SenaRejected)
+            joined = SenaRejected(seat, event.payload.senas + entries)
+            self._rejection = self.events[-1] = Event(event.seq, joined, event.to)
             return
-        self._rejection = self._emit(EventKind.SENA_REJECTED, frozenset({seat}), seat=seat, senas=entries)
+        self._rejection = self._emit(SenaRejected(seat, entries), frozenset({seat}))
 
     def _send_automatic_senas(self, seat: int, lance: Lance | None) -> None:
         """Automatic mode: each true hand-fact seña once per hand, at its first allowed window (§12.3 item 6)."""
@@ -1082,8 +1020,7 @@ class Match:
         self._senas_delivered += 1
         leaked = leak_rng(self.seed, self.hand_number, index).random() < probability
         to = None if leaked else frozenset({seat, partner_of(seat)})
-        phase = lance.value if lance is not None else "mus"
-        self._emit(EventKind.SENA_DELIVERED, to, seat=seat, sena=sena.value, phase=phase, mus_round=self._discards_done)
+        self._emit(SenaDelivered(seat, sena, lance, self._discards_done), to)
 
     # ------------------------------------------------------------------ betting
 
@@ -1129,16 +1066,7 @@ class Match:
             accepted, ordago = pending or 0, True
         elif kind is ActionKind.QUIERO and not ordago:
             accepted = pending or 0
-        self._emit(
-            EventKind.BET,
-            lance=betting.lance.value,
-            seat=seat,
-            action=action.kind.value,
-            amount=action.amount,
-            pending=pending,
-            accepted=accepted,
-            ordago=ordago,
-        )
+        self._emit(Bet(betting.lance, seat, action.kind, action.amount, pending, accepted, ordago))
 
     def _open_action(self, betting: _Betting, seat: int, action: Action) -> None:
         if action.kind is ActionKind.PASO:
@@ -1201,13 +1129,7 @@ class Match:
         """rules §8.4: hands shown, the lance decided on cards, the game won at once."""
         lance = betting.lance
         self._results[lance] = _LanceResult(lance, LanceOutcome.ORDAGO_ACCEPTED, betting.participants)
-        self._emit(
-            EventKind.LANCE_CLOSED,
-            lance=lance.value,
-            outcome=LanceOutcome.ORDAGO_ACCEPTED.value,
-            stake=0,
-            winner_team=None,
-        )
+        self._emit(LanceClosed(lance, LanceOutcome.ORDAGO_ACCEPTED, 0, None))
         self._show_hands()  # rules §8.4: play stops and all four hands are shown
         if self.rules.ordago_resolution is OrdagoResolution.COUNT_PRIOR:
             for prior in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO):
@@ -1216,7 +1138,7 @@ class Match:
                 self._tanteo_entry(prior)
         winner_seat = best_seat(self.facts, lance, self.mano, betting.participants)
         assert winner_seat is not None
-        self._emit(EventKind.LANCE_DECIDED, lance=lance.value, seat=winner_seat, team=team_of(winner_seat))
+        self._emit(LanceDecided(lance, winner_seat, team_of(winner_seat)))
         self._end_game(team_of(winner_seat), GameTermination.ORDAGO)
 
     # ------------------------------------------------------------------ tanteo
@@ -1228,7 +1150,7 @@ class Match:
         self._show_hands()  # rules §9.1: the tanteo is counted after the four hands are shown
         for lance in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO, Lance.PUNTO):
             self._tanteo_entry(lance)
-        self._emit(EventKind.HAND_ENDED, hand=self.hand_number)
+        self._emit(HandEnded(self.hand_number))
         self._start_hand()
 
     def _team_values(self, team: int, lance: Lance) -> int:
@@ -1248,39 +1170,39 @@ class Match:
         if lance in (Lance.GRANDE, Lance.CHICA):
             assert best is not None
             if outcome is LanceOutcome.PASSED:
-                self._add_points(team_of(best), 1, lance, "tanteo")
+                self._add_points(team_of(best), 1, lance, ScoreReason.TANTEO)
             elif outcome is LanceOutcome.ACCEPTED:
-                self._add_points(team_of(best), result.stake, lance, "tanteo")
+                self._add_points(team_of(best), result.stake, lance, ScoreReason.TANTEO)
             return
         if lance is Lance.PUNTO:
             assert best is not None
             bonus = 1 if rules.punto_bonus else 0
             if outcome is LanceOutcome.PASSED:
-                self._add_points(team_of(best), 1, lance, "tanteo")
+                self._add_points(team_of(best), 1, lance, ScoreReason.TANTEO)
             elif outcome is LanceOutcome.ACCEPTED:
-                self._add_points(team_of(best), result.stake + bonus, lance, "tanteo")
+                self._add_points(team_of(best), result.stake + bonus, lance, ScoreReason.TANTEO)
             elif outcome is LanceOutcome.REJECTED and bonus:
                 team = self._refused_bonus_team(result, best)
                 if team is not None:
-                    self._add_points(team, bonus, lance, "tanteo")
+                    self._add_points(team, bonus, lance, ScoreReason.TANTEO)
             return
         # Pares and Juego: values of the holders of one team.
         if outcome is LanceOutcome.NO_BETTING:
             team = team_of(result.participants[0])
-            self._add_points(team, self._team_values(team, lance), lance, "tanteo")
+            self._add_points(team, self._team_values(team, lance), lance, ScoreReason.TANTEO)
             return
         assert best is not None
         if outcome is LanceOutcome.PASSED:
             team = team_of(best)
             paso = 1 if rules.paso_point_in_pares_juego else 0
-            self._add_points(team, self._team_values(team, lance) + paso, lance, "tanteo")
+            self._add_points(team, self._team_values(team, lance) + paso, lance, ScoreReason.TANTEO)
         elif outcome is LanceOutcome.ACCEPTED:
             team = team_of(best)
-            self._add_points(team, result.stake + self._team_values(team, lance), lance, "tanteo")
+            self._add_points(team, result.stake + self._team_values(team, lance), lance, ScoreReason.TANTEO)
         elif outcome is LanceOutcome.REJECTED:
             refusal_team = self._refused_bonus_team(result, best)
             if refusal_team is not None:
-                self._add_points(refusal_team, self._team_values(refusal_team, lance), lance, "tanteo")
+                self._add_points(refusal_team, self._team_values(refusal_team, lance), lance, ScoreReason.TANTEO)
 
     def _refused_bonus_team(self, result: _LanceResult, best: int) -> int | None:
         mode = self.rules.refused_jugada_bonus_to

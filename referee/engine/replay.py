@@ -52,7 +52,7 @@ def setup_from_json(data: Mapping[str, Any]) -> Setup:
     )
 
 
-EVENTS_VERSION = 4
+EVENTS_VERSION = 5
 """Which engine wrote a replay's event log: bumped whenever the same steps give other events, so that a check
 compares a stored log only with one the same engine writes. A record without it was written at version 1.
 
@@ -60,6 +60,8 @@ compares a stored log only with one the same engine writes. A record without it 
 3: the rejected señas of one step are one `sena_rejected` event listing them (`senas`: sena, code, reason),
    unknown señas ride on their action's step (`unknown_senas`), and a `limit` step forfeits a seat.
 4: a `lance_closed` of outcome `no_betting` names its `winner_team`, the only team that holds the jugada.
+5: every number counts from 0: the `vaca` and `game` of `game_started`, `game_ended` and `vaca_ended` (the game
+   within its vaca) were 1-based.
 """
 
 

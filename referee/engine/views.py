@@ -1,22 +1,34 @@
-"""Views: what one seat may know (perfect recall, nothing hidden) and what a spectator sees (rules §11)."""
+"""Views: what one seat may know (perfect recall, nothing hidden) and what a spectator sees (rules §11).
+
+`SeatLog` keeps, for each seat, the events it has been shown, numbered as it saw them, and reads only the
+events since its last update: the referee's table and the SDK's local table build every view from one, so what
+the hidden-information tests check is what a bot is sent.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from referee.engine.actions import Action
 from referee.engine.cards import Card
-from referee.engine.events import Event, EventKind
+from referee.engine.events import Event, HandStarted, SenaDelivered
+from referee.engine.hands import Lance
+from referee.engine.legal import LegalActions
 from referee.engine.match import DecisionKind, Match
+from referee.engine.senas import Sena
 
 
 @dataclass(frozen=True, slots=True)
 class SeatView:
-    """Everything `seat` has seen: its own cards, the public record and the private events sent to it.
+    """Everything `seat` may know now: its cards, the counters, the betting of the lance, its decision and
+    what it may do, and the events of the current hand as it saw them (`hand_events`).
 
-    `events` holds the whole match as this seat saw it; `hand_events` the part since the current hand began.
-    The stock size is never part of a view (rules §4).
+    Numbers count from 0: `hand_number` over the match, `vaca`, `game` within its vaca, `mus_round` (the
+    discards the hand has made). `accepted_total` and `pending_total` are the current lance's totals (0 outside
+    a bet; `pending_total` is 0 while an órdago is pending, `ordago_pending`). The stock size is never part of a
+    view (rules §4).
     """
 
     seat: int
@@ -30,10 +42,13 @@ class SeatView:
     vacas: tuple[int, int]
     faults: tuple[int, int]
     cards: tuple[Card, ...]
-    lance: str | None
+    lance: Lance | None
+    mus_round: int
+    accepted_total: int
+    pending_total: int
+    ordago_pending: bool
     decision: DecisionKind | None
-    legal_actions: tuple[Action, ...]
-    events: tuple[Event, ...]
+    legal: LegalActions
     hand_events: tuple[Event, ...]
     is_over: bool
 
@@ -42,12 +57,22 @@ class SeatView:
         return self.seat % 2
 
     @property
+    def legal_actions(self) -> tuple[Action, ...]:
+        """The legal actions listed one by one (`LegalActions.expand`)."""
+        return self.legal.expand()
+
+    @property
+    def acceptable_senas(self) -> tuple[Sena, ...]:
+        """On a mus call or in a seña round: the señas that would be accepted now."""
+        return self.legal.acceptable_senas
+
+    @property
     def senas_received(self) -> tuple[Event, ...]:
         """Señas this hand that reached this seat from another seat."""
         return tuple(
             event
             for event in self.hand_events
-            if event.kind is EventKind.SENA_DELIVERED and event.data["seat"] != self.seat
+            if isinstance(event.payload, SenaDelivered) and event.payload.seat != self.seat
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -63,47 +88,76 @@ class SeatView:
             "vacas": list(self.vacas),
             "faults": list(self.faults),
             "cards": " ".join(map(str, self.cards)),
-            "lance": self.lance,
+            "lance": self.lance.value if self.lance else None,
+            "mus_round": self.mus_round,
+            "accepted_total": self.accepted_total,
+            "pending_total": self.pending_total,
+            "ordago_pending": self.ordago_pending,
             "decision": self.decision.value if self.decision else None,
             "legal_actions": [str(action) for action in self.legal_actions],
             "hand_events": [event.to_json() for event in self.hand_events],
         }
 
 
-def _common(match: Match, events: list[Event]) -> dict[str, Any]:
-    start = 0
-    for index in range(len(events) - 1, -1, -1):
-        if events[index].kind is EventKind.HAND_STARTED:
-            start = index
-            break
-    return {
-        "mano": match.mano,
-        "dealer": match.dealer,
-        "hand_number": match.hand_number,
-        "vaca": match.vaca_number + 1,
-        "game": match.game_number,
-        "score": (match.score[0], match.score[1]),
-        "games": (match.games_won[0], match.games_won[1]),
-        "vacas": (match.vacas_won[0], match.vacas_won[1]),
-        "faults": (match.faults[0], match.faults[1]),
-        "lance": match.lance.value if match.lance else None,
-        "events": tuple(events),
-        "hand_events": tuple(events[start:]),
-        "is_over": match.is_over,
-    }
+class SeatLog:
+    """The events each seat of one match has been shown, in order and numbered per seat, kept up to date from
+    the events since the last `update` (the log is never read twice)."""
+
+    def __init__(self, match: Match) -> None:
+        self.match = match
+        self.events: tuple[list[Event], list[Event], list[Event], list[Event]] = ([], [], [], [])
+        """Per seat, every event it has seen, numbered as it saw them."""
+        self.hand_start = [0, 0, 0, 0]
+        """Per seat, where its current hand begins in `events`."""
+        self._read = 0
+
+    def update(self) -> Sequence[Event]:
+        """Route the match's new events to their seats; returns them (numbered match-wide)."""
+        log = self.match.events
+        new = log[self._read :]
+        self._read = len(log)
+        for event in new:
+            to = event.to
+            for seat in range(4) if to is None else sorted(to):
+                seen = self.events[seat]
+                if isinstance(event.payload, HandStarted):
+                    self.hand_start[seat] = len(seen)
+                seen.append(event.seen_by(seat, len(seen)))
+        return new
+
+    def view(self, seat: int) -> SeatView:
+        """The view of `seat` now (call `update` first to include the latest events)."""
+        match = self.match
+        accepted, pending, ordago = match.betting_totals()
+        return SeatView(
+            seat=seat,
+            mano=match.mano,
+            dealer=match.dealer,
+            hand_number=match.hand_number,
+            vaca=match.vaca_number,
+            game=match.game_number,
+            score=(match.score[0], match.score[1]),
+            games=(match.games_won[0], match.games_won[1]),
+            vacas=(match.vacas_won[0], match.vacas_won[1]),
+            faults=(match.faults[0], match.faults[1]),
+            cards=match.hands[seat],
+            lance=match.lance,
+            mus_round=match.discard_rounds,
+            accepted_total=accepted,
+            pending_total=0 if ordago else pending,
+            ordago_pending=ordago,
+            decision=match.decision_kind(seat),
+            legal=match.legal(seat),
+            hand_events=tuple(self.events[seat][self.hand_start[seat] :]),
+            is_over=match.is_over,
+        )
 
 
 def seat_view(match: Match, seat: int) -> SeatView:
-    """The view of one seat: its own current cards and every event visible to it."""
-    events = match.events_for(seat)
-    decision = match.decision_kind(seat)
-    return SeatView(
-        seat=seat,
-        cards=match.hands[seat],
-        decision=decision,
-        legal_actions=match.legal_actions(seat),
-        **_common(match, events),
-    )
+    """The view of one seat, from a fresh log (tests; a table keeps one `SeatLog` instead)."""
+    log = SeatLog(match)
+    log.update()
+    return log.view(seat)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +173,7 @@ class PublicView:
     games: tuple[int, int]
     vacas: tuple[int, int]
     faults: tuple[int, int]
-    lance: str | None
+    lance: Lance | None
     awaited: tuple[int, ...]
     events: tuple[Event, ...]
     hand_events: tuple[Event, ...]
@@ -128,4 +182,21 @@ class PublicView:
 
 def public_view(match: Match) -> PublicView:
     """The spectator's view."""
-    return PublicView(awaited=match.awaited(), **_common(match, match.events_for(None)))
+    events = match.events_for(None)
+    start = max((index for index, event in enumerate(events) if isinstance(event.payload, HandStarted)), default=0)
+    return PublicView(
+        hand_number=match.hand_number,
+        mano=match.mano,
+        dealer=match.dealer,
+        vaca=match.vaca_number,
+        game=match.game_number,
+        score=(match.score[0], match.score[1]),
+        games=(match.games_won[0], match.games_won[1]),
+        vacas=(match.vacas_won[0], match.vacas_won[1]),
+        faults=(match.faults[0], match.faults[1]),
+        lance=match.lance,
+        awaited=match.awaited(),
+        events=tuple(events),
+        hand_events=tuple(events[start:]),
+        is_over=match.is_over,
+    )

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mus.v1 import lobby_pb2
-from referee.service import convert
+from referee import wire
 from referee.service.table import Table, TableStatus
 
 log = logging.getLogger(__name__)
@@ -318,7 +318,7 @@ class Lobby:
             seat=seat,
             partner_name=names[(seat + 2) % 4],
             opponent_names=[names[(seat + 1) % 4], names[(seat + 3) % 4]],
-            rules=convert.rules_to_map(table.rules),
+            rules=wire.rules_to_map(table.rules),
             respond_within_ms=int(OFFER_RESPONSE_S * 1000),
         )
         session.outbox.put_nowait(lobby_pb2.ConnectResponse(assignment=assignment))

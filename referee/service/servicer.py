@@ -27,10 +27,10 @@ from mus.v1 import (
     watch_pb2_grpc,
 )
 from mus.v1 import types_pb2 as pb
+from referee import wire
 from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
-from referee.service import convert
 from referee.service.lobby import Lobby, LobbySession, StateError, is_token_sha256
 from referee.service.table import PROTOCOL_VERSION, Table, TableError, TableStatus
 
@@ -193,7 +193,14 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
         table, seat = found
         outbox: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
         try:
-            table.attach(seat, outbox, join.next_seq, batch=join.batch_events, bot_name=join.bot_name)
+            table.attach(
+                seat,
+                outbox,
+                join.next_seq,
+                batch=join.batch_events,
+                omit_hand_events=join.omit_hand_events,
+                bot_name=join.bot_name,
+            )
         except TableError as error:
             await context.abort(_STATUS[error.code], str(error))
         closing: list[tuple[grpc.StatusCode, str]] = []
@@ -351,7 +358,7 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a table has 4 seats, got {len(request.seats)}")
         try:
             options = dict(request.rules)
-            rules = convert.rules_from_map(options)
+            rules = wire.rules_from_map(options)
             overrides: dict[str, float] = {}
             if request.HasField("decision_timeout_s"):
                 overrides["decision_timeout_s"] = request.decision_timeout_s
@@ -395,7 +402,7 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
             seat_tokens=[
                 "" if seat.remote else state.token for seat, state in zip(request.seats, table.seats, strict=True)
             ],
-            rules=convert.rules_to_map(table.rules),
+            rules=wire.rules_to_map(table.rules),
         )
 
     async def CancelTable(
@@ -550,7 +557,7 @@ def table_status_message(table: Table) -> admin_pb2.GetTableStatusResponse:
             )
             for seat, state in enumerate(table.seats)
         ],
-        rules=convert.rules_to_map(table.rules),
+        rules=wire.rules_to_map(table.rules),
         faults=table.faults(),
         incidents=table.incident_messages(),
     )

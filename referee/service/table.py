@@ -22,11 +22,12 @@ from enum import StrEnum
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
+from referee import wire
 from referee.engine.actions import ActionKind
 from referee.engine.errors import IllegalActionError, MalformedError
 from referee.engine.match import DecisionKind, Match
 from referee.engine.rules import IllegalActionPolicy, Rules
-from referee.service import convert
+from referee.engine.views import SeatLog
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,10 @@ class _Seat:
     decision_seconds: list[float] = field(default_factory=list)
     batch: bool = False
     """The seat asked for Update messages (Join.batch_events): a step's events and decision in one message."""
+    omit_hand_events: bool = False
+    """The seat keeps the hand's events itself (Join.omit_hand_events): its views carry none."""
     pending_events: list[bytes] = field(default_factory=list)
-    """Events for the next Update, as its wire entries (`convert.update_entry`)."""
+    """Events for the next Update, as its wire entries (`wire.update_entry`)."""
     pending_update: play_pb2.PlayResponse | None = None
     """The seat's new decision, already inside the Update that carries it; the events join it at the flush."""
 
@@ -117,6 +120,9 @@ class IncidentCause(StrEnum):
     STALL = "stall"
     """Reserved for a seat that stops reading its stream: never recorded by this referee (types.proto)."""
     ABSENT = "absent"
+
+
+_INCIDENT_CAUSE_TO_PB = {cause: pb.FaultCause.Value(f"FAULT_CAUSE_{cause.name}") for cause in IncidentCause}
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +162,11 @@ class Table:
         self.status = TableStatus.WAITING
         self.cancel_reason = ""
         self.match: Match | None = None
+        self.views: SeatLog | None = None
+        """What each seat has been shown: its views are built from it (the engine's, as the local table's)."""
         self.seat_events: list[list[pb.Event]] = [[], [], [], []]
         self._hand_view: list[list[bytes]] = [[], [], [], []]
-        """Per seat, what the events of the current hand add to its SeatView, as wire bytes (`convert.view_entries`)."""
+        """Per seat, what the events of the current hand add to its SeatView, as wire bytes (`wire.view_entries`)."""
         self.public_events: list[pb.Event] = []
         """What all four seats see, the señas that leaked included: the spectators' log once the match is over."""
         self.live_events: list[pb.Event] = []
@@ -191,6 +199,7 @@ class Table:
         next_seq: int = 0,
         *,
         batch: bool = False,
+        omit_hand_events: bool = False,
         bot_name: str = "",
     ) -> None:
         """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision.
@@ -209,6 +218,7 @@ class Table:
         state.joined = True
         state.joined_as = "".join(char for char in bot_name if char.isprintable())[:64].strip() or state.joined_as
         state.batch = batch
+        state.omit_hand_events = omit_hand_events
         state.pending_events, state.pending_update = [], None
         if state.grace is not None:
             state.grace.cancel()
@@ -218,7 +228,7 @@ class Table:
                 joined=play_pb2.Joined(
                     seat=seat,
                     table_id=self.table_id,
-                    rules=convert.rules_to_map(self.rules),
+                    rules=wire.rules_to_map(self.rules),
                     protocol_version=PROTOCOL_VERSION,
                     resumed=resumed,
                 )
@@ -237,7 +247,7 @@ class Table:
         if state.outbox is None:
             return
         if state.batch:
-            state.pending_events.append(convert.update_entry(data))
+            state.pending_events.append(wire.update_entry(data))
         else:
             state.outbox.put_nowait(play_pb2.PlayResponse(event=event))
 
@@ -380,6 +390,7 @@ class Table:
         self.status = TableStatus.RUNNING
         self.started_at = self.clock()
         self.match = Match(self.rules, self.seed)
+        self.views = SeatLog(self.match)
         self._sync()
 
     def _publish(self) -> None:
@@ -389,7 +400,7 @@ class Table:
         for event in match.events[self._published :]:
             # Converted and serialized once; each recipient gets it with its own seq. Only a seña's `leaked`
             # flag depends on the recipient, so those are converted per recipient.
-            base = convert.event_to_proto(event, 0, None, bot_names=self.bot_names)
+            base = wire.event_to_proto(event, 0, None, bot_names=self.bot_names)
             payload = base.WhichOneof("payload")
             per_recipient = payload == "sena_delivered"
             base_data = base.SerializeToString()
@@ -398,14 +409,14 @@ class Table:
                     continue
                 events = self.seat_events[seat]
                 if per_recipient:
-                    message = convert.event_to_proto(event, len(events), seat, bot_names=self.bot_names)
+                    message = wire.event_to_proto(event, len(events), seat, bot_names=self.bot_names)
                     data = message.SerializeToString()
                 else:
-                    data = convert.event_bytes(base_data, len(events))
+                    data = wire.event_bytes(base_data, len(events))
                     message = pb.Event.FromString(data)
                 if payload == "hand_started":
                     self._hand_view[seat] = []
-                self._hand_view[seat].append(convert.view_entries(message, data, seat))
+                self._hand_view[seat].append(wire.view_entries(message, data, seat))
                 events.append(message)
                 self._send_event(self.seats[seat], message, data)
             if event.to is None:
@@ -479,33 +490,32 @@ class Table:
         outbox = self.seats[seat].outbox
         if outbox is None:
             return
-        match = self.match
-        assert match is not None
+        views = self.views
+        assert views is not None
+        views.update()
+        view = views.view(seat)
         left, bank = self._time_left(seat, decision)
-        legal = match.legal_actions(seat)
-        if decision.kind is DecisionKind.SENAS:  # the legal actions already list the acceptable señas
-            senas = tuple(action.senas[0] for action in legal if action.senas)
-        elif decision.kind is DecisionKind.MUS:
-            senas = match.acceptable_senas(seat)
-        else:
-            senas = ()
         request = play_pb2.DecisionRequest(
             decision_id=decision.decision_id,
-            kind=convert.decision_to_proto(decision.kind),
-            view=convert.seat_counters_to_proto(match, seat),
-            legal_actions=convert.legal_actions_to_proto(match, seat, legal, senas),
+            kind=wire.decision_to_proto(decision.kind),
+            view=wire.seat_view_to_proto(view),
             decision_time_left_ms=int(left * 1000),
             bank_time_left_ms=int(bank * 1000),
         )
-        # The hand's events join the view last, inside the message that carries it: every message assignment
-        # copies, and they are most of the request.
+        # The legal entries and the hand's events join last, as wire bytes, inside the message that carries them:
+        # every message assignment copies, and they are most of the request.
         if self.seats[seat].batch:
             response = play_pb2.PlayResponse(update=play_pb2.Update(decision_request=request))
-            response.update.decision_request.view.MergeFromString(b"".join(self._hand_view[seat]))
-            self.seats[seat].pending_update = response
+            carried = response.update.decision_request
         else:
             response = play_pb2.PlayResponse(decision_request=request)
-            response.decision_request.view.MergeFromString(b"".join(self._hand_view[seat]))
+            carried = response.decision_request
+        carried.MergeFromString(wire.request_legal_bytes(view.legal))
+        if not self.seats[seat].omit_hand_events:
+            carried.view.MergeFromString(b"".join(self._hand_view[seat]))
+        if self.seats[seat].batch:
+            self.seats[seat].pending_update = response
+        else:
             outbox.put_nowait(response)
 
     def _arm_timer(self) -> None:
@@ -592,8 +602,8 @@ class Table:
             self._sync()
             return None
         try:
-            action = convert.action_from_proto(message)
-            unknown = convert.unknown_senas(message)
+            action = wire.action_from_proto(message)
+            unknown = wire.unknown_senas(message)
             if decision.kind is DecisionKind.SENAS and action.kind is not ActionKind.SENAS:
                 raise IllegalActionError(f"{action} is not an answer to a seña round: send a list of señas")
             match.check(seat, action)
@@ -614,9 +624,7 @@ class Table:
         """Never applied; one fault; the seat may retry within its time unless the policy applies a default."""
         match = self.match
         assert match is not None
-        legal_messages = convert.legal_actions_to_proto(
-            match, seat, match.legal_actions(seat), match.acceptable_senas(seat)
-        )
+        legal_messages = wire.legal_to_proto(match.legal(seat))
         decision = self.decisions.get(seat)
         match.record_illegal_action(seat, reason)
         retry = self.rules.illegal_action_policy is IllegalActionPolicy.RETRY
@@ -659,7 +667,7 @@ class Table:
         # The outcome goes to the four seats and to spectators: an incident's cause is public, its detail (a
         # process's exit, a stream's error) stays with the admin API.
         incidents = [pb.Incident(seat=incident.seat, cause=incident.cause) for incident in self.incident_messages()]
-        self.outcome = convert.outcome_to_proto(match.outcome, self.faults(), incidents)
+        self.outcome = wire.outcome_to_proto(match.outcome, self.faults(), incidents)
         for state in self.seats:
             if state.grace is not None:
                 state.grace.cancel()
@@ -700,11 +708,11 @@ class Table:
 
     def faults(self) -> list[pb.Fault]:
         """Every fault charged so far (rules §13), in order: the engine's Fault events. Never an incident."""
-        return convert.match_faults(self.match) if self.match is not None else []
+        return wire.match_faults(self.match) if self.match is not None else []
 
     def incident_messages(self) -> list[pb.Incident]:
         """Every incident recorded so far, in order, as the wire carries them. Never a fault."""
         return [
-            convert.incident_to_proto(incident.seat, incident.cause.value, incident.detail)
+            pb.Incident(seat=incident.seat, cause=_INCIDENT_CAUSE_TO_PB[incident.cause], detail=incident.detail)
             for incident in self.incidents
         ]

@@ -15,6 +15,7 @@ from clients.sdk.bot import Bot
 from clients.sdk.local import LocalTable
 from referee.engine.events import EventKind
 from referee.engine.rules import Rules
+from tests.support.events import fields
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,12 +64,12 @@ def test_rules_bot_only_plays_legal_actions_and_only_true_senas(options: dict[st
         table = play(bots, rules, seed)
         assert table.illegal == [], table.illegal[:1]
         rejected = [event for event in table.match.events if event.kind is EventKind.SENA_REJECTED]
-        assert [event for event in rejected if event.data["seat"] != 1] == []
+        assert [event for event in rejected if fields(event)["seat"] != 1] == []
 
 
 def test_rules_bot_tells_its_partner_what_it_holds() -> None:
     table = play([RulesBot(0), RandomBot(1), RulesBot(2), RandomBot(3)], Rules(), seed=3)
-    sent = [e for e in table.match.events if e.kind is EventKind.SENA_DELIVERED and e.data["seat"] in (0, 2)]
+    sent = [e for e in table.match.events if e.kind is EventKind.SENA_DELIVERED and fields(e)["seat"] in (0, 2)]
     assert sent
 
 

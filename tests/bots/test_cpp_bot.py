@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from clients.cpp.build import build_bot, missing_toolchain
 from referee.engine.events import EventKind
-from referee.engine.match import MatchTermination
+from referee.engine.outcome import MatchTermination
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service.server import start_server

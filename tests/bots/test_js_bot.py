@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from referee.engine.events import EventKind
-from referee.engine.match import MatchTermination
+from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.lobby import token_sha256
 from referee.service.server import start_server

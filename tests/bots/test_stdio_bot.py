@@ -22,14 +22,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clients.sdk.convert import legal_actions_from_proto
 from clients.stdio.lines import AnswerError, action_from_json, action_to_json, dump
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import parse_cards
 from referee.engine.events import EventKind
-from referee.engine.match import MatchTermination
+from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.table import TableStatus
+from referee.wire import legal_from_proto
+from tests.support.events import fields
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
 from workers.cli.main import app
 from workers.launcher import BotProgram, Limits, resolve_program, sandbox_available, stdio_program
@@ -51,7 +52,7 @@ def _play(team_1: BotProgram, *, seed: int = 3, options: dict[str, object] | Non
 
 
 def _faults(played: PlayedMatch) -> list[dict[str, object]]:
-    return [event.data for event in played.match.events if event.kind is EventKind.FAULT]
+    return [fields(event) for event in played.match.events if event.kind is EventKind.FAULT]
 
 
 def _check_clean(played: PlayedMatch) -> None:
@@ -82,7 +83,7 @@ def test_every_legal_answer_reads_back_as_the_same_action() -> None:
         types_pb2.LegalAction(kind=types_pb2.ACTION_KIND_PASO),
         types_pb2.LegalAction(kind=types_pb2.ACTION_KIND_MUS),
     ]
-    actions = legal_actions_from_proto(entries, cards, rules)
+    actions = legal_from_proto(entries, cards, rules).expand()
     assert len(actions) > 50
     for action in [*actions, Action.mus(senas=tuple(actions[-1].senas))]:
         line = dump(action_to_json(action)).decode()

@@ -16,6 +16,7 @@ from referee.engine.replay import EVENTS_VERSION, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
 from tests.cli.helpers import error_of
+from tests.support.events import fields
 from workers.cli import replay_cmd
 from workers.cli.replay_cmd import hand_events
 from workers.db import repo
@@ -140,7 +141,7 @@ def test_show_with_a_seat_prints_only_what_that_seat_saw(database: str) -> None:
 def test_show_with_a_hand_prints_only_that_hand(database: str) -> None:
     (first, *_), _ = match_ids(database)
     match = replay_record(stored_record(database, first))
-    hands = [event.data["hand"] for event in match.events if event.kind.value == "hand_started"]
+    hands = [fields(event)["hand"] for event in match.events if event.kind.value == "hand_started"]
     last = hands[-1]
     text = ok("show", str(first), "--hand", str(last)).stdout
     assert re.findall(r"--- Hand (\d+):", text) == [str(last)]

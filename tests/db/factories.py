@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from referee.engine.match import Match, MatchOutcome
+from referee.engine.match import Match
+from referee.engine.outcome import MatchOutcome
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match, random_action

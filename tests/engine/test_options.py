@@ -17,13 +17,15 @@ from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import FULL_DECK, Card, parse_cards
 from referee.engine.errors import IllegalActionError, MatchOverError, RulesError
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, GameTermination, Match, MatchTermination, Setup, deck_from_hands
+from referee.engine.match import DecisionKind, Match, Setup, deck_from_hands
+from referee.engine.outcome import GameTermination, MatchTermination
 from referee.engine.rules import OPTION_KEYS, Rules
 from referee.engine.selfplay import play_random_match
 from referee.engine.senas import Sena
 from referee.engine.transcript import render_transcript
 from referee.engine.vectors import evaluate_scenario
 from tests.conftest import REPO
+from tests.support.events import fields
 
 A, B = 0, 1
 
@@ -112,7 +114,12 @@ def kinds(events: Sequence[Event], kind: EventKind) -> list[Event]:
 def scored(match: Match) -> list[tuple[int, int, str | None, str]]:
     """Every points_scored entry: (team, points, lance, reason)."""
     return [
-        (e.data["team"], e.data["points"], e.data["lance"], e.data["reason"])
+        (
+            fields(e)["team"],
+            fields(e)["points"],
+            fields(e)["lance"],
+            fields(e)["reason"],
+        )
         for e in kinds(match.events, EventKind.POINTS_SCORED)
     ]
 
@@ -439,9 +446,9 @@ def test_vacas_to_win_match_2_plays_vacas_until_one_team_has_two_10() -> None:
     assert match.outcome is not None
     assert [game.winner for game in match.outcome.games] == [A, B, A, B, A, B, A, B, A]
     assert [(v.vaca, v.winner, v.games) for v in match.outcome.vaca_results] == [
-        (1, A, (2, 1)),
-        (2, B, (1, 2)),
-        (3, A, (2, 1)),
+        (0, A, (2, 1)),
+        (1, B, (1, 2)),
+        (2, A, (2, 1)),
     ]
     assert (match.outcome.winner, match.outcome.vacas, match.outcome.termination) == (
         A,
@@ -449,16 +456,16 @@ def test_vacas_to_win_match_2_plays_vacas_until_one_team_has_two_10() -> None:
         MatchTermination.NORMAL,
     )
     assert [(game.vaca, game.game) for game in match.outcome.games] == [
+        (0, 0),
+        (0, 1),
+        (0, 2),
+        (1, 0),
         (1, 1),
         (1, 2),
-        (1, 3),
+        (2, 0),
         (2, 1),
         (2, 2),
-        (2, 3),
-        (3, 1),
-        (3, 2),
-        (3, 3),
-    ]
+    ], "vacas and games count from 0"
 
 
 # ---------------------------------------------------------------- min_bet, min_raise, max_total_stake (§8.1)
@@ -521,7 +528,7 @@ def test_max_total_stake_a_bet_past_the_cap_is_illegal_and_never_becomes_an_orda
     assert amounts(match, ActionKind.MAS) == [2]
     with pytest.raises(IllegalActionError, match=r"mas 3 takes the stake to 11, above the cap 10"):
         match.apply(1, Action.mas(3))
-    assert [e.data["action"] for e in kinds(match.events, EventKind.BET)] == ["envido"], "no órdago appeared"
+    assert [fields(e)["action"] for e in kinds(match.events, EventKind.BET)] == ["envido"], "no órdago appeared"
     act(match, "S1 mas 2")
     # At the cap no raise is legal: only quiero, no_quiero and órdago.
     assert match.legal_actions(2) == (Action.quiero(), Action.no_quiero(), Action.ordago())
@@ -746,8 +753,8 @@ def test_response_mode_both_answer_a_partner_upgrades_a_quiero_and_a_quiero_beat
     kept = betting_match(options)
     act(kept, "S0 envido 2", "S1 quiero", "S3 no_quiero")
     assert kept.lance is not None and kept.lance.value == "chica"
-    [closed] = [e for e in kinds(kept.events, EventKind.LANCE_CLOSED) if e.data["lance"] == "grande"]
-    assert (closed.data["outcome"], closed.data["stake"]) == ("accepted", 2)
+    [closed] = [e for e in kinds(kept.events, EventKind.LANCE_CLOSED) if fields(e)["lance"] == "grande"]
+    assert (fields(closed)["outcome"], fields(closed)["stake"]) == ("accepted", 2)
     ordago = betting_match(options)
     act(ordago, "S0 envido 2", "S1 ordago")
     assert ordago.awaited() == (2,), "after an órdago the partner is not asked"
@@ -776,7 +783,7 @@ def test_max_mus_rounds_cuts_the_mus_after_that_many_discards_5_1() -> None:
     assert decision(match) is DecisionKind.MUS
     mus_round(match)
     [cut] = kinds(match.events, EventKind.MUS_CUT)
-    assert cut.data["reason"] == "max_mus_rounds" and cut.public
+    assert fields(cut)["reason"] == "max_mus_rounds" and cut.public
     assert decision(match) is DecisionKind.BET and match.lance is not None and match.lance.value == "grande"
     assert len(kinds(match.events, EventKind.CARDS_DISCARDED)) == 8
 
@@ -789,7 +796,7 @@ def test_max_mus_rounds_default_20_and_null_keep_asking_for_mus_5_1(limit: int |
     assert match.decision is DecisionKind.MUS and not kinds(match.events, EventKind.MUS_CUT)
     if limit is not None:
         mus_round(match)
-        assert [e.data["reason"] for e in kinds(match.events, EventKind.MUS_CUT)] == ["max_mus_rounds"]
+        assert [fields(e)["reason"] for e in kinds(match.events, EventKind.MUS_CUT)] == ["max_mus_rounds"]
     assert sorted(map(str, match.card_census())) == sorted(map(str, FULL_DECK))
 
 
@@ -828,8 +835,8 @@ def test_discard_submission_simultaneous_publishes_no_count_until_all_four_have_
     match.apply(last, Action.discard(match.hands[last][:4]))
     after = [e for e in events_since(match, start) if e.kind in (EventKind.DISCARD_COUNTED, EventKind.CARDS_REPLACED)]
     assert [e.kind for e in after] == [EventKind.DISCARD_COUNTED] * 4 + [EventKind.CARDS_REPLACED] * 4
-    assert [e.data["count"] for e in after[:4]] == [1, 2, 3, 4] and all(e.public for e in after[:4])
-    assert all(e.to == frozenset({e.data["seat"]}) for e in after[4:]), "replacements are private"
+    assert [fields(e)["count"] for e in after[:4]] == [1, 2, 3, 4] and all(e.public for e in after[:4])
+    assert all(e.to == frozenset({fields(e)["seat"]}) for e in after[4:]), "replacements are private"
 
 
 def test_discard_submission_sequential_publishes_each_count_at_once_and_deals_before_the_next_seat_5_2() -> None:
@@ -841,8 +848,8 @@ def test_discard_submission_sequential_publishes_each_count_at_once_and_deals_be
         match.apply(seat, Action.discard(match.hands[seat][: k + 1]))
         counted = kinds(events_since(match, start), EventKind.DISCARD_COUNTED)
         replaced = kinds(events_since(match, start), EventKind.CARDS_REPLACED)
-        assert [(e.data["seat"], e.data["count"], e.public) for e in counted] == [(seat, k + 1, True)]
-        assert [e.data["seat"] for e in replaced] == [seat]
+        assert [(fields(e)["seat"], fields(e)["count"], e.public) for e in counted] == [(seat, k + 1, True)]
+        assert [fields(e)["seat"] for e in replaced] == [seat]
 
 
 HANDS_FOR_THE_MUS = ["12o 12c 5o 1o", "11o 11c 10o 7o", "1c 2o 4o 4c", "10c 10e 7c 4e"]
@@ -857,7 +864,7 @@ def test_replacement_order_decides_which_stock_cards_each_seat_receives_5_2(orde
     deck = deck_for(HANDS_FOR_THE_MUS)
     match = scripted_match(HANDS_FOR_THE_MUS, {"senas_mode": "off", "replacement_order": order}, mus=True)
     mus_round(match)
-    received = {e.data["seat"]: e.data["cards"] for e in kinds(match.events, EventKind.CARDS_REPLACED)}
+    received = {fields(e)["seat"]: fields(e)["cards"] for e in kinds(match.events, EventKind.CARDS_REPLACED)}
     assert received == {seat: str(deck[16 + position]) for position, seat in enumerate(dealt)}
 
 
@@ -886,11 +893,11 @@ def reshuffle_example(pool: str) -> tuple[Match, list[Card], dict[int, list[Card
     round2_start = len(match.events)
     mus_round(match, (3, 4, 2, 4))
     thrown = {
-        e.data["seat"]: list(parse_cards(e.data["cards"]))
+        fields(e)["seat"]: list(parse_cards(fields(e)["cards"]))
         for e in kinds(events_since(match, round2_start), EventKind.CARDS_DISCARDED)
     }
     received = {
-        e.data["seat"]: list(parse_cards(e.data["cards"]))
+        fields(e)["seat"]: list(parse_cards(fields(e)["cards"]))
         for e in kinds(events_since(match, round2_start), EventKind.CARDS_REPLACED)
     }
     return match, deck, thrown, received
@@ -940,7 +947,7 @@ def test_declarations_bot_declares_asks_each_seat_and_a_false_answer_is_illegal_
     assert decision(match) is DecisionKind.DECLARE
     assert match.legal_actions(0) == (Action.declare(False),)
     assert not match.is_legal(0, Action.declare(True))
-    declared = [(e.data["seat"], e.data["has"]) for e in kinds(match.events, EventKind.DECLARED)]
+    declared = [(fields(e)["seat"], fields(e)["has"]) for e in kinds(match.events, EventKind.DECLARED)]
     assert declared == [(0, True), (1, True), (2, True), (3, True)]
 
 
@@ -948,7 +955,9 @@ def test_declarations_automatic_never_asks_and_announces_the_truth_7() -> None:
     match = scripted_match(S01_HANDS, {"senas_mode": "off"})
     act(match, *ALL_PASS, *ALL_PASS)
     assert match.decision is DecisionKind.BET
-    declared = [(e.data["lance"], e.data["seat"], e.data["has"]) for e in kinds(match.events, EventKind.DECLARED)]
+    declared = [
+        (fields(e)["lance"], fields(e)["seat"], fields(e)["has"]) for e in kinds(match.events, EventKind.DECLARED)
+    ]
     assert declared == [("pares", 0, True), ("pares", 1, True), ("pares", 2, True), ("pares", 3, True)]
 
 
@@ -989,11 +998,15 @@ def test_senas_mode_automatic_sends_every_true_sena_once_and_rejects_chosen_ones
     record = match.apply(0, Action.mus((Sena.CIEGO,)))
     assert [s.value for s, _ in record.rejected_senas] == ["ciego"]
     # S0 holds R-R-5-A: a pair of kings, 26 points.
-    assert [e.data["sena"] for e in kinds(match.events, EventKind.SENA_DELIVERED)] == ["dos_reyes", "pares"]
+    assert [fields(e)["sena"] for e in kinds(match.events, EventKind.SENA_DELIVERED)] == [
+        "dos_reyes",
+        "pares",
+    ]
     match.apply(1, Action.no_mus())
     assert match.decision is DecisionKind.BET, "no seat is asked for señas"
     delivered = [
-        (e.data["seat"], e.data["sena"], e.data["phase"]) for e in kinds(match.events, EventKind.SENA_DELIVERED)
+        (fields(e)["seat"], fields(e)["sena"], fields(e)["phase"])
+        for e in kinds(match.events, EventKind.SENA_DELIVERED)
     ]
     # S1 C-C-S-7 (par, 37) had its mus window; S2 A-A-4-4 (2 = as: dos_ases, duples) and S3 S-S-7-4 (par, 31)
     # get theirs at Grande. Nothing is sent twice.
@@ -1058,7 +1071,8 @@ def test_sena_leak_probability_02_leaks_about_one_sena_in_five_12_3() -> None:
     leaked = sum(event.public for event in delivered) / len(delivered)
     assert 0.15 < leaked < 0.25
     assert all(
-        event.public or event.to == frozenset({event.data["seat"], (event.data["seat"] + 2) % 4}) for event in delivered
+        event.public or event.to == frozenset({fields(event)["seat"], (fields(event)["seat"] + 2) % 4})
+        for event in delivered
     )
 
 
@@ -1069,7 +1083,7 @@ def test_sena_violation_policy_reject_tells_only_the_sender_and_is_no_fault_12_3
     [rejected] = kinds(match.events, EventKind.SENA_REJECTED)
     assert rejected.to == frozenset({0})
     [delivered] = kinds(match.events, EventKind.SENA_DELIVERED)
-    assert delivered.data["sena"] == "dos_reyes"
+    assert fields(delivered)["sena"] == "dos_reyes"
     assert match.faults == [0, 0] and not kinds(match.events, EventKind.FAULT)
     with pytest.raises(RulesError, match="sena_violation_policy=reject_and_penalise is unsupported in v1"):
         Rules.from_options({"sena_violation_policy": "reject_and_penalise"})
@@ -1094,7 +1108,7 @@ def test_senas_on_a_mus_call_are_delivered_before_the_call_is_applied_12_3() -> 
         EventKind.SENA_DELIVERED,
         EventKind.MUS_CALLED,
     ]
-    assert record.events[0].data["senas"][0]["sena"] == "medias" and record.events[1].data["sena"] == "dos_reyes"
+    assert fields(record.events[0])["senas"][0]["sena"] == "medias" and fields(record.events[1])["sena"] == "dos_reyes"
 
 
 def test_a_sena_round_timeout_sends_nothing_and_is_no_fault_12_3() -> None:
@@ -1124,7 +1138,12 @@ def test_illegal_action_policy_retry_counts_a_fault_and_keeps_the_seat_awaited_1
     match = betting_match()
     record = match.record_illegal_action(0, "quiero with no bet pending")
     [fault] = kinds(record.events, EventKind.FAULT)
-    assert (fault.data["seat"], fault.data["cause"], fault.data["faults"], fault.public) == (
+    assert (
+        fields(fault)["seat"],
+        fields(fault)["cause"],
+        fields(fault)["faults"],
+        fault.public,
+    ) == (
         0,
         "illegal_action",
         1,
@@ -1138,12 +1157,12 @@ def test_illegal_action_policy_default_action_applies_paso_or_no_quiero_at_once_
     match = betting_match({"illegal_action_policy": "default_action"})
     record = match.record_illegal_action(0, "garbage")
     [bet] = kinds(record.events, EventKind.BET)
-    assert (bet.data["seat"], bet.data["action"]) == (0, "paso")
+    assert (fields(bet)["seat"], fields(bet)["action"]) == (0, "paso")
     assert match.awaited() == (1,)
     act(match, "S1 envido 2")
     record = match.record_illegal_action(2, "garbage")
     [bet] = kinds(record.events, EventKind.BET)
-    assert (bet.data["seat"], bet.data["action"]) == (2, "no_quiero")
+    assert (fields(bet)["seat"], fields(bet)["action"]) == (2, "no_quiero")
     assert match.awaited() == (0,) and match.faults == [2, 0]
 
 
@@ -1180,7 +1199,7 @@ def test_max_faults_before_forfeit_ends_the_match_for_nobody_and_shows_no_hands_
     assert (vaca.winner, vaca.games) == (None, (1, 0))
     after = events_since(match, hand_start)
     assert not kinds(after, EventKind.HANDS_SHOWN), "a forfeit ends the match without a reveal"
-    assert [e.data["team"] for e in kinds(after, EventKind.FORFEIT)] == [A]
+    assert [fields(e)["team"] for e in kinds(after, EventKind.FORFEIT)] == [A]
     assert match.awaited() == ()
     with pytest.raises(MatchOverError):
         match.apply(1, Action.mus())
@@ -1191,7 +1210,7 @@ def test_max_faults_before_forfeit_1_forfeits_on_the_first_fault_13() -> None:
     match.apply_timeout(0)
     assert match.outcome is not None
     assert (match.outcome.winner, match.outcome.termination) == (B, MatchTermination.FORFEIT)
-    assert [e.data["cause"] for e in kinds(match.events, EventKind.FAULT)] == ["timeout"]
+    assert [fields(e)["cause"] for e in kinds(match.events, EventKind.FAULT)] == ["timeout"]
     assert not kinds(match.events, EventKind.BET), "the default action is not applied after the forfeit"
 
 
@@ -1213,9 +1232,9 @@ def test_mus_decision_mode_sequential_the_first_no_mus_cuts_and_fem_out_of_turn_
     assert match.awaited() == (1,)
     match.apply(1, Action.no_mus())
     [cut] = kinds(match.events, EventKind.MUS_CUT)
-    assert (cut.data["reason"], cut.data["seat"]) == ("no_mus", 1)
+    assert (fields(cut)["reason"], fields(cut)["seat"]) == ("no_mus", 1)
     assert match.decision is DecisionKind.BET and match.awaited() == (0,), "the mano speaks first in Grande"
-    assert [e.data["seat"] for e in kinds(match.events, EventKind.MUS_CALLED)] == [0, 1]
+    assert [fields(e)["seat"] for e in kinds(match.events, EventKind.MUS_CALLED)] == [0, 1]
 
 
 def test_first_hand_mus_corrido_true_is_rejected_and_false_deals_a_normal_first_hand_5_1() -> None:

@@ -25,11 +25,13 @@ from referee.engine.actions import Action, ActionEncoding, ActionKind
 from referee.engine.cards import FULL_DECK, Card
 from referee.engine.errors import IllegalActionError
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, GameTermination, Match, MatchTermination, Setup, StepKind, StepRecord
+from referee.engine.match import DecisionKind, Match, Setup, StepKind, StepRecord
+from referee.engine.outcome import GameTermination, MatchTermination
 from referee.engine.replay import match_record, replay, replay_record
 from referee.engine.rules import IllegalActionPolicy, OrdagoResolution, Rules
 from referee.engine.selfplay import random_action
 from referee.engine.senas import Sena
+from tests.support.events import fields
 
 MAX_STEPS = 20_000
 """No match may need more steps than this (max_mus_rounds and the policies keep real matches far below)."""
@@ -636,7 +638,7 @@ def check_scores_and_game_ends(match: Match, played: Played) -> None:
     decided_team: int | None = None
     forfeit = False
     for event in played.record.events:
-        data = event.data
+        data = fields(event)
         if event.kind is EventKind.POINTS_SCORED:
             assert reached is None, f"points scored after team {reached} reached the target: {event}"
             assert data["points"] > 0, event
@@ -690,20 +692,20 @@ def check_faults(match: Match, played: Played) -> None:
     counts = list(played.before.faults)
     for index in faults:
         event = events[index]
-        assert event.public and event.data["seat"] == step.seat, event
-        team = event.data["team"]
+        assert event.public and fields(event)["seat"] == step.seat, event
+        team = fields(event)["team"]
         assert team == step.seat % 2
         counts[team] += 1
-        assert event.data["faults"] == counts[team], event
+        assert fields(event)["faults"] == counts[team], event
     assert list(match.faults) == counts
     if step.kind is StepKind.ACTION:
         assert not faults, events
     elif step.kind is StepKind.TIMEOUT:
         expected = 0 if played.before.decision is DecisionKind.SENAS else 1
         assert len(faults) == expected, f"a timeout in a {played.before.decision} decision gave {len(faults)} faults"
-        assert all(events[index].data["cause"] == "timeout" for index in faults)
+        assert all(fields(events[index])["cause"] == "timeout" for index in faults)
     else:
-        assert len(faults) == 1 and events[faults[0]].data["cause"] == "illegal_action", events
+        assert len(faults) == 1 and events[faults[0]].payload.to_json()["cause"] == "illegal_action", events
     losing = [team for team in (0, 1) if counts[team] >= rules.max_faults_before_forfeit]
     if any(played.before.faults[team] < counts[team] for team in losing):
         # The limit was reached in this step: forfeit at once, nothing else happens, nothing is shown; the game
@@ -711,7 +713,7 @@ def check_faults(match: Match, played: Played) -> None:
         (team,) = losing
         after = [event.kind for event in events[faults[-1] + 1 :]]
         assert after == [EventKind.FORFEIT, EventKind.GAME_ENDED, EventKind.VACA_ENDED, EventKind.MATCH_ENDED], after
-        assert events[-2].data["winner"] is None
+        assert fields(events[-2])["winner"] is None
         assert match.outcome is not None
         assert match.outcome.termination is MatchTermination.FORFEIT and match.outcome.winner == 1 - team
         assert match.game_results[-1].winner is None
@@ -722,7 +724,7 @@ def check_faults(match: Match, played: Played) -> None:
 
 def effects(events: Sequence[Event]) -> list[tuple[str, dict[str, Any], list[int] | None]]:
     """Events without their sequence numbers, to compare two runs that differ by a fault event."""
-    return [(event.kind.value, event.data, sorted(event.to) if event.to is not None else None) for event in events]
+    return [(event.kind.value, fields(event), sorted(event.to) if event.to is not None else None) for event in events]
 
 
 def check_illegal_actions_and_timeouts(match: Match, played: Played) -> None:
@@ -755,11 +757,11 @@ def check_outcome(match: Match) -> None:
     outcome = match.outcome
     assert outcome is not None
     assert match.events[-1].kind is EventKind.MATCH_ENDED
-    assert match.events[-1].data["winner"] == outcome.winner
+    assert fields(match.events[-1])["winner"] == outcome.winner
     assert outcome.games == tuple(match.game_results)
     assert outcome.vaca_results == tuple(match.vaca_results)
     assert outcome.faults == (match.faults[0], match.faults[1])
-    ended = [event.data for event in match.events if event.kind is EventKind.GAME_ENDED]
+    ended = [fields(event) for event in match.events if event.kind is EventKind.GAME_ENDED]
     assert [(data["winner"], tuple(data["score"]), data["termination"]) for data in ended] == [
         (game.winner, game.score, game.termination.value) for game in outcome.games
     ]
@@ -845,7 +847,7 @@ def check_hand_protocol(match: Match) -> None:
     next_mano = (match.first_dealer + 1) % 4
     hand: HandState | None = None
     for index, event in enumerate(match.events):
-        data = event.data
+        data = fields(event)
         kind = event.kind
         if kind is EventKind.HAND_STARTED:
             assert (data["mano"], data["dealer"]) == (next_mano, (next_mano + 3) % 4), event
@@ -921,7 +923,7 @@ def check_hand_protocol(match: Match) -> None:
                 assert not hand.deje_paid, event
                 if outcome == "rejected":  # §8.3: the deje is scored at once, as soon as the lance closes
                     following = match.events[index + 1]
-                    assert following.kind is EventKind.POINTS_SCORED and following.data["reason"] == "deje", event
+                    assert following.kind is EventKind.POINTS_SCORED and fields(following)["reason"] == "deje", event
         elif kind is EventKind.HANDS_SHOWN:
             shown = [parse_hand(text) for text in data["hands"]]
             for lance, declarations in hand.declared.items():
@@ -957,7 +959,7 @@ def check_discards_and_stock(match: Match) -> None:
     exclude_own = rules.reshuffle_pool.value == "exclude_pending_own"
     state: DiscardRound | None = None
     for event in match.events:
-        data = event.data
+        data = fields(event)
         if event.kind is EventKind.HAND_STARTED:
             order = [(data["mano"] + k) % 4 for k in range(4)]
             if rules.replacement_order.value == "dealer_first":
@@ -1017,34 +1019,38 @@ def check_tanteo(match: Match) -> None:
     rules = match.rules
     for hand_events in hands_of(match):
         shown = [e for e in hand_events if e.kind is EventKind.HANDS_SHOWN]
-        ended = [e.data["termination"] for e in hand_events if e.kind is EventKind.GAME_ENDED]
+        ended = [fields(e)["termination"] for e in hand_events if e.kind is EventKind.GAME_ENDED]
         if not shown or ended == ["target_at_deje"]:
             continue  # a forfeit, or a game won on a deje: no tanteo
-        hands = [parse_hand(text) for text in shown[0].data["hands"]]
-        mano = hand_events[0].data["mano"]
+        hands = [parse_hand(text) for text in fields(shown[0])["hands"]]
+        mano = fields(hand_events[0])["mano"]
         results: dict[str, tuple[str, int, int | None]] = {}
         ordago: str | None = None
         for seen in hand_events:
             if seen.kind is EventKind.LANCE_CLOSED:
-                if seen.data["outcome"] == "ordago_accepted":
-                    ordago = seen.data["lance"]
+                if fields(seen)["outcome"] == "ordago_accepted":
+                    ordago = fields(seen)["lance"]
                     break
-                results[seen.data["lance"]] = (seen.data["outcome"], seen.data["stake"], seen.data["winner_team"])
+                results[fields(seen)["lance"]] = (
+                    fields(seen)["outcome"],
+                    fields(seen)["stake"],
+                    fields(seen)["winner_team"],
+                )
         paid = [
-            (e.data["team"], e.data["points"], e.data["lance"])
+            (fields(e)["team"], fields(e)["points"], fields(e)["lance"])
             for e in hand_events
-            if e.kind is EventKind.POINTS_SCORED and e.data["reason"] == "tanteo"
+            if e.kind is EventKind.POINTS_SCORED and fields(e)["reason"] == "tanteo"
         ]
         if ordago is not None and rules.ordago_resolution.value == "immediate":
             assert paid == [], paid
             results = {}
         expected = tanteo_entries(results, hands, mano, rules)
-        context = (shown[0].data["hands"], mano, results)
+        context = (fields(shown[0])["hands"], mano, results)
         assert paid == expected[: len(paid)], (paid, expected, context)
         if len(paid) < len(expected):
             assert ended == ["target_at_tanteo"], (paid, expected, context)
         if ordago is not None and ended == ["ordago"]:
-            decided = [e.data["seat"] for e in hand_events if e.kind is EventKind.LANCE_DECIDED]
+            decided = [fields(e)["seat"] for e in hand_events if e.kind is EventKind.LANCE_DECIDED]
             assert decided == [best_of(ordago, hands, mano, rules)], (ordago, decided, context)
 
 
@@ -1092,14 +1098,14 @@ def test_a_deck_deals_card_i_to_seat_mano_plus_i_and_replacements_from_card_16_o
     match = Scenario(rules, seed, "patient", policy_seed, 0.0, setup).play(max_steps=300)
     mano = (first_dealer + 1) % 4
     first_hand = match.events[: next((e.seq for e in match.events if e.kind is EventKind.HAND_ENDED), None)]
-    dealt = {e.data["seat"]: cards_of(e.data["cards"]) for e in first_hand if e.kind is EventKind.CARDS_DEALT}
+    dealt = {fields(e)["seat"]: cards_of(fields(e)["cards"]) for e in first_hand if e.kind is EventKind.CARDS_DEALT}
     assert dealt == {seat: {str(deck[i]) for i in range(16) if (mano + i) % 4 == seat} for seat in range(4)}
     position = 16
     for event in first_hand:
         if event.kind is EventKind.STOCK_RESHUFFLED:
             break
         if event.kind is EventKind.CARDS_REPLACED:
-            received = cards_of(event.data["cards"])
+            received = cards_of(fields(event)["cards"])
             assert received == {str(card) for card in deck[position : position + len(received)]}, event
             position += len(received)
 
@@ -1116,10 +1122,10 @@ def test_the_deal_of_every_hand_depends_only_on_the_seed_and_the_hand_number(
         hand = -1
         for event in match.events:
             if event.kind is EventKind.HAND_STARTED:
-                hand = event.data["hand"]
-                out[hand] = [event.data["mano"]]
+                hand = fields(event)["hand"]
+                out[hand] = [fields(event)["mano"]]
             elif event.kind is EventKind.CARDS_DEALT:
-                out[hand].append((event.data["seat"], event.data["cards"]))
+                out[hand].append((fields(event)["seat"], fields(event)["cards"]))
         return out
 
     first = deals(scenario.play())
@@ -1168,7 +1174,7 @@ def test_the_tanteo_is_counted_after_the_hands_are_shown(scenario: Scenario) -> 
         elif event.kind is EventKind.HANDS_SHOWN:
             shown = True
         elif event.kind is EventKind.LANCE_DECIDED or (
-            event.kind is EventKind.POINTS_SCORED and event.data["reason"] == "tanteo"
+            event.kind is EventKind.POINTS_SCORED and fields(event)["reason"] == "tanteo"
         ):
             assert shown, f"{event.to_json()} comes before the hands are shown"
 

@@ -13,6 +13,7 @@ from referee.engine.replay import match_record, replay, replay_record
 from referee.engine.rules import Rules
 from referee.engine.senas import Sena
 from tests.engine.test_options import answer_non_betting, scripted_match
+from tests.support.events import fields
 
 S01 = ["12o 12c 5o 1o", "11o 11c 10o 7o", "1c 2o 4o 4c", "10c 10e 7c 4e"]
 
@@ -25,8 +26,8 @@ def test_unknown_senas_are_rejected_privately_without_a_fault_and_the_log_replay
     assert [event.kind for event in record.events] == [EventKind.SENA_REJECTED], "one event for the list"
     assert all(event.to == frozenset({seat}) for event in record.events)
     [event] = record.events
-    assert [item["sena"] for item in event.data["senas"]] == ["#99", "#0"]
-    assert {item["code"] for item in event.data["senas"]} == {"not_in_vocabulary"}
+    assert [item["sena"] for item in fields(event)["senas"]] == ["#99", "#0"]
+    assert {item["code"] for item in fields(event)["senas"]} == {"not_in_vocabulary"}
     assert match.faults == [0, 0] and match.awaited() == (seat,), "still the same decision, no fault"
     match.apply(seat, Action.mus())
     again = replay(match.rules, match.seed, match.log)
@@ -53,12 +54,12 @@ def test_senas_on_a_bet_are_outside_every_window_rejected_to_the_sender_and_the_
     assert match.is_legal(0, with_senas)
     record = match.apply(0, with_senas)
     [rejected] = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
-    assert [item["sena"] for item in rejected.data["senas"]] == ["dos_reyes", "ciego"]
-    assert {item["code"] for item in rejected.data["senas"]} == {"outside_window"}
+    assert [item["sena"] for item in fields(rejected)["senas"]] == ["dos_reyes", "ciego"]
+    assert {item["code"] for item in fields(rejected)["senas"]} == {"outside_window"}
     assert rejected.to == frozenset({0})
     assert [sena for sena, _ in record.rejected_senas] == [Sena.DOS_REYES, Sena.CIEGO]
     bets = [event for event in record.events if event.kind is EventKind.BET]
-    assert [event.data["action"] for event in bets] == [action.kind.value]
+    assert [fields(event)["action"] for event in bets] == [action.kind.value]
     assert not any(event.kind is EventKind.SENA_DELIVERED for event in match.events)
     assert match.faults == [0, 0]
     again = replay_record(match_record(match))
@@ -73,7 +74,7 @@ def test_senas_on_a_discard_are_rejected_and_the_discard_applies() -> None:
     discard = Action(ActionKind.DISCARD, cards=match.hands[seat][:2], senas=(Sena.JUEGO,))
     record = match.apply(seat, discard)
     [rejected] = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
-    assert [(item["sena"], item["code"]) for item in rejected.data["senas"]] == [("juego", "outside_window")]
+    assert [(item["sena"], item["code"]) for item in fields(rejected)["senas"]] == [("juego", "outside_window")]
     assert seat not in match.awaited() and match.faults == [0, 0]
     assert replay(match.rules, match.seed, match.log).events == match.events
 
@@ -86,8 +87,8 @@ def test_the_rejected_senas_of_one_action_are_one_event_unknown_and_misplaced_to
     record = match.apply(0, Action(ActionKind.PASO, senas=(Sena.DOS_REYES, Sena.CIEGO)), ["#99", "#7"])
     [rejected] = [event for event in record.events if event.kind is EventKind.SENA_REJECTED]
     assert record.events[0] is rejected, "before any other event of the step"
-    assert [item["sena"] for item in rejected.data["senas"]] == ["#99", "#7", "dos_reyes", "ciego"]
-    assert [item["code"] for item in rejected.data["senas"]] == ["not_in_vocabulary"] * 2 + ["outside_window"] * 2
+    assert [item["sena"] for item in fields(rejected)["senas"]] == ["#99", "#7", "dos_reyes", "ciego"]
+    assert [item["code"] for item in fields(rejected)["senas"]] == ["not_in_vocabulary"] * 2 + ["outside_window"] * 2
     assert record.step.unknown_senas == ("#99", "#7")
     again = replay_record(match_record(match))
     assert [event.to_json() for event in again.events] == [event.to_json() for event in match.events]

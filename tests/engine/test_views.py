@@ -23,7 +23,7 @@ from referee.engine.match import DecisionKind, Match, Setup, Step, StepKind
 from referee.engine.replay import apply_step
 from referee.engine.rules import Rules, SenasMode
 from referee.engine.senas import Sena
-from referee.engine.views import public_view, seat_view
+from referee.engine.views import SeatLog, public_view, seat_view
 from tests.engine.test_options import deck_for
 from tests.engine.test_properties import (
     INTENTIONS,
@@ -35,6 +35,7 @@ from tests.engine.test_properties import (
     scenarios,
     sena_accepted,
 )
+from tests.support.events import fields
 
 VIEWS = settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 RESAMPLING = settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
@@ -86,12 +87,12 @@ def check_seat_views(match: Match, played: Played) -> None:
     seat's cards; the show reveals the four hands as they were."""
     for seen in played.record.events:
         if seen.kind in CARD_EVENTS:
-            assert seen.to == frozenset({seen.data["seat"]}), seen
+            assert seen.to == frozenset({fields(seen)["seat"]}), seen
         elif seen.kind is EventKind.HANDS_SHOWN:
             assert seen.public
-            assert [parse_hand(text) for text in seen.data["hands"]] == list(played.before.hands)
+            assert [parse_hand(text) for text in fields(seen)["hands"]] == list(played.before.hands)
         elif seen.kind is EventKind.SENA_REJECTED:
-            assert seen.to == frozenset({seen.data["seat"]}), seen
+            assert seen.to == frozenset({fields(seen)["seat"]}), seen
     for seat in range(4):
         view = seat_view(match, seat)
         assert view.cards == match.hands[seat]
@@ -99,7 +100,7 @@ def check_seat_views(match: Match, played: Played) -> None:
         for seen in view.hand_events:
             assert seen.visible_to(seat)
             if seen.kind in CARD_EVENTS:
-                assert seen.data["seat"] == seat, f"seat {seat} sees {seen}"
+                assert fields(seen)["seat"] == seat, f"seat {seat} sees {seen}"
 
 
 def check_public_view(match: Match, played: Played) -> None:
@@ -149,7 +150,7 @@ def first_hand_steps(rules: Rules, seed: int, setup: Setup, policy_seed: int) ->
 def delivered(events: Sequence[Any]) -> list[tuple[int, str, str]]:
     """Who sent which seña when: the signals a resampled world must repeat (their visibility is under test)."""
     return [
-        (event.data["seat"], event.data["sena"], event.data["phase"])
+        (fields(event)["seat"], fields(event)["sena"], fields(event)["phase"])
         for event in events
         if event.kind is EventKind.SENA_DELIVERED
     ]
@@ -157,9 +158,9 @@ def delivered(events: Sequence[Any]) -> list[tuple[int, str, str]]:
 
 def declared_lances(match: Match) -> list[str]:
     return [
-        event.data["lance"]
+        fields(event)["lance"]
         for event in match.events
-        if event.kind is EventKind.LANCE_STARTED and event.data["lance"] in ("pares", "juego")
+        if event.kind is EventKind.LANCE_STARTED and fields(event)["lance"] in ("pares", "juego")
     ]
 
 
@@ -203,8 +204,9 @@ def resampled_world(
 
 
 def view_of(match: Match, seat: int) -> dict[str, Any]:
-    view = seat_view(match, seat)
-    return {**view.to_json(), "events": [seen.to_json() for seen in view.events]}
+    log = SeatLog(match)
+    log.update()
+    return {**log.view(seat).to_json(), "events": [seen.to_json() for seen in log.events[seat]]}
 
 
 def spectator_view_of(match: Match) -> dict[str, Any]:
@@ -245,8 +247,8 @@ def test_a_seat_view_does_not_change_when_the_hidden_cards_are_dealt_otherwise(
     seen = {
         card
         for shown in world.events
-        if shown.kind in (EventKind.CARDS_DEALT, EventKind.CARDS_REPLACED) and shown.data["seat"] == seat
-        for card in parse_hand(shown.data["cards"])
+        if shown.kind in (EventKind.CARDS_DEALT, EventKind.CARDS_REPLACED) and fields(shown)["seat"] == seat
+        for card in parse_hand(fields(shown)["cards"])
     }
     hidden = [index for index, card in enumerate(deck) if card not in seen]
     rng = random.Random(data.draw(st.integers(0, 2**32 - 1), label="resampling seed"))
@@ -313,7 +315,7 @@ def check_sena_verdicts(match: Match, played: Played) -> None:
         (item["sena"], seen.to)
         for seen in events
         if seen.kind is EventKind.SENA_REJECTED
-        for item in seen.data["senas"]
+        for item in fields(seen)["senas"]
     ]
     assert sum(seen.kind is EventKind.SENA_REJECTED for seen in events) <= 1, "one event per action"
     if action is None or action.kind not in (ActionKind.MUS, ActionKind.NO_MUS, ActionKind.SENAS):
@@ -329,9 +331,9 @@ def check_sena_verdicts(match: Match, played: Played) -> None:
     assert [sena.value for sena, _ in played.record.rejected_senas] == refused
     if match.rules.senas_mode.value == "voluntary":
         sent = [
-            (seen.data["sena"], seen.data["phase"])
+            (fields(seen)["sena"], fields(seen)["phase"])
             for seen in events
-            if seen.kind is EventKind.SENA_DELIVERED and seen.data["seat"] == seat
+            if seen.kind is EventKind.SENA_DELIVERED and fields(seen)["seat"] == seat
         ]
         accepted = [(sena.value, phase) for sena, ok in zip(action.senas, verdicts, strict=True) if ok]
         assert sent == accepted, (str(action), cards, phase)
@@ -345,14 +347,14 @@ def check_delivery_audience(match: Match, played: Played) -> None:
         if seen.kind is not EventKind.SENA_DELIVERED:
             continue
         assert rules.senas_mode.value != "off", seen
-        sender = seen.data["seat"]
+        sender = fields(seen)["seat"]
         assert seen.to in (None, frozenset({sender, (sender + 2) % 4})), seen
         if rules.sena_leak_probability == 0.0:
             assert seen.to is not None, seen
         if rules.sena_leak_probability == 1.0:
             assert seen.to is None, seen
         for seat in (sender, (sender + 2) % 4):  # a view renumbers its events: the same one has the same payload
-            assert any(mine.data is seen.data for mine in seat_view(match, seat).hand_events), (seat, seen)
+            assert any(mine.payload is seen.payload for mine in seat_view(match, seat).hand_events), (seat, seen)
 
 
 @dataclasses.dataclass
@@ -370,15 +372,15 @@ class AutomaticSenas:
         events = played.record.events
         if match.hand_number != self.hand:
             self.hand, self.sent = match.hand_number, [set(), set(), set(), set()]
-        callers = [seen.data["seat"] for seen in events if seen.kind is EventKind.MUS_CALLED]
+        callers = [fields(seen)["seat"] for seen in events if seen.kind is EventKind.MUS_CALLED]
         self.expect(rules, events, "mus", callers, played.before.hands)
         if any(seen.kind is EventKind.HAND_ENDED for seen in events):
             # Lances that start in a step that ends the hand have no betting, so no seña round.
-            assert all(seen.data["phase"] == "mus" for seen in events if seen.kind is EventKind.SENA_DELIVERED)
+            assert all(fields(seen)["phase"] == "mus" for seen in events if seen.kind is EventKind.SENA_DELIVERED)
             return
         for started in events:
             if started.kind is EventKind.LANCE_STARTED:
-                lance = started.data["lance"]
+                lance = fields(started)["lance"]
                 holders = [seat for seat in range(4) if holds(lance, match.hands[seat], rules)]
                 if len({seat % 2 for seat in holders}) == 2:
                     order = [(match.mano + k) % 4 for k in range(4)]
@@ -388,9 +390,9 @@ class AutomaticSenas:
         self, rules: Rules, events: Sequence[Any], phase: str, seats: list[int], hands: Sequence[tuple[Card, ...]]
     ) -> None:
         sent = [
-            (seen.data["seat"], seen.data["sena"])
+            (fields(seen)["seat"], fields(seen)["sena"])
             for seen in events
-            if seen.kind is EventKind.SENA_DELIVERED and seen.data["phase"] == phase
+            if seen.kind is EventKind.SENA_DELIVERED and fields(seen)["phase"] == phase
         ]
         expected = []
         for seat in seats:
@@ -421,7 +423,7 @@ def test_with_senas_off_nothing_is_ever_delivered(scenario: Scenario) -> None:
     match = patient(scenario).play([check_sena_verdicts, check_delivery_audience], max_steps=800)
     assert not any(seen.kind is EventKind.SENA_DELIVERED for seen in match.events)
     sent = sum(len(step.action.senas) for step in match.log if step.action is not None)
-    assert sum(len(seen.data["senas"]) for seen in match.events if seen.kind is EventKind.SENA_REJECTED) == sent
+    assert sum(len(fields(seen)["senas"]) for seen in match.events if seen.kind is EventKind.SENA_REJECTED) == sent
 
 
 @VIEWS
@@ -491,7 +493,7 @@ def leaks(match: Match) -> dict[tuple[int, int], bool]:
     hand, index = -1, 0
     for seen in match.events:
         if seen.kind is EventKind.HAND_STARTED:
-            hand, index = seen.data["hand"], 0
+            hand, index = fields(seen)["hand"], 0
         elif seen.kind is EventKind.SENA_DELIVERED:
             out[hand, index] = seen.public
             index += 1
@@ -588,7 +590,7 @@ def test_the_sender_and_his_partner_are_not_told_whether_a_seña_leaked() -> Non
     for seat in (0, 2):
         assert view_of(leaked, seat) == view_of(private, seat)
     for seat in (1, 3):
-        assert any(seen.kind is EventKind.SENA_DELIVERED for seen in seat_view(leaked, seat).events)
+        assert any(seen.kind is EventKind.SENA_DELIVERED for seen in seat_view(leaked, seat).hand_events)
         assert view_of(leaked, seat) != view_of(private, seat)
 
 
@@ -642,4 +644,4 @@ def test_the_event_schema_names_every_kind() -> None:
 def test_events_carry_exactly_their_schema_so_no_stock_size_or_seed_reaches_a_view(scenario: Scenario) -> None:
     match = patient(scenario).play(max_steps=800)
     for seen in match.events:
-        assert set(seen.data) == EVENT_FIELDS[seen.kind], seen
+        assert set(fields(seen)) == EVENT_FIELDS[seen.kind], seen

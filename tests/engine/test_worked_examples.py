@@ -14,7 +14,8 @@ import pytest
 from referee.engine.actions import Action
 from referee.engine.cards import FULL_DECK, Card, format_cards, parse_cards
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, GameTermination, Match
+from referee.engine.match import DecisionKind, Match
+from referee.engine.outcome import GameTermination
 from tests.engine.test_options import (
     ALL_PASS,
     HANDS_FOR_THE_MUS,
@@ -28,6 +29,7 @@ from tests.engine.test_options import (
     scored,
     scripted_match,
 )
+from tests.support.events import fields
 
 A, B = 0, 1
 
@@ -39,7 +41,7 @@ def census_is_the_deck(match: Match) -> bool:
 
 def cards_in(events: Sequence[Event], kind: EventKind) -> dict[int, list[Card]]:
     """The cards of every CARDS_DISCARDED / CARDS_REPLACED event, by seat."""
-    return {e.data["seat"]: list(parse_cards(e.data["cards"])) for e in kinds(events, kind)}
+    return {fields(e)["seat"]: list(parse_cards(fields(e)["cards"])) for e in kinds(events, kind)}
 
 
 # ---------------------------------------------------------------- §8.3 worked examples (negada / deje)
@@ -80,7 +82,11 @@ def test_the_worked_examples_table_of_a_refused_bet_8_3(sequence: list[str], tea
     expected[team] = points
     assert match.score == expected, "scored at once, before the tanteo"
     [closed] = kinds(match.events, EventKind.LANCE_CLOSED)
-    assert (closed.data["lance"], closed.data["outcome"], closed.data["winner_team"]) == ("grande", "rejected", team)
+    assert (
+        fields(closed)["lance"],
+        fields(closed)["outcome"],
+        fields(closed)["winner_team"],
+    ) == ("grande", "rejected", team)
     assert match.lance is not None and match.lance.value == "chica", "the hand goes on"
 
 
@@ -90,7 +96,7 @@ def test_s12_a_refused_raise_in_pares_pays_4_5_or_1_by_deje_mode_8_3(deje_mode: 
     match = scripted_match(S12_HANDS, {"deje_mode": deje_mode})
     act(match, *ALL_PASS, *ALL_PASS)
     assert match.lance is not None and match.lance.value == "pares"
-    pares_holders = [e.data["seat"] for e in kinds(match.events, EventKind.DECLARED) if e.data["has"]]
+    pares_holders = [fields(e)["seat"] for e in kinds(match.events, EventKind.DECLARED) if fields(e)["has"]]
     assert pares_holders == [0, 1, 2], "holders on both teams: the lance has betting"
     act(match, "S0 envido 4", "S1 mas 3", "S2 no_quiero", "S0 no_quiero")
     assert scored(match) == [(B, points, "pares", "deje")]
@@ -150,7 +156,7 @@ def test_sequential_discards_reshuffle_the_worked_example_5_2(pool: str, new_sto
     seat, thrown[2], events = discard_step(match, 2)
     assert seat == 2
     [reshuffled] = kinds(events, EventKind.STOCK_RESHUFFLED)
-    assert reshuffled.public and reshuffled.data == {}, "public, and the stock size is never sent (§4)"
+    assert reshuffled.public and fields(reshuffled) == {}, "public, and the stock size is never sent (§4)"
     assert [e.kind for e in events if e.kind is not EventKind.CARDS_DISCARDED] == [
         EventKind.DISCARD_COUNTED,
         EventKind.STOCK_RESHUFFLED,
@@ -255,9 +261,9 @@ def test_both_answer_a_timeout_of_the_first_rival_is_a_no_quiero_the_partner_can
     act(match, "S0 envido 2")
     record = match.apply_timeout(1)
     [fault] = kinds(record.events, EventKind.FAULT)
-    assert (fault.data["seat"], fault.data["cause"]) == (1, "timeout")
+    assert (fields(fault)["seat"], fields(fault)["cause"]) == (1, "timeout")
     [bet] = kinds(record.events, EventKind.BET)
-    assert (bet.data["seat"], bet.data["action"]) == (1, "no_quiero")
+    assert (fields(bet)["seat"], fields(bet)["action"]) == (1, "no_quiero")
     assert match.faults == [0, 1]
     assert match.awaited() == (3,), "the partner is still asked"
     assert not kinds(match.events, EventKind.POINTS_SCORED)
@@ -267,10 +273,10 @@ def test_both_answer_a_timeout_of_the_first_rival_is_a_no_quiero_the_partner_can
         assert match.faults == [0, 2]
     else:
         act(match, answer)
-    grande = [e for e in kinds(match.events, EventKind.LANCE_CLOSED) if e.data["lance"] == "grande"]
+    grande = [e for e in kinds(match.events, EventKind.LANCE_CLOSED) if fields(e)["lance"] == "grande"]
     if check == "accepted":
         [closed] = grande
-        assert (closed.data["outcome"], closed.data["stake"]) == ("accepted", 2)
+        assert (fields(closed)["outcome"], fields(closed)["stake"]) == ("accepted", 2)
         assert not kinds(match.events, EventKind.POINTS_SCORED)
     elif check == "raised":
         assert not grande and match.betting_totals() == (2, 5, False)
@@ -280,7 +286,7 @@ def test_both_answer_a_timeout_of_the_first_rival_is_a_no_quiero_the_partner_can
         assert match.awaited() == (0,)
     else:
         [closed] = grande
-        assert (closed.data["outcome"], closed.data["winner_team"]) == ("rejected", A)
+        assert (fields(closed)["outcome"], fields(closed)["winner_team"]) == ("rejected", A)
         assert scored(match) == [(A, 1, "grande", "deje")]
 
 
@@ -361,14 +367,14 @@ def test_count_prior_counts_the_earlier_entries_before_an_ordago_in_juego_or_pun
     entries"."""
     match = scripted_match(hands, {"ordago_resolution": "count_prior"}, start=start)
     act(match, *grande, *ALL_PASS)
-    [pares] = [e for e in kinds(match.events, EventKind.LANCE_CLOSED) if e.data["lance"] == "pares"]
-    assert pares.data["outcome"] == "no_betting", "Pares is held by team A alone"
+    [pares] = [e for e in kinds(match.events, EventKind.LANCE_CLOSED) if fields(e)["lance"] == "pares"]
+    assert fields(pares)["outcome"] == "no_betting", "Pares is held by team A alone"
     assert match.lance is not None and match.lance.value == lance
     act(match, "S0 ordago", "S1 quiero")
     [game] = match.game_results
     assert (game.winner, game.score, game.termination) == (winner, score, termination)
     assert scored(match) == entries
-    decided = [(e.data["lance"], e.data["team"]) for e in kinds(match.events, EventKind.LANCE_DECIDED)]
+    decided = [(fields(e)["lance"], fields(e)["team"]) for e in kinds(match.events, EventKind.LANCE_DECIDED)]
     if termination is GameTermination.ORDAGO:
         assert decided == [(lance, B)]
     else:
@@ -397,9 +403,11 @@ def test_bot_declares_a_timeout_applies_the_true_answer_with_one_fault_13() -> N
     def timeout(seat: int, has: bool) -> None:
         assert decision(match) is DecisionKind.DECLARE and match.awaited() == (seat,)
         record = match.apply_timeout(seat)
-        assert [(e.data["seat"], e.data["cause"]) for e in kinds(record.events, EventKind.FAULT)] == [(seat, "timeout")]
+        assert [(fields(e)["seat"], fields(e)["cause"]) for e in kinds(record.events, EventKind.FAULT)] == [
+            (seat, "timeout")
+        ]
         [declared] = kinds(record.events, EventKind.DECLARED)
-        assert (declared.data["seat"], declared.data["has"]) == (seat, has)
+        assert (fields(declared)["seat"], fields(declared)["has"]) == (seat, has)
 
     timeout(0, True)  # a holder (pair of kings)
     match.apply(1, Action.declare(True))
@@ -414,7 +422,9 @@ def test_bot_declares_a_timeout_applies_the_true_answer_with_one_fault_13() -> N
     timeout(2, False)  # a non-holder (12)
     match.apply(3, Action.declare(False))
     assert match.faults == [2, 2] and not match.is_over
-    declared = [(e.data["lance"], e.data["seat"], e.data["has"]) for e in kinds(match.events, EventKind.DECLARED)]
+    declared = [
+        (fields(e)["lance"], fields(e)["seat"], fields(e)["has"]) for e in kinds(match.events, EventKind.DECLARED)
+    ]
     assert declared == [
         ("pares", 0, True),
         ("pares", 1, True),
@@ -425,7 +435,7 @@ def test_bot_declares_a_timeout_applies_the_true_answer_with_one_fault_13() -> N
         ("juego", 2, False),
         ("juego", 3, False),
     ]
-    assert [e.data["seat"] for e in kinds(match.events, EventKind.FAULT)] == [0, 3, 1, 2]
+    assert [fields(e)["seat"] for e in kinds(match.events, EventKind.FAULT)] == [0, 3, 1, 2]
 
 
 # ---------------------------------------------------------------- §7 a negada that ends the game
@@ -447,12 +457,12 @@ def test_a_negada_that_ends_the_game_in_grande_or_chica_leaves_no_declarations_7
         0,
     )
     assert scored(match) == [(A, 1, lances[-1], "deje")], "the passed Grande's paso point is never counted"
-    [next_hand] = [e for e in kinds(match.events, EventKind.HAND_STARTED) if e.data["hand"] == 1]
+    [next_hand] = [e for e in kinds(match.events, EventKind.HAND_STARTED) if fields(e)["hand"] == 1]
     hand0 = match.events[: match.events.index(next_hand)]
-    assert [e.data["lance"] for e in kinds(hand0, EventKind.LANCE_STARTED)] == lances
+    assert [fields(e)["lance"] for e in kinds(hand0, EventKind.LANCE_STARTED)] == lances
     assert not kinds(hand0, EventKind.DECLARED)
-    assert {e.data["lance"] for e in kinds(hand0, EventKind.LANCE_CLOSED)} <= set(lances)
-    assert not [e for e in hand0 if e.kind is EventKind.BET and e.data["lance"] not in lances]
+    assert {fields(e)["lance"] for e in kinds(hand0, EventKind.LANCE_CLOSED)} <= set(lances)
+    assert not [e for e in hand0 if e.kind is EventKind.BET and fields(e)["lance"] not in lances]
     assert len(kinds(hand0, EventKind.HANDS_SHOWN)) == 1
     assert not any(e.kind is EventKind.DECLARED for e in events_since(match, match.events.index(next_hand)))
     assert decision(match) is DecisionKind.MUS and match.hand_number == 1, "the next hand starts with the mus"
@@ -476,17 +486,17 @@ def test_a_discard_timeout_throws_discard_max_cards_in_canonical_order_with_one_
     assert format_cards(match.hands[1]) == "11o 11c 10o 7o"
     assert match.default_action(1) == Action.discard(parse_cards(thrown))
     record = match.apply_timeout(1)
-    assert [(e.data["seat"], e.data["cause"]) for e in kinds(record.events, EventKind.FAULT)] == [(1, "timeout")]
+    assert [(fields(e)["seat"], fields(e)["cause"]) for e in kinds(record.events, EventKind.FAULT)] == [(1, "timeout")]
     [discarded] = kinds(record.events, EventKind.CARDS_DISCARDED)
-    assert (discarded.data["seat"], discarded.data["cards"]) == (1, thrown)
+    assert (fields(discarded)["seat"], fields(discarded)["cards"]) == (1, thrown)
     assert match.faults == [0, 1]
     for seat in (0, 2, 3):
         match.apply(seat, Action.discard(match.hands[seat][:1]))
-    counts = {e.data["seat"]: e.data["count"] for e in kinds(match.events, EventKind.DISCARD_COUNTED)}
+    counts = {fields(e)["seat"]: fields(e)["count"] for e in kinds(match.events, EventKind.DISCARD_COUNTED)}
     assert counts == {0: 1, 1: discard_max, 2: 1, 3: 1}
     # mano_first: seat 0 takes card 16, seat 1 the next discard_max cards.
-    [replaced] = [e for e in kinds(match.events, EventKind.CARDS_REPLACED) if e.data["seat"] == 1]
-    assert set(parse_cards(replaced.data["cards"])) == set(deck[17 : 17 + discard_max])
+    [replaced] = [e for e in kinds(match.events, EventKind.CARDS_REPLACED) if fields(e)["seat"] == 1]
+    assert set(parse_cards(fields(replaced)["cards"])) == set(deck[17 : 17 + discard_max])
     kept = set(parse_cards("11o 11c 10o 7o")) - set(parse_cards(thrown))
     assert set(match.hands[1]) == kept | set(deck[17 : 17 + discard_max])
     assert match.faults == [0, 1] and census_is_the_deck(match)

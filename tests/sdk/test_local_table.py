@@ -12,9 +12,11 @@ from clients.sdk.local import LocalTable, play_duplicate
 from clients.sdk.view import BotView
 from referee.engine.actions import Action, ActionKind
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, MatchOutcome, MatchTermination, StepKind, team_of
+from referee.engine.match import DecisionKind, StepKind, team_of
+from referee.engine.outcome import MatchOutcome, MatchTermination
 from referee.engine.rules import Rules
 from referee.engine.views import seat_view
+from tests.support.events import fields
 
 
 class RecordingBot(RandomBot):
@@ -74,7 +76,9 @@ def test_hooks_see_every_visible_event_in_order_and_the_outcome_once() -> None:
     for seat, bot in enumerate(bots):
         visible = [event for event in table.match.events if event.visible_to(seat)]
         assert [event.seq for event in bot.events] == list(range(len(visible)))
-        assert [(event.kind, event.data) for event in bot.events] == [(event.kind, event.data) for event in visible]
+        assert [(event.kind, fields(event)) for event in bot.events] == [
+            (event.kind, fields(event)) for event in visible
+        ]
         assert bot.outcomes == [outcome]
 
 
@@ -112,7 +116,7 @@ def test_views_agree_with_the_engine_seat_view() -> None:
             engine.vacas,
         )
         assert view.cards == engine.cards and view.legal_actions == engine.legal_actions
-        assert [(e.kind, e.data) for e in view.hand_events] == [(e.kind, e.data) for e in engine.hand_events]
+        assert [(e.kind, fields(e)) for e in view.hand_events] == [(e.kind, fields(e)) for e in engine.hand_events]
         assert view.decision is engine.decision
         table.step()
 
@@ -126,7 +130,7 @@ def test_a_sender_never_learns_whether_its_sena_leaked() -> None:
     for seat, bot in enumerate(bots):
         for event in bot.events:
             if event.kind is EventKind.SENA_DELIVERED:
-                sender = event.data["seat"]
+                sender = fields(event)["seat"]
                 own_side = team_of(sender) == team_of(seat)
                 assert (event.to is None) is not own_side
 
@@ -144,8 +148,8 @@ def test_an_illegal_action_is_a_fault_and_never_applied(policy: str) -> None:
     assert table.illegal and table.illegal[0][0] == 0 and "envido 2" in table.illegal[0][1]
     assert match.log[-1].kind is StepKind.ILLEGAL or policy == "default_action"
     faults = [e for e in match.events if e.kind is EventKind.FAULT]
-    assert [(e.data["seat"], e.data["cause"]) for e in faults] == [(0, "illegal_action")]
-    assert not any(e.kind is EventKind.BET and e.data["seat"] == 0 for e in match.events)
+    assert [(fields(e)["seat"], fields(e)["cause"]) for e in faults] == [(0, "illegal_action")]
+    assert not any(e.kind is EventKind.BET and fields(e)["seat"] == 0 for e in match.events)
     bot = table.bots[0]
     assert isinstance(bot, ScriptedBot)
     if policy == "retry":
@@ -153,8 +157,8 @@ def test_an_illegal_action_is_a_fault_and_never_applied(policy: str) -> None:
         assert bot.views[1].decision is DecisionKind.MUS
         assert bot.views[1].rejection is not None and "envido 2" in bot.views[1].rejection
     else:
-        called = [e for e in match.events if e.kind is EventKind.MUS_CALLED and e.data["seat"] == 0]
-        assert called[0].data["mus"] is False  # the default action of §13: no mus
+        called = [e for e in match.events if e.kind is EventKind.MUS_CALLED and fields(e)["seat"] == 0]
+        assert fields(called[0])["mus"] is False  # the default action of §13: no mus
     assert table.play().faults == (1, 0)
 
 
@@ -204,9 +208,9 @@ def test_duplicate_play_swaps_the_partnerships_over_the_same_deals() -> None:
             hand = -1
             for event in bot.events:
                 if event.kind is EventKind.HAND_STARTED:
-                    hand = event.data["hand"]
+                    hand = fields(event)["hand"]
                 elif event.kind is EventKind.CARDS_DEALT:
-                    dealt[(hand, seat)].append(event.data["cards"])
+                    dealt[(hand, seat)].append(fields(event)["cards"])
     common = [key for key, cards in dealt.items() if len(cards) == 2]
     assert any(hand == 0 for hand, _ in common)
     for key in common:

@@ -22,7 +22,7 @@ from mus.v1 import lobby_pb2, lobby_pb2_grpc, play_pb2, play_pb2_grpc
 from mus.v1 import types_pb2 as pb
 from referee.engine.actions import Action
 from referee.engine.events import Event, EventKind
-from referee.engine.match import MatchOutcome
+from referee.engine.outcome import MatchOutcome
 
 OUTCOME = pb.Outcome(
     winner_team=pb.TEAM_1,

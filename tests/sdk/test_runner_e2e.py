@@ -18,7 +18,7 @@ from clients.sdk.local import LocalTable
 from clients.sdk.runner import run_bot
 from clients.sdk.view import BotView
 from referee.engine.actions import Action
-from referee.engine.match import MatchOutcome
+from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import Rules
 from tests.service.conftest import Running, with_referee
 

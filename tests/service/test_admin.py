@@ -21,9 +21,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, watch_pb2, watch_pb2_grpc
 from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
-from referee.service import convert
 from referee.service.server import SERVICE_NAMES
 from referee.service.table import Table, TableStatus
+from referee.wire import rules_to_map
 from tests.service.conftest import Running, with_referee
 from tests.support.referee_checks import until
 from tests.support.seats import WireSeat
@@ -158,7 +158,7 @@ def test_create_table_is_idempotent_by_external_id() -> None:
         again = await admin.CreateTable(request, metadata=metadata)
         assert (again.table_id, list(again.seat_tokens)) == (first.table_id, list(first.seat_tokens))
         assert len(running.referee.tables) == 1
-        assert first.rules == convert.rules_to_map(Rules.from_options({"target_score": 30}))
+        assert first.rules == rules_to_map(Rules.from_options({"target_score": 30}))
 
         changed = admin_pb2.CreateTableRequest()
         changed.CopyFrom(request)
@@ -320,7 +320,7 @@ def test_get_table_status_reports_seats_score_faults_and_outcome() -> None:
             (2, "south", False, False),
             (3, "west", False, False),
         ]
-        assert waiting.rules == convert.rules_to_map(rules)
+        assert waiting.rules == rules_to_map(rules)
         assert not waiting.HasField("outcome") and list(waiting.faults) == []
 
         wire = [WireSeat(running.address, state.token, seed=seat) for seat, state in enumerate(table.seats)]

@@ -8,8 +8,8 @@ import random
 from clients.bots.wire_random import random_wire_action
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
+from referee import wire
 from referee.engine.rules import Rules
-from referee.service import convert
 from referee.service.table import EVENT_DELAY_S, Table, TableStatus
 from tests.service.conftest import Running, with_referee
 from tests.support.wire import WireLog, play_seat
@@ -35,7 +35,7 @@ def test_batching_seats_receive_exactly_their_events_and_decisions_in_one_messag
                 assert log.status is None and log.outcome is not None
                 received = [message.event for message in log.of("event")]
                 expected = [
-                    convert.event_to_proto(event, seq, seat, bot_names=table.bot_names)
+                    wire.event_to_proto(event, seq, seat, bot_names=table.bot_names)
                     for seq, event in enumerate(match.events_for(seat))
                 ]
                 assert received == expected, f"seat {seat}: every event, in order, with its seq"
@@ -99,5 +99,48 @@ def test_a_batching_seat_that_is_not_asked_gets_its_events_with_its_next_decisio
             drain(seat)
             assert events[seat] == table.seat_events[seat], f"seat {seat}: every event exactly once, in order"
         assert timer_checks == 5
+
+    asyncio.run(scenario())
+
+
+def test_a_seat_that_keeps_its_own_hand_events_gets_views_without_them_and_loses_nothing() -> None:
+    """Join.omit_hand_events: the hand's events cross the wire once, as events; the view the seat builds from them
+    with `referee.wire` is the one a seat without the flag reads from its requests."""
+
+    async def scenario() -> None:
+        table = Table("t", Rules(), 5, ["a", "b", "c", "d"])
+        outboxes: list[asyncio.Queue[play_pb2.PlayResponse | None]] = [asyncio.Queue() for _ in range(4)]
+        for seat, outbox in enumerate(outboxes):
+            table.attach(seat, outbox, batch=True, omit_hand_events=seat == 0)
+        rng = random.Random(5)
+        hand: list[list[pb.Event]] = [[], [], [], []]
+        rules = Rules()
+        compared = 0
+        while table.status is TableStatus.RUNNING:
+            request: play_pb2.DecisionRequest | None = None
+            asked = min(table.decisions)
+            for seat, outbox in enumerate(outboxes):
+                while not outbox.empty():
+                    message = outbox.get_nowait()
+                    if message is None or message.WhichOneof("message") != "update":
+                        continue
+                    for event in message.update.events:
+                        if event.WhichOneof("payload") == "hand_started":
+                            hand[seat] = []
+                        hand[seat].append(event)
+                    if message.update.HasField("decision_request") and seat == asked:
+                        request = message.update.decision_request
+            assert request is not None
+            view = request.view
+            if asked == 0:
+                assert not view.events_this_hand and not view.senas_received, "the seat keeps them itself"
+                own = [wire.event_from_proto(event, 0) for event in hand[0]]
+                assert table.views is not None
+                assert wire.seat_view_from_proto(request, rules, hand_events=own) == table.views.view(0)
+                compared += 1
+            else:
+                assert list(view.events_this_hand) == hand[asked], "the others still get them in the view"
+            table.act(asked, request.decision_id, random_wire_action(rng, request))
+        assert compared > 10
 
     asyncio.run(scenario())

@@ -14,7 +14,7 @@ import grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2
 from mus.v1 import types_pb2 as pb
-from referee.engine.match import FaultCause
+from referee.engine.outcome import FaultCause
 from referee.engine.rules import Rules
 from referee.service.table import IncidentCause
 from tests.service.conftest import Running, with_referee

@@ -27,9 +27,10 @@ from mus.v1 import types_pb2 as pb
 from referee.engine.events import EventKind
 from referee.engine.match import partner_of, team_of
 from referee.engine.rules import Rules, SenasMode
-from referee.service.convert import card_to_proto, event_to_proto
 from referee.service.table import Table
+from referee.wire import card_to_proto, event_to_proto
 from tests.service.conftest import Running, with_referee
+from tests.support.events import fields
 from tests.support.referee_checks import (
     ExpectedDecision,
     cards_in,
@@ -207,7 +208,7 @@ def check_engine_routing(table: Table) -> None:
         EventKind.SENA_REJECTED,
     }
     for event in match_of(table).events:
-        data = event.data
+        data = fields(event)
         if event.kind in private_to_one:
             assert event.to == frozenset({data["seat"]}), event
         elif event.kind is EventKind.SENA_DELIVERED:
@@ -264,7 +265,7 @@ def check_senas(table: Table, seat: int, wire: WireSeat) -> None:
             assert own_team, f"seat {seat} saw an opponent's seña that could not leak"
     # The engine's leak draws: everything leaked reached all four seats; the rest only the sender's team.
     delivered = [e for e in match_of(table).events_for(seat) if e.kind is EventKind.SENA_DELIVERED]
-    assert all(e.to is None or team_of(e.data["seat"]) == team_of(seat) for e in delivered)
+    assert all(e.to is None or team_of(fields(e)["seat"]) == team_of(seat) for e in delivered)
 
 
 def check_decisions(table: Table, seat: int, wire: WireSeat, decisions: dict[int, ExpectedDecision]) -> None:

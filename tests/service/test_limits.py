@@ -13,10 +13,10 @@ import pytest
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
+from referee import wire
 from referee.engine.match import StepKind
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
-from referee.service import convert
 from referee.service import table as table_module
 from referee.service.servicer import table_replay_message
 from referee.service.table import Table, TableStatus
@@ -29,7 +29,7 @@ FLOODER = 1
 def stray_senas_action(table: Table, seat: int) -> pb.Action:
     """A legal action with as many señas as the rules let one Act carry, unknown ones (each one rejected)."""
     match = match_of(table)
-    action = convert.action_to_proto(match.legal_actions(seat)[0])
+    action = wire.action_to_proto(match.legal_actions(seat)[0])
     del action.senas[:]
     action.senas.extend([99] * table.rules.max_senas_per_window)  # type: ignore[list-item]
     return action
@@ -43,15 +43,13 @@ async def play_until_flooder_asked(table: Table, decisions: int) -> None:
         action = (
             stray_senas_action(table, seat)
             if seat == FLOODER
-            else convert.action_to_proto(match_of(table).legal_actions(seat)[0])
+            else wire.action_to_proto(match_of(table).legal_actions(seat)[0])
         )
         table.act(seat, decision.decision_id, action)
         assert table.status is TableStatus.RUNNING
     while FLOODER not in table.decisions:
         seat = sorted(table.decisions)[0]
-        table.act(
-            seat, table.decisions[seat].decision_id, convert.action_to_proto(match_of(table).legal_actions(seat)[0])
-        )
+        table.act(seat, table.decisions[seat].decision_id, wire.action_to_proto(match_of(table).legal_actions(seat)[0]))
 
 
 async def running_table() -> Table:

@@ -8,8 +8,9 @@ from mus.v1 import types_pb2 as pb
 from referee.engine.events import EventKind
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
-from referee.service.convert import event_to_proto
+from referee.wire import event_to_proto
 from tests.service.conftest import Running, with_referee
+from tests.support.events import fields
 from tests.support.wire import play_seat
 
 NAMES = ["north", "east", "south", "west"]
@@ -23,10 +24,10 @@ def test_lance_closed_names_the_only_holding_team_when_a_lance_has_no_betting() 
         for event in match.events:
             if event.kind is EventKind.HAND_STARTED:
                 holders = {}
-            elif event.kind is EventKind.DECLARED and event.data["has"]:
-                holders.setdefault(event.data["lance"], set()).add(event.data["seat"] % 2)
-            elif event.kind is EventKind.LANCE_CLOSED and event.data["outcome"] == "no_betting":
-                (team,) = holders[event.data["lance"]]
+            elif event.kind is EventKind.DECLARED and fields(event)["has"]:
+                holders.setdefault(fields(event)["lance"], set()).add(fields(event)["seat"] % 2)
+            elif event.kind is EventKind.LANCE_CLOSED and fields(event)["outcome"] == "no_betting":
+                (team,) = holders[fields(event)["lance"]]
                 closed = event_to_proto(event, 0, None).lance_closed
                 assert closed.outcome == pb.LANCE_OUTCOME_NO_BETTING
                 assert closed.winner_team == (pb.TEAM_0, pb.TEAM_1)[team], (seed, event)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from referee.engine.events import EventKind
-from referee.engine.match import MatchTermination
+from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.table import TableStatus
 from workers.launcher import BotProgram, Limits, sandbox_available

@@ -17,6 +17,7 @@ from google.protobuf.message import Message
 from mus.v1 import types_pb2 as pb
 from referee.engine.actions import Action
 from referee.engine.cards import Card
+from referee.engine.events import Fault, Forfeit
 from referee.engine.match import DecisionKind, Match, StepKind
 from referee.engine.replay import apply_step, replay
 from referee.engine.rules import IllegalActionPolicy
@@ -41,7 +42,7 @@ def match_of(table: Table) -> Match:
 def engine_faults(table: Table) -> list[tuple[int, str]]:
     """The rules' faults (rules §13) as (seat, cause), from the engine's own events."""
     return [
-        (event.data["seat"], event.data["cause"]) for event in match_of(table).events if event.kind.value == "fault"
+        (fault.seat, fault.cause.value) for event in match_of(table).events if isinstance(fault := event.payload, Fault)
     ]
 
 
@@ -51,9 +52,9 @@ def incidents(table: Table) -> list[tuple[int, str]]:
 
 
 def forfeiting_team(table: Table) -> int | None:
-    events = [event for event in match_of(table).events if event.kind.value == "forfeit"]
-    assert len(events) <= 1
-    return events[0].data["team"] if events else None
+    forfeits = [forfeit.team for event in match_of(table).events if isinstance(forfeit := event.payload, Forfeit)]
+    assert len(forfeits) <= 1
+    return forfeits[0] if forfeits else None
 
 
 def assert_replays_legally(table: Table) -> None:
@@ -135,7 +136,7 @@ def expected_decisions(table: Table) -> dict[int, ExpectedDecision]:
 
 
 def describe_legal(expected: ExpectedDecision, max_senas: int, capped: bool) -> list[pb.LegalAction]:
-    """The wire's short form of the engine's legal set, built independently of referee.service.convert."""
+    """The wire's short form of the engine's legal set, built independently of referee.wire."""
     by_kind: dict[str, list[Action]] = {}
     for action in expected.legal:
         by_kind.setdefault(action.kind.name, []).append(action)

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from mus.v1 import admin_pb2
-from referee.engine.match import MatchTermination
+from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Referee

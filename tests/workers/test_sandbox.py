@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import tests.support.hostile
-from referee.engine.match import MatchTermination
+from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee

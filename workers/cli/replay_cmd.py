@@ -17,8 +17,9 @@ import typer
 from sqlmodel import Session
 
 from referee.engine.errors import MusError
-from referee.engine.events import Event, EventKind
-from referee.engine.match import Match, MatchOutcome, Setup, team_of
+from referee.engine.events import Event, Fault, GameStarted, HandStarted
+from referee.engine.match import Match, Setup, team_of
+from referee.engine.outcome import MatchOutcome
 from referee.engine.replay import EVENTS_VERSION, replay_record, setup_to_json
 from referee.engine.rules import Rules
 from referee.engine.transcript import TEAM_LABEL, render_transcript
@@ -113,12 +114,13 @@ def hand_events(events: Sequence[Event], hand: int) -> list[Event]:
     opening: list[Event] = []
     current: int | None = None
     for event in events:
-        if event.kind is EventKind.GAME_STARTED:
+        payload = event.payload
+        if isinstance(payload, GameStarted):
             opening = [event]
             current = None
             continue
-        if event.kind is EventKind.HAND_STARTED:
-            current = event.data["hand"]
+        if isinstance(payload, HandStarted):
+            current = payload.hand
             if current == hand:
                 selected.extend(opening)
             opening = []
@@ -128,7 +130,7 @@ def hand_events(events: Sequence[Event], hand: int) -> list[Event]:
 
 
 def hand_numbers(events: Sequence[Event]) -> list[int]:
-    return [int(event.data["hand"]) for event in events if event.kind is EventKind.HAND_STARTED]
+    return [started.hand for event in events if isinstance(started := event.payload, HandStarted)]
 
 
 @app.command("show")
@@ -359,7 +361,7 @@ def verify_replay(details: MatchDetails, record: Mapping[str, Any], league_rules
     problems.extend(compare_outcome(details, match.outcome))
     stored_faults = [(fault.get("seat"), fault.get("cause")) for fault in details.result.faults]
     replayed_faults = [
-        (event.data["seat"], event.data["cause"]) for event in match.events if event.kind is EventKind.FAULT
+        (fault.seat, fault.cause.value) for event in match.events if isinstance(fault := event.payload, Fault)
     ]
     if stored_faults != replayed_faults:
         problems.append(f"faults (seat, cause): stored {stored_faults}, replayed {replayed_faults}")
@@ -429,14 +431,15 @@ def compare_outcome(details: MatchDetails, outcome: MatchOutcome) -> list[str]:
     ]
     check("number of games", len(stored_games), len(replayed_games))
     for stored_game, replayed_game in zip(stored_games, replayed_games, strict=False):
-        if stored_game != replayed_game:
+        if stored_game[2:] != replayed_game[2:]:  # games in order: their place is their number
             check(
                 f"vaca {replayed_game[0]} game {replayed_game[1]} (winner, score, end, hand)",
                 stored_game[2:],
                 replayed_game[2:],
             )
             break
-    stored_vacas = [(vaca.vaca, vaca.winner_team, (vaca.games0, vaca.games1)) for vaca in details.vacas]
-    replayed_vacas = [(vaca.vaca, vaca.winner, vaca.games) for vaca in outcome.vaca_results]
-    check("vaca results (vaca, winner, games)", stored_vacas, replayed_vacas)
+    # Vacas in order, by winner and games: their place is their number (stored from 1 before events_version 5).
+    stored_vacas = [(vaca.winner_team, (vaca.games0, vaca.games1)) for vaca in details.vacas]
+    replayed_vacas = [(vaca.winner, vaca.games) for vaca in outcome.vaca_results]
+    check("vaca results (winner, games)", stored_vacas, replayed_vacas)
     return problems

@@ -1,5 +1,6 @@
 // Mus Arena replay viewer: folds the embedded replay record into what the table shows at (hand, step).
 // Vanilla JS, no network: everything it needs is in the two JSON scripts of this page.
+// The record counts vacas and games from 0 (events_version 5); people read them from 1.
 (function () {
   "use strict";
 
@@ -271,7 +272,7 @@
         st.notices.push(gameEndedText(e));
         break;
       case "vaca_ended":
-        st.notices.push("Vaca " + e.vaca + " to " + teamName(e.winner) + ", games " + e.games[0] + " – " + e.games[1]);
+        st.notices.push("Vaca " + (e.vaca + 1) + " to " + teamName(e.winner) + ", games " + e.games[0] + " – " + e.games[1]);
         break;
       case "match_ended":
         st.notices.push("Match to " + teamName(e.winner) + " (" + e.termination + "), vacas " + e.vacas[0] + " – " + e.vacas[1]);
@@ -362,7 +363,7 @@
   function gameEndedText(e) {
     const how = { ordago: "órdago", target_at_tanteo: "reached the target at the tanteo", target_at_deje: "reached the target on a deje", forfeit: "forfeit" };
     const winner = e.winner === null ? "no winner" : teamName(e.winner) + " wins";
-    return "Game " + e.game + " over: " + winner + " (" + (how[e.termination] || e.termination) + "), " + e.score[0] + " – " + e.score[1];
+    return "Game " + (e.game + 1) + " over: " + winner + " (" + (how[e.termination] || e.termination) + "), " + e.score[0] + " – " + e.score[1];
   }
 
   function describe(e) {
@@ -370,7 +371,7 @@
       case "match_started":
         return "Match starts; first dealer seat " + e.first_dealer;
       case "game_started":
-        return "Vaca " + e.vaca + ", game " + e.game + " starts at " + e.score[0] + " – " + e.score[1];
+        return "Vaca " + (e.vaca + 1) + ", game " + (e.game + 1) + " starts at " + e.score[0] + " – " + e.score[1];
       case "hand_started":
         return "Hand " + (e.hand + 1) + ": mano seat " + e.mano + ", dealer seat " + e.dealer;
       case "cards_dealt":
@@ -415,7 +416,7 @@
       case "game_ended":
         return gameEndedText(e);
       case "vaca_ended":
-        return "Vaca " + e.vaca + " to " + teamName(e.winner) + ", games " + e.games[0] + " – " + e.games[1];
+        return "Vaca " + (e.vaca + 1) + " to " + teamName(e.winner) + ", games " + e.games[0] + " – " + e.games[1];
       case "match_ended":
         return "Match to " + teamName(e.winner) + " (" + e.termination + "), vacas " + e.vacas[0] + " – " + e.vacas[1];
       case "fault":
@@ -481,7 +482,7 @@
     const st = stateAt(hand, view.step);
     document.getElementById("hand-counter").textContent = "Hand " + (view.hand + 1) + " / " + hands.length;
     document.getElementById("step-counter").textContent = "step " + (view.step + 1) + " / " + hand.steps.length;
-    document.getElementById("game-label").textContent = "Vaca " + st.vaca + " · Game " + st.game;
+    document.getElementById("game-label").textContent = "Vaca " + (st.vaca + 1) + " · Game " + (st.game + 1);
     document.getElementById("score").textContent = st.score[0] + " – " + st.score[1];
     document.getElementById("prev-hand").disabled = view.hand === 0 && view.step === 0;
     document.getElementById("prev-step").disabled = view.hand === 0 && view.step === 0;

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from mus.v1 import types_pb2 as mus_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11mus/v1/play.proto\x12\x06mus.v1\x1a\x12mus/v1/types.proto\"p\n\x0bPlayRequest\x12\x1c\n\x04join\x18\x01 \x01(\x0b\x32\x0c.mus.v1.JoinH\x00\x12\x1a\n\x03\x61\x63t\x18\x02 \x01(\x0b\x32\x0b.mus.v1.ActH\x00\x12\x1c\n\x04ping\x18\x03 \x01(\x0b\x32\x0c.mus.v1.PingH\x00\x42\t\n\x07message\"\xa7\x02\n\x0cPlayResponse\x12 \n\x06joined\x18\x01 \x01(\x0b\x32\x0e.mus.v1.JoinedH\x00\x12\x33\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32\x17.mus.v1.DecisionRequestH\x00\x12\x1e\n\x05\x65vent\x18\x03 \x01(\x0b\x32\r.mus.v1.EventH\x00\x12\x31\n\x0f\x61\x63tion_rejected\x18\x04 \x01(\x0b\x32\x16.mus.v1.ActionRejectedH\x00\x12\"\n\x07outcome\x18\x05 \x01(\x0b\x32\x0f.mus.v1.OutcomeH\x00\x12\x1c\n\x04pong\x18\x06 \x01(\x0b\x32\x0c.mus.v1.PongH\x00\x12 \n\x06update\x18\x07 \x01(\x0b\x32\x0e.mus.v1.UpdateH\x00\x42\t\n\x07message\"Z\n\x06Update\x12\x1d\n\x06\x65vents\x18\x01 \x03(\x0b\x32\r.mus.v1.Event\x12\x31\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32\x17.mus.v1.DecisionRequest\"\x83\x01\n\x04Join\x12\x12\n\nseat_token\x18\x01 \x01(\t\x12\x10\n\x08\x62ot_name\x18\x02 \x01(\t\x12\x13\n\x0b\x62ot_version\x18\x03 \x01(\t\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x10\n\x08next_seq\x18\x05 \x01(\x04\x12\x14\n\x0c\x62\x61tch_events\x18\x06 \x01(\x08\"\xab\x01\n\x06Joined\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12(\n\x05rules\x18\x03 \x03(\x0b\x32\x19.mus.v1.Joined.RulesEntry\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x0f\n\x07resumed\x18\x05 \x01(\x08\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd0\x01\n\x0f\x44\x65\x63isionRequest\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x01 \x01(\x04\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.mus.v1.DecisionKind\x12\x1e\n\x04view\x18\x03 \x01(\x0b\x32\x10.mus.v1.SeatView\x12*\n\rlegal_actions\x18\x04 \x03(\x0b\x32\x13.mus.v1.LegalAction\x12\x1d\n\x15\x64\x65\x63ision_time_left_ms\x18\x05 \x01(\r\x12\x19\n\x11\x62\x61nk_time_left_ms\x18\x06 \x01(\r\":\n\x03\x41\x63t\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x01 \x01(\x04\x12\x1e\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x0e.mus.v1.Action\"\xee\x01\n\x0e\x41\x63tionRejected\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x01 \x01(\x04\x12#\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x15.mus.v1.RejectionCode\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12*\n\rlegal_actions\x18\x04 \x03(\x0b\x32\x13.mus.v1.LegalAction\x12\x15\n\rfault_counted\x18\x05 \x01(\x08\x12\x15\n\rdecision_open\x18\x06 \x01(\x08\x12\x1d\n\x15\x64\x65\x63ision_time_left_ms\x18\x07 \x01(\r\x12\x19\n\x11\x62\x61nk_time_left_ms\x18\x08 \x01(\r\"\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\"\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04*\x94\x01\n\rRejectionCode\x12\x1e\n\x1aREJECTION_CODE_UNSPECIFIED\x10\x00\x12!\n\x1dREJECTION_CODE_ILLEGAL_ACTION\x10\x01\x12\x1c\n\x18REJECTION_CODE_NOT_ASKED\x10\x02\x12\"\n\x1eREJECTION_CODE_DECISION_CLOSED\x10\x03\x32\x44\n\x0bPlayService\x12\x35\n\x04Play\x12\x13.mus.v1.PlayRequest\x1a\x14.mus.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11mus/v1/play.proto\x12\x06mus.v1\x1a\x12mus/v1/types.proto\"p\n\x0bPlayRequest\x12\x1c\n\x04join\x18\x01 \x01(\x0b\x32\x0c.mus.v1.JoinH\x00\x12\x1a\n\x03\x61\x63t\x18\x02 \x01(\x0b\x32\x0b.mus.v1.ActH\x00\x12\x1c\n\x04ping\x18\x03 \x01(\x0b\x32\x0c.mus.v1.PingH\x00\x42\t\n\x07message\"\xa7\x02\n\x0cPlayResponse\x12 \n\x06joined\x18\x01 \x01(\x0b\x32\x0e.mus.v1.JoinedH\x00\x12\x33\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32\x17.mus.v1.DecisionRequestH\x00\x12\x1e\n\x05\x65vent\x18\x03 \x01(\x0b\x32\r.mus.v1.EventH\x00\x12\x31\n\x0f\x61\x63tion_rejected\x18\x04 \x01(\x0b\x32\x16.mus.v1.ActionRejectedH\x00\x12\"\n\x07outcome\x18\x05 \x01(\x0b\x32\x0f.mus.v1.OutcomeH\x00\x12\x1c\n\x04pong\x18\x06 \x01(\x0b\x32\x0c.mus.v1.PongH\x00\x12 \n\x06update\x18\x07 \x01(\x0b\x32\x0e.mus.v1.UpdateH\x00\x42\t\n\x07message\"Z\n\x06Update\x12\x1d\n\x06\x65vents\x18\x01 \x03(\x0b\x32\r.mus.v1.Event\x12\x31\n\x10\x64\x65\x63ision_request\x18\x02 \x01(\x0b\x32\x17.mus.v1.DecisionRequest\"\x9d\x01\n\x04Join\x12\x12\n\nseat_token\x18\x01 \x01(\t\x12\x10\n\x08\x62ot_name\x18\x02 \x01(\t\x12\x13\n\x0b\x62ot_version\x18\x03 \x01(\t\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x10\n\x08next_seq\x18\x05 \x01(\x04\x12\x14\n\x0c\x62\x61tch_events\x18\x06 \x01(\x08\x12\x18\n\x10omit_hand_events\x18\x07 \x01(\x08\"\xab\x01\n\x06Joined\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12(\n\x05rules\x18\x03 \x03(\x0b\x32\x19.mus.v1.Joined.RulesEntry\x12\x18\n\x10protocol_version\x18\x04 \x01(\r\x12\x0f\n\x07resumed\x18\x05 \x01(\x08\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xd0\x01\n\x0f\x44\x65\x63isionRequest\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x01 \x01(\x04\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.mus.v1.DecisionKind\x12\x1e\n\x04view\x18\x03 \x01(\x0b\x32\x10.mus.v1.SeatView\x12*\n\rlegal_actions\x18\x04 \x03(\x0b\x32\x13.mus.v1.LegalAction\x12\x1d\n\x15\x64\x65\x63ision_time_left_ms\x18\x05 \x01(\r\x12\x19\n\x11\x62\x61nk_time_left_ms\x18\x06 \x01(\r\":\n\x03\x41\x63t\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x01 \x01(\x04\x12\x1e\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x0e.mus.v1.Action\"\xee\x01\n\x0e\x41\x63tionRejected\x12\x13\n\x0b\x64\x65\x63ision_id\x18\x01 \x01(\x04\x12#\n\x04\x63ode\x18\x02 \x01(\x0e\x32\x15.mus.v1.RejectionCode\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12*\n\rlegal_actions\x18\x04 \x03(\x0b\x32\x13.mus.v1.LegalAction\x12\x15\n\rfault_counted\x18\x05 \x01(\x08\x12\x15\n\rdecision_open\x18\x06 \x01(\x08\x12\x1d\n\x15\x64\x65\x63ision_time_left_ms\x18\x07 \x01(\r\x12\x19\n\x11\x62\x61nk_time_left_ms\x18\x08 \x01(\r\"\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\"\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04*\x94\x01\n\rRejectionCode\x12\x1e\n\x1aREJECTION_CODE_UNSPECIFIED\x10\x00\x12!\n\x1dREJECTION_CODE_ILLEGAL_ACTION\x10\x01\x12\x1c\n\x18REJECTION_CODE_NOT_ASKED\x10\x02\x12\"\n\x1eREJECTION_CODE_DECISION_CLOSED\x10\x03\x32\x44\n\x0bPlayService\x12\x35\n\x04Play\x12\x13.mus.v1.PlayRequest\x1a\x14.mus.v1.PlayResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,8 +34,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_JOINED_RULESENTRY']._loaded_options = None
   _globals['_JOINED_RULESENTRY']._serialized_options = b'8\001'
-  _globals['_REJECTIONCODE']._serialized_start=1420
-  _globals['_REJECTIONCODE']._serialized_end=1568
+  _globals['_REJECTIONCODE']._serialized_start=1446
+  _globals['_REJECTIONCODE']._serialized_end=1594
   _globals['_PLAYREQUEST']._serialized_start=49
   _globals['_PLAYREQUEST']._serialized_end=161
   _globals['_PLAYRESPONSE']._serialized_start=164
@@ -43,21 +43,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPDATE']._serialized_start=461
   _globals['_UPDATE']._serialized_end=551
   _globals['_JOIN']._serialized_start=554
-  _globals['_JOIN']._serialized_end=685
-  _globals['_JOINED']._serialized_start=688
-  _globals['_JOINED']._serialized_end=859
-  _globals['_JOINED_RULESENTRY']._serialized_start=815
-  _globals['_JOINED_RULESENTRY']._serialized_end=859
-  _globals['_DECISIONREQUEST']._serialized_start=862
-  _globals['_DECISIONREQUEST']._serialized_end=1070
-  _globals['_ACT']._serialized_start=1072
-  _globals['_ACT']._serialized_end=1130
-  _globals['_ACTIONREJECTED']._serialized_start=1133
-  _globals['_ACTIONREJECTED']._serialized_end=1371
-  _globals['_PING']._serialized_start=1373
-  _globals['_PING']._serialized_end=1394
-  _globals['_PONG']._serialized_start=1396
-  _globals['_PONG']._serialized_end=1417
-  _globals['_PLAYSERVICE']._serialized_start=1570
-  _globals['_PLAYSERVICE']._serialized_end=1638
+  _globals['_JOIN']._serialized_end=711
+  _globals['_JOINED']._serialized_start=714
+  _globals['_JOINED']._serialized_end=885
+  _globals['_JOINED_RULESENTRY']._serialized_start=841
+  _globals['_JOINED_RULESENTRY']._serialized_end=885
+  _globals['_DECISIONREQUEST']._serialized_start=888
+  _globals['_DECISIONREQUEST']._serialized_end=1096
+  _globals['_ACT']._serialized_start=1098
+  _globals['_ACT']._serialized_end=1156
+  _globals['_ACTIONREJECTED']._serialized_start=1159
+  _globals['_ACTIONREJECTED']._serialized_end=1397
+  _globals['_PING']._serialized_start=1399
+  _globals['_PING']._serialized_end=1420
+  _globals['_PONG']._serialized_start=1422
+  _globals['_PONG']._serialized_end=1443
+  _globals['_PLAYSERVICE']._serialized_start=1596
+  _globals['_PLAYSERVICE']._serialized_end=1664
 # @@protoc_insertion_point(module_scope)

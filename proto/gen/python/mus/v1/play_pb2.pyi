@@ -194,6 +194,7 @@ class Join(_message.Message):
     PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
     NEXT_SEQ_FIELD_NUMBER: _builtins.int
     BATCH_EVENTS_FIELD_NUMBER: _builtins.int
+    OMIT_HAND_EVENTS_FIELD_NUMBER: _builtins.int
     seat_token: _builtins.str
     """The secret seat token issued by TableAdminService.CreateTable (or by a lobby MatchAssignment). It names
     both the table and the seat.
@@ -214,6 +215,11 @@ class Join(_message.Message):
     that is not asked wait up to 50 ms for its next decision) instead of one Event message per event and a
     separate DecisionRequest. Same content, in order, fewer messages.
     """
+    omit_hand_events: _builtins.bool
+    """When true, the referee leaves `SeatView.events_this_hand` and `SeatView.senas_received` empty in this
+    seat's decision requests: the seat keeps the hand's events from the events it is sent (from its
+    HandStarted on), so each event crosses the wire once. The Python SDK sets it.
+    """
     def __init__(
         self,
         *,
@@ -223,10 +229,11 @@ class Join(_message.Message):
         protocol_version: _builtins.int = ...,
         next_seq: _builtins.int = ...,
         batch_events: _builtins.bool = ...,
+        omit_hand_events: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_events", b"batch_events", "bot_name", b"bot_name", "bot_version", b"bot_version", "next_seq", b"next_seq", "protocol_version", b"protocol_version", "seat_token", b"seat_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_events", b"batch_events", "bot_name", b"bot_name", "bot_version", b"bot_version", "next_seq", b"next_seq", "omit_hand_events", b"omit_hand_events", "protocol_version", b"protocol_version", "seat_token", b"seat_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

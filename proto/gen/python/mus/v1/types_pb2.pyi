@@ -1035,19 +1035,27 @@ class GameStarted(_message.Message):
 
     VACA_NUMBER_FIELD_NUMBER: _builtins.int
     GAME_NUMBER_FIELD_NUMBER: _builtins.int
+    SCORE_TEAM_0_FIELD_NUMBER: _builtins.int
+    SCORE_TEAM_1_FIELD_NUMBER: _builtins.int
     vaca_number: _builtins.int
     """The vaca this game belongs to, from 0 within the match."""
     game_number: _builtins.int
     """The game's number within its vaca, from 0."""
+    score_team_0: _builtins.int
+    """TEAM_0's score as the game starts: 0 but in a scripted match."""
+    score_team_1: _builtins.int
+    """TEAM_1's score as the game starts: 0 but in a scripted match."""
     def __init__(
         self,
         *,
         vaca_number: _builtins.int = ...,
         game_number: _builtins.int = ...,
+        score_team_0: _builtins.int = ...,
+        score_team_1: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_number", b"game_number", "vaca_number", b"vaca_number"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_number", b"game_number", "score_team_0", b"score_team_0", "score_team_1", b"score_team_1", "vaca_number", b"vaca_number"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1340,8 +1348,9 @@ class SenaDelivered(_message.Message):
     lance: Global___Lance.ValueType
     """The lance whose sena round carried it; LANCE_UNSPECIFIED when it came with a mus call (window (a))."""
     mus_round: _builtins.int
-    """For a sena sent with a mus call: the 0-based mus round of the hand (the number of discards made before
-    it). 0 when `lance` is set.
+    """The mus round of the hand the sena belongs to, from 0: the number of discards the hand had made when it
+    was sent, whether it rode on a mus call or came in a lance's sena round (a sena from before a discard may
+    no longer be true, rulebook section 12.3 point 7).
     """
     leaked: _builtins.bool
     """Whether the opponents received it too. Opponents always see true. The sender and the partner are not
@@ -1432,6 +1441,7 @@ class BetMade(_message.Message):
     AMOUNT_FIELD_NUMBER: _builtins.int
     PENDING_TOTAL_FIELD_NUMBER: _builtins.int
     ACCEPTED_TOTAL_FIELD_NUMBER: _builtins.int
+    ORDAGO_FIELD_NUMBER: _builtins.int
     lance: Global___Lance.ValueType
     """The lance being bet."""
     seat: _builtins.int
@@ -1448,6 +1458,8 @@ class BetMade(_message.Message):
     """The total accepted before the pending bet after the action (what a refusal now pays under
     deje_mode = "previous_stake", when above 0).
     """
+    ordago: _builtins.bool
+    """True when an ordago stands in this lance after the action (the ordago itself and the answers to it)."""
     def __init__(
         self,
         *,
@@ -1457,10 +1469,11 @@ class BetMade(_message.Message):
         amount: _builtins.int = ...,
         pending_total: _builtins.int = ...,
         accepted_total: _builtins.int = ...,
+        ordago: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_total", b"accepted_total", "amount", b"amount", "kind", b"kind", "lance", b"lance", "pending_total", b"pending_total", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_total", b"accepted_total", "amount", b"amount", "kind", b"kind", "lance", b"lance", "ordago", b"ordago", "pending_total", b"pending_total", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1631,6 +1644,8 @@ class GameEnded(_message.Message):
     SCORE_TEAM_1_FIELD_NUMBER: _builtins.int
     TERMINATION_FIELD_NUMBER: _builtins.int
     HAND_NUMBER_FIELD_NUMBER: _builtins.int
+    VACA_NUMBER_FIELD_NUMBER: _builtins.int
+    GAME_NUMBER_FIELD_NUMBER: _builtins.int
     winner_team: Global___Team.ValueType
     """The winning team; TEAM_UNSPECIFIED when the game was cut short by a forfeit."""
     score_team_0: _builtins.int
@@ -1640,7 +1655,11 @@ class GameEnded(_message.Message):
     termination: Global___GameTermination.ValueType
     """How the game ended."""
     hand_number: _builtins.int
-    """The number of the hand in which the game ended."""
+    """The number of the hand in which the game ended, from 0 over the whole match."""
+    vaca_number: _builtins.int
+    """The vaca the game belonged to, from 0 within the match."""
+    game_number: _builtins.int
+    """The game's number within its vaca, from 0."""
     def __init__(
         self,
         *,
@@ -1649,10 +1668,12 @@ class GameEnded(_message.Message):
         score_team_1: _builtins.int = ...,
         termination: Global___GameTermination.ValueType = ...,
         hand_number: _builtins.int = ...,
+        vaca_number: _builtins.int = ...,
+        game_number: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand_number", b"hand_number", "score_team_0", b"score_team_0", "score_team_1", b"score_team_1", "termination", b"termination", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_number", b"game_number", "hand_number", b"hand_number", "score_team_0", b"score_team_0", "score_team_1", b"score_team_1", "termination", b"termination", "vaca_number", b"vaca_number", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1667,22 +1688,26 @@ class VacaEnded(_message.Message):
     WINNER_TEAM_FIELD_NUMBER: _builtins.int
     GAMES_TEAM_0_FIELD_NUMBER: _builtins.int
     GAMES_TEAM_1_FIELD_NUMBER: _builtins.int
+    VACA_NUMBER_FIELD_NUMBER: _builtins.int
     winner_team: Global___Team.ValueType
     """The winning team; TEAM_UNSPECIFIED when the vaca was cut short by a forfeit."""
     games_team_0: _builtins.int
     """Games won by TEAM_0 in this vaca."""
     games_team_1: _builtins.int
     """Games won by TEAM_1 in this vaca."""
+    vaca_number: _builtins.int
+    """The vaca's number, from 0 within the match."""
     def __init__(
         self,
         *,
         winner_team: Global___Team.ValueType = ...,
         games_team_0: _builtins.int = ...,
         games_team_1: _builtins.int = ...,
+        vaca_number: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["games_team_0", b"games_team_0", "games_team_1", b"games_team_1", "winner_team", b"winner_team"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["games_team_0", b"games_team_0", "games_team_1", b"games_team_1", "vaca_number", b"vaca_number", "winner_team", b"winner_team"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,4 +1,4 @@
-"""The SDK's wire conversion, on hand-built `mus.v1` messages: legal actions, actions, events, views, outcomes."""
+"""The wire mapping (`referee.wire`) on hand-built messages: legal actions, actions, events, views, outcomes."""
 
 from __future__ import annotations
 
@@ -8,29 +8,32 @@ from typing import Any
 
 import pytest
 
-from clients.sdk.convert import (
-    EventDecoder,
-    action_from_proto,
-    action_to_proto,
-    card_from_proto,
-    events_from_proto,
-    legal_actions_from_proto,
-    outcome_from_proto,
-    rules_from_proto,
-    view_from_request,
-)
-from clients.sdk.errors import ConvertError
+from clients.sdk.view import BotView, bot_view
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card, Suit, parse_cards, sort_hand
-from referee.engine.events import Event, EventKind
+from referee.engine.events import EventKind
 from referee.engine.hands import Lance
-from referee.engine.match import DecisionKind, GameTermination, Match, MatchTermination, VacaResult
+from referee.engine.match import DecisionKind, Match
+from referee.engine.outcome import GameTermination, MatchTermination, VacaResult
 from referee.engine.rules import Rules
 from referee.engine.selfplay import random_action
 from referee.engine.senas import Sena
-from referee.service import convert as service
+from referee.wire import (
+    WireError,
+    action_from_proto,
+    action_to_proto,
+    card_from_proto,
+    event_from_proto,
+    legal_from_proto,
+    match_faults,
+    outcome_from_proto,
+    outcome_to_proto,
+    rules_from_proto,
+    seat_view_from_proto,
+)
+from tests.support.events import fields
 
 HAND = parse_cards("12o 3c 1e 7b")
 RULES = Rules()
@@ -50,14 +53,14 @@ def test_envido_and_mas_ranges_expand_to_every_amount() -> None:
         pb.LegalAction(kind=pb.ACTION_KIND_MAS, min_amount=2, max_amount=5),
         pb.LegalAction(kind=pb.ACTION_KIND_ORDAGO),
     ]
-    actions = legal_actions_from_proto(legal, HAND, RULES)
+    actions = legal_from_proto(legal, HAND, RULES).expand()
     assert actions == (Action.quiero(), Action.mas(2), Action.mas(3), Action.mas(4), Action.mas(5), Action.ordago())
 
 
 def test_an_uncapped_range_lists_bets_up_to_the_target_score() -> None:
     rules = Rules.from_options({"target_score": 30, "max_total_stake": None})
     legal = [pb.LegalAction(kind=pb.ACTION_KIND_ENVIDO, min_amount=2, max_amount=0)]
-    amounts = [action.amount for action in legal_actions_from_proto(legal, HAND, rules)]
+    amounts = [action.amount for action in legal_from_proto(legal, HAND, rules).expand()]
     assert amounts == list(range(2, 31))
 
 
@@ -68,14 +71,14 @@ def test_the_list_comes_in_the_engine_order_whatever_the_wire_order() -> None:
         pb.LegalAction(kind=pb.ACTION_KIND_NO_QUIERO),
         pb.LegalAction(kind=pb.ACTION_KIND_ORDAGO),
     ]
-    actions = legal_actions_from_proto(legal, HAND, RULES)
+    actions = legal_from_proto(legal, HAND, RULES).expand()
     assert [str(action) for action in actions] == ["quiero", "no_quiero", "mas 2", "mas 3", "ordago"]
 
 
 @pytest.mark.parametrize(("low", "high", "count"), [(1, 4, 15), (2, 3, 10), (4, 4, 1), (1, 1, 4)])
 def test_discard_expands_to_every_subset_of_the_hand_in_range(low: int, high: int, count: int) -> None:
     legal = [pb.LegalAction(kind=pb.ACTION_KIND_DISCARD, min_cards=low, max_cards=high)]
-    actions = legal_actions_from_proto(legal, HAND, RULES)
+    actions = legal_from_proto(legal, sort_hand(HAND), RULES).expand()
     expected = tuple(
         Action.discard(chosen) for size in range(low, high + 1) for chosen in combinations(sort_hand(HAND), size)
     )
@@ -84,12 +87,12 @@ def test_discard_expands_to_every_subset_of_the_hand_in_range(low: int, high: in
 
 def test_declare_offers_only_the_true_answer() -> None:
     legal = [pb.LegalAction(kind=pb.ACTION_KIND_DECLARE, has_jugada=True)]
-    assert legal_actions_from_proto(legal, HAND, RULES) == (Action.declare(True),)
+    assert legal_from_proto(legal, HAND, RULES).expand() == (Action.declare(True),)
 
 
 def test_senas_offer_the_empty_list_and_each_acceptable_sena_alone() -> None:
     legal = [pb.LegalAction(kind=pb.ACTION_KIND_SENAS, max_senas=3, senas=[pb.SENA_DOS_REYES, pb.SENA_CORTAR_MUS])]
-    assert legal_actions_from_proto(legal, HAND, RULES) == (
+    assert legal_from_proto(legal, HAND, RULES).expand() == (
         Action.send_senas(()),
         Action.send_senas((Sena.DOS_REYES,)),
         Action.send_senas((Sena.CORTAR_MUS,)),
@@ -101,12 +104,12 @@ def test_mus_calls_are_plain_and_their_senas_are_offered_apart() -> None:
         pb.LegalAction(kind=pb.ACTION_KIND_MUS, max_senas=3, senas=[pb.SENA_PARES]),
         pb.LegalAction(kind=pb.ACTION_KIND_NO_MUS, max_senas=3, senas=[pb.SENA_PARES]),
     ]
-    assert legal_actions_from_proto(legal, HAND, RULES) == (Action.mus(), Action.no_mus())
+    assert legal_from_proto(legal, HAND, RULES).expand() == (Action.mus(), Action.no_mus())
 
 
-def test_an_unknown_legal_kind_is_a_convert_error() -> None:
-    with pytest.raises(ConvertError, match="action kind"):
-        legal_actions_from_proto([pb.LegalAction(kind=pb.ACTION_KIND_UNSPECIFIED)], HAND, RULES)
+def test_an_unknown_legal_kind_is_a_wire_error() -> None:
+    with pytest.raises(WireError, match="action kind"):
+        legal_from_proto([pb.LegalAction(kind=pb.ACTION_KIND_UNSPECIFIED)], HAND, RULES)
 
 
 # ------------------------------------------------------------------ actions, cards, rules
@@ -141,12 +144,12 @@ def test_an_action_on_the_wire_has_only_its_kinds_fields() -> None:
     assert action_to_proto(Action.envido(4)) == pb.Action(kind=pb.ACTION_KIND_ENVIDO, amount=4)
 
 
-def test_an_unset_action_kind_and_a_bad_card_are_convert_errors() -> None:
-    with pytest.raises(ConvertError):
+def test_an_unset_action_kind_and_a_bad_card_are_wire_errors() -> None:
+    with pytest.raises(WireError):
         action_from_proto(pb.Action())
-    with pytest.raises(ConvertError, match="rank 8"):
+    with pytest.raises(WireError, match="rank 8"):
         card_from_proto(pb.Card(rank=8, suit=pb.SUIT_OROS))
-    with pytest.raises(ConvertError, match="suit"):
+    with pytest.raises(WireError, match="suit"):
         card_from_proto(pb.Card(rank=1))
     assert card_from_proto(pb.Card(rank=3, suit=pb.SUIT_COPAS)) == Card(3, Suit.COPAS)
 
@@ -159,7 +162,7 @@ def test_rules_are_read_from_their_wire_text() -> None:
     )
     full = {key: value if isinstance(value, str) else _json(value) for key, value in Rules().to_options().items()}
     assert rules_from_proto(full) == Rules()
-    with pytest.raises(ConvertError, match="target_score"):
+    with pytest.raises(WireError, match="target_score"):
         rules_from_proto({"target_score": "zero"})
 
 
@@ -175,7 +178,7 @@ SEAT = 1  # the recipient of the hand-built events below
 
 
 def case(message: pb.Event, kind: EventKind, data: dict[str, Any], to: frozenset[int] | None = None) -> Any:
-    return pytest.param(message, Event(message.seq, kind, data, to), id=kind.value)
+    return pytest.param(message, (message.seq, kind, data, to), id=kind.value)
 
 
 EVENT_CASES = [
@@ -187,9 +190,9 @@ EVENT_CASES = [
         {"first_dealer": 2, "rules": Rules.from_options({"target_score": 30}).to_options()},
     ),
     case(
-        pb.Event(seq=1, game_started=pb.GameStarted(vaca_number=0, game_number=1)),
+        pb.Event(seq=1, game_started=pb.GameStarted(vaca_number=0, game_number=1, score_team_1=4)),
         EventKind.GAME_STARTED,
-        {"vaca": 1, "game": 2, "score": [0, 0]},
+        {"vaca": 0, "game": 1, "score": [0, 4]},
     ),
     case(
         pb.Event(seq=2, hand_started=pb.HandStarted(hand_number=5, mano=3, dealer=2)),
@@ -281,9 +284,7 @@ EVENT_CASES = [
     case(
         pb.Event(
             seq=15,
-            lance_closed=pb.LanceClosed(
-                lance=pb.LANCE_JUEGO, outcome=pb.LANCE_OUTCOME_REJECTED, stake=2, winner_team=pb.TEAM_1
-            ),
+            lance_closed=pb.LanceClosed(lance=pb.LANCE_JUEGO, outcome=pb.LANCE_OUTCOME_REJECTED, winner_team=pb.TEAM_1),
         ),
         EventKind.LANCE_CLOSED,
         {"lance": "juego", "outcome": "rejected", "stake": 0, "winner_team": 1},
@@ -333,13 +334,15 @@ EVENT_CASES = [
                 score_team_1=41,
                 termination=pb.GAME_TERMINATION_TARGET_AT_TANTEO,
                 hand_number=5,
+                vaca_number=1,
+                game_number=2,
             ),
         ),
         EventKind.GAME_ENDED,
-        {"vaca": 1, "game": 1, "winner": 1, "score": [12, 41], "termination": "target_at_tanteo", "hand": 5},
+        {"vaca": 1, "game": 2, "winner": 1, "score": [12, 41], "termination": "target_at_tanteo", "hand": 5},
     ),
     case(
-        pb.Event(seq=21, vaca_ended=pb.VacaEnded(winner_team=pb.TEAM_1, games_team_0=0, games_team_1=2)),
+        pb.Event(seq=21, vaca_ended=pb.VacaEnded(winner_team=pb.TEAM_1, games_team_0=0, games_team_1=2, vaca_number=1)),
         EventKind.VACA_ENDED,
         {"vaca": 1, "winner": 1, "games": [0, 2]},
     ),
@@ -363,71 +366,57 @@ EVENT_CASES = [
 
 
 @pytest.mark.parametrize(("message", "expected"), EVENT_CASES)
-def test_each_event_kind_decodes_to_the_engine_payload(message: pb.Event, expected: Event) -> None:
-    assert EventDecoder(SEAT).decode(message) == expected
+def test_each_event_kind_decodes_to_the_engine_payload(message: pb.Event, expected: tuple[Any, ...]) -> None:
+    event = event_from_proto(message, SEAT)
+    assert (event.seq, event.kind, fields(event), event.to) == expected
 
 
 def test_the_cases_cover_every_event_kind() -> None:
-    assert {param.values[1].kind for param in EVENT_CASES} == set(EventKind)
+    assert {param.values[1][1] for param in EVENT_CASES} == set(EventKind)
 
 
-def test_a_leaked_sena_reads_as_public_and_a_mus_sena_keeps_its_round() -> None:
+def test_a_leaked_sena_reads_as_public_and_a_sena_keeps_its_mus_round() -> None:
     leaked = pb.Event(sena_delivered=pb.SenaDelivered(sender=0, sena=pb.SENA_JUEGO, mus_round=2, leaked=True))
-    event = EventDecoder(SEAT).decode(leaked)
-    assert event.to is None and event.data["phase"] == "mus" and event.data["mus_round"] == 2
+    event = event_from_proto(leaked, SEAT)
+    assert event.to is None and fields(event)["phase"] == "mus" and fields(event)["mus_round"] == 2
+    in_lance = pb.SenaDelivered(sender=3, sena=pb.SENA_PARES, lance=pb.LANCE_PARES, mus_round=2)
+    assert fields(event_from_proto(pb.Event(sena_delivered=in_lance), SEAT))["mus_round"] == 2, "read, not counted"
 
 
-def test_a_lance_sena_carries_the_number_of_discards_made_in_the_hand() -> None:
-    events = [pb.Event(seq=0, hand_started=pb.HandStarted(hand_number=0, mano=0, dealer=3))]
-    events += [pb.Event(seq=1 + i, discard_counted=pb.DiscardCounted(seat=i % 4, count=1)) for i in range(8)]
-    events.append(pb.Event(seq=9, sena_delivered=pb.SenaDelivered(sender=3, sena=pb.SENA_PARES, lance=pb.LANCE_PARES)))
-    decoded = events_from_proto(events, SEAT)
-    assert decoded[-1].data["mus_round"] == 2
-
-
-def test_bets_after_an_ordago_carry_the_ordago_and_the_stake_accepted_before_it() -> None:
-    def bet(seat: int, kind: pb.ActionKind.ValueType, amount: int, pending: int, accepted: int) -> pb.Event:
+def test_a_bet_carries_the_ordago_that_stands_and_the_stake_accepted_before_it() -> None:
+    def bet(kind: pb.ActionKind.ValueType, pending: int, accepted: int, ordago: bool) -> dict[str, Any]:
         made = pb.BetMade(
-            lance=pb.LANCE_PARES, seat=seat, kind=kind, amount=amount, pending_total=pending, accepted_total=accepted
+            lance=pb.LANCE_PARES, seat=1, kind=kind, pending_total=pending, accepted_total=accepted, ordago=ordago
         )
-        return pb.Event(bet_made=made)
+        return fields(event_from_proto(pb.Event(bet_made=made), SEAT))
 
-    decoder = EventDecoder(SEAT)
-    decoder.decode(pb.Event(hand_started=pb.HandStarted()))
-    envido = decoder.decode(bet(0, pb.ACTION_KIND_ENVIDO, 2, 2, 0)).data
-    ordago = decoder.decode(bet(1, pb.ACTION_KIND_ORDAGO, 0, 0, 2)).data
-    answer = decoder.decode(bet(2, pb.ACTION_KIND_NO_QUIERO, 0, 0, 2)).data
+    envido = bet(pb.ACTION_KIND_ENVIDO, 2, 0, False)
+    answer = bet(pb.ACTION_KIND_NO_QUIERO, 0, 2, True)
     assert (envido["pending"], envido["accepted"], envido["ordago"]) == (2, 0, False)
-    assert (ordago["pending"], ordago["accepted"], ordago["ordago"]) == (2, 2, True)
-    assert (answer["pending"], answer["accepted"], answer["ordago"]) == (2, 2, True)
-    opening = EventDecoder(SEAT)
-    first = opening.decode(bet(3, pb.ACTION_KIND_ORDAGO, 0, 0, 0)).data
+    assert (answer["pending"], answer["accepted"], answer["ordago"]) == (2, 2, True), "pending = accepted before it"
+    first = bet(pb.ACTION_KIND_ORDAGO, 0, 0, True)
     assert (first["pending"], first["accepted"], first["ordago"]) == (None, 0, True)
-    paso = EventDecoder(SEAT).decode(bet(3, pb.ACTION_KIND_PASO, 0, 0, 0)).data
-    assert (paso["pending"], paso["ordago"]) == (None, False)
 
 
-def test_game_and_vaca_ends_take_their_numbers_from_the_game_started_before_them() -> None:
-    decoder = EventDecoder(SEAT)
-    decoder.decode(pb.Event(game_started=pb.GameStarted(vaca_number=1, game_number=2)))
-    ended = decoder.decode(
-        pb.Event(game_ended=pb.GameEnded(winner_team=pb.TEAM_0, termination=pb.GAME_TERMINATION_ORDAGO))
-    )
-    vaca = decoder.decode(pb.Event(vaca_ended=pb.VacaEnded(winner_team=pb.TEAM_0, games_team_0=2)))
-    assert (ended.data["vaca"], ended.data["game"], ended.data["termination"]) == (2, 3, "ordago")
-    assert vaca.data["vaca"] == 2
-
-
-def test_an_event_without_payload_or_with_an_unset_enum_is_a_convert_error() -> None:
-    with pytest.raises(ConvertError, match="no payload"):
-        EventDecoder(SEAT).decode(pb.Event(seq=3))
-    with pytest.raises(ConvertError, match="lance"):
-        EventDecoder(SEAT).decode(pb.Event(lance_started=pb.LanceStarted()))
-    with pytest.raises(ConvertError, match="fault cause"):
-        EventDecoder(SEAT).decode(pb.Event(fault=pb.Fault(seat=1)))
+def test_an_event_without_payload_or_with_an_unset_enum_is_a_wire_error() -> None:
+    with pytest.raises(WireError, match="no payload"):
+        event_from_proto(pb.Event(seq=3), SEAT)
+    with pytest.raises(WireError, match="lance"):
+        event_from_proto(pb.Event(lance_started=pb.LanceStarted()), SEAT)
+    with pytest.raises(WireError, match="fault cause"):
+        event_from_proto(pb.Event(fault=pb.Fault(seat=1)), SEAT)
 
 
 # ------------------------------------------------------------------ views and outcomes
+
+
+def view_of(
+    request: play_pb2.DecisionRequest, *, rejection: str | None = None, legal: list[pb.LegalAction] | None = None
+) -> BotView:
+    """The `BotView` the runner builds from a request."""
+    view = seat_view_from_proto(request, RULES, legal=legal)
+    times = request.decision_time_left_ms / 1000, request.bank_time_left_ms / 1000
+    return bot_view(view, RULES, decision_time_left_s=times[0], bank_time_left_s=times[1], rejection=rejection)
 
 
 def test_a_decision_request_becomes_a_bot_view() -> None:
@@ -472,9 +461,9 @@ def test_a_decision_request_becomes_a_bot_view() -> None:
         decision_time_left_ms=9500,
         bank_time_left_ms=60000,
     )
-    bot_view = view_from_request(request, RULES)
+    bot_view = view_of(request)
     assert (bot_view.seat, bot_view.team, bot_view.partner, bot_view.mano, bot_view.dealer) == (1, 1, 3, 2, 1)
-    assert (bot_view.hand_number, bot_view.vaca, bot_view.game) == (3, 1, 2)
+    assert (bot_view.hand_number, bot_view.vaca, bot_view.game) == (3, 0, 1), "every number counts from 0"
     assert (bot_view.score, bot_view.games, bot_view.vacas, bot_view.faults) == ((10, 20), (1, 0), (0, 0), (0, 1))
     assert bot_view.cards == parse_cards("12o 3c 1e 7b")
     assert bot_view.lance is Lance.GRANDE and bot_view.decision is DecisionKind.BET
@@ -485,7 +474,7 @@ def test_a_decision_request_becomes_a_bot_view() -> None:
     assert (bot_view.decision_time_left_s, bot_view.bank_time_left_s) == (9.5, 60.0)
     assert bot_view.position == 3 and bot_view.is_postre and not bot_view.is_mano and bot_view.rivals == (0, 2)
     assert bot_view.facts.total == 10 + 10 + 1 + 7 and bot_view.rejection is None
-    retried = view_from_request(request, RULES, rejection="no", legal=[pb.LegalAction(kind=pb.ACTION_KIND_QUIERO)])
+    retried = view_of(request, rejection="no", legal=[pb.LegalAction(kind=pb.ACTION_KIND_QUIERO)])
     assert retried.rejection == "no" and retried.legal_actions == (Action.quiero(),)
 
 
@@ -516,10 +505,10 @@ def test_a_wire_outcome_becomes_the_engine_outcome() -> None:
     engine = outcome_from_proto(outcome)
     assert engine.winner == 1 and engine.termination is MatchTermination.FORFEIT
     assert [(g.vaca, g.game, g.winner, g.score, g.termination) for g in engine.games] == [
-        (1, 1, 1, (3, 40), GameTermination.TARGET_AT_DEJE),
-        (1, 2, None, (0, 0), GameTermination.FORFEIT),
+        (0, 0, 1, (3, 40), GameTermination.TARGET_AT_DEJE),
+        (0, 1, None, (0, 0), GameTermination.FORFEIT),
     ]
-    assert engine.vaca_results == (VacaResult(1, None, (0, 1)),), "the vaca cut short by the forfeit is kept"
+    assert engine.vaca_results == (VacaResult(0, None, (0, 1)),), "the vaca cut short by the forfeit is kept"
     assert engine.faults == (2, 0)
 
 
@@ -536,4 +525,4 @@ def test_the_outcome_of_a_forfeited_match_survives_the_wire_with_its_unfinished_
     outcome = match.outcome
     assert outcome is not None and outcome.termination is MatchTermination.FORFEIT
     assert outcome.vaca_results[-1].winner is None
-    assert outcome_from_proto(service.outcome_to_proto(outcome, service.match_faults(match))) == outcome
+    assert outcome_from_proto(outcome_to_proto(outcome, match_faults(match))) == outcome
