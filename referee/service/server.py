@@ -17,7 +17,7 @@ from mus.v1 import (
     watch_pb2,
     watch_pb2_grpc,
 )
-from referee.service.quota import FirstMessageQuota, StreamQuota
+from referee.service.quota import StreamQuota
 from referee.service.servicer import (
     TRANSPORT_LIMIT_BYTES,
     LobbyServicer,
@@ -30,9 +30,8 @@ from referee.service.servicer import (
 MAX_CONCURRENT_RPCS = 4096
 """Calls in progress on the whole server; one more is refused with RESOURCE_EXHAUSTED by grpc itself. A busy
 referee holds 4 Play streams per table, a lobby stream per remote bot session and its spectators. Streams that
-need no token (health Watch, reflection) have a far smaller budget of their own (`quota.StreamQuota`), and so
-do Play and Lobby streams that have not sent their first message (`quota.FirstMessageQuota`), so no client
-without a token can fill it."""
+need no token (health Watch, reflection) have a far smaller budget of their own, and so do Play and Lobby streams
+that have not sent their first message (both in `quota.StreamQuota`), so no client without a token can fill it."""
 
 MAX_PENDING_RPCS = MAX_CONCURRENT_RPCS
 """New calls grpc's core may hold for the referee before it takes them (`grpc.server.max_pending_requests`; past it
@@ -86,7 +85,7 @@ async def start_server(
     server = grpc.aio.server(
         options=SERVER_OPTIONS,
         maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
-        interceptors=[StreamQuota(), FirstMessageQuota()],
+        interceptors=[StreamQuota()],
     )
     play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
