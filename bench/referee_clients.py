@@ -1,8 +1,10 @@
 """The client side of `mus bench referee`: instant bare-wire bots, the raw ping-pong client, and their tallies.
 
-Everything here runs in the benchmark's own process, in one asyncio event loop, against the server process of
-`bench.referee_server`. The bots speak mus.v1 directly (no SDK), with `call.write`/`call.read` on the stream,
-the same calls the ping-pong client makes, so both sides of the comparison pay the same client costs.
+The round-trip comparison runs this in the benchmark's own process; a load level runs it in several client
+processes (`bench.referee_load`), each with its own event loop, whose tallies are merged. Both play against the
+server process of `bench.referee_server`. The bots speak mus.v1 directly (no SDK), with `call.write`/`call.read`
+on the stream, the same calls the ping-pong client makes, so both sides of the comparison pay the same client
+costs.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import grpc
 
@@ -36,17 +39,37 @@ class Tally:
     rtt_ns: list[int] = field(default_factory=list)
     rtt_messages: list[int] = field(default_factory=list)
     """For each timed round trip, the messages read on the table's four streams, the DecisionRequest included."""
+    join_ns: list[int] = field(default_factory=list)
+    """For each stream opened inside the window, from just before it is opened to the return of `call.read` with
+    its Joined: how long a new stream waits for the referee to take it and read its Join."""
     acts: int = 0
     request_bytes: list[int] | None = None
     """Serialized sizes of the PlayResponse messages carrying a DecisionRequest, when recorded."""
     matches: int = 0
     faults: int = 0
     timeouts: int = 0
+    incidents: int = 0
+    """Incidents in the outcomes (a seat absent at the join deadline, disconnected, ...): each makes that seat's
+    decisions time out at once, so they explain timeouts that are not the bots' clocks running out."""
     rejections: int = 0
     stream_errors: list[str] = field(default_factory=list)
 
     def in_window(self, at: int) -> bool:
         return self.window[0] <= at < self.window[1]
+
+    COUNTS: ClassVar[tuple[str, ...]] = ("acts", "matches", "faults", "timeouts", "incidents", "rejections")
+    LISTS: ClassVar[tuple[str, ...]] = ("rtt_ns", "rtt_messages", "join_ns", "stream_errors")
+
+    def to_json(self) -> dict[str, Any]:
+        """What a client process sends back (`bench.referee_load`)."""
+        return {name: getattr(self, name) for name in (*self.COUNTS, *self.LISTS)}
+
+    def add(self, data: dict[str, Any]) -> None:
+        """Add another process's tally (`to_json`) to this one."""
+        for name in self.COUNTS:
+            setattr(self, name, getattr(self, name) + data[name])
+        for name in self.LISTS:
+            getattr(self, name).extend(data[name])
 
 
 @dataclass
@@ -75,6 +98,7 @@ async def _play_seat(
     channel: grpc.aio.Channel, token: str, rng: random.Random, probe: _TableProbe, tally: Tally
 ) -> pb.Outcome | None:
     """Join with `token` and answer every decision at once with a random legal action; returns the outcome."""
+    opened_at = clock()
     call = play_pb2_grpc.PlayServiceStub(channel).Play()
     # Batched like the SDK's bots: a step's events and decision arrive as one Update message.
     join = play_pb2.Join(seat_token=token, bot_name="instant", bot_version="1", protocol_version=1, batch_events=True)
@@ -105,6 +129,8 @@ async def _play_seat(
                 if tally.in_window(sent_at):
                     tally.acts += 1
                 await call.write(message)
+            elif kind == "joined" and tally.in_window(opened_at):
+                tally.join_ns.append(received_at - opened_at)
             elif kind == "action_rejected":
                 tally.rejections += 1
             elif kind == "outcome":
@@ -146,6 +172,7 @@ async def play_match(admin: Admin, channels: Sequence[grpc.aio.Channel], seed: i
     tally.matches += 1
     tally.faults += len(outcome.faults)
     tally.timeouts += sum(1 for fault in outcome.faults if fault.cause == pb.FAULT_CAUSE_TIMEOUT)
+    tally.incidents += len(outcome.incidents)
 
 
 @contextlib.asynccontextmanager

@@ -1,16 +1,26 @@
-"""Caps on the streams anyone may open without a token: grpc.health.v1 `Watch` and reflection (`StreamQuota`),
-and Play and Lobby streams that have not sent their first message, which carries the token (`FirstMessageQuota`).
+"""Budgets for the streams anyone may open without a token, in one interceptor (`StreamQuota`).
 
-The server's `maximum_concurrent_rpcs` counts every call in progress together. Without a cap of their own, a
+The server's `maximum_concurrent_rpcs` counts every call in progress together. Without budgets of their own, a
 client that needs no token (a hosted bot through its worker's forwarder, or anyone who can reach the port) could
-hold every slot with `Health/Watch` streams, and the tables' `Play` streams and the admin calls would be refused
-with RESOURCE_EXHAUSTED. These streams get a budget of their own, far below the server's cap, server-wide and per
-connection: past it a new one is refused at once with RESOURCE_EXHAUSTED, and every other slot stays for the
-calls the referee exists for. (The spectators' `Watch` has its own per-host cap in `WatchServicer`.)
+hold every slot, and the tables' `Play` streams and the admin calls would be refused with RESOURCE_EXHAUSTED.
+Two kinds of stream are budgeted, each server-wide and per connection, far below the server's cap; past a budget a
+new stream is refused at once with RESOURCE_EXHAUSTED, and every other slot stays for the calls the referee exists
+for:
+
+- `CAPPED_METHODS` (grpc.health.v1 `Watch`, reflection) need no token and may stay open indefinitely: they count
+  for as long as they are open.
+- `FIRST_MESSAGE_METHODS` (`Play`, Lobby `Connect`) carry their token in their first message: they count until it
+  arrives (the servicer then checks the token at once). On one connection, only those waiting for longer than
+  `FIRST_MESSAGE_GRACE_S` count against its budget, so that an honest harness that opens hundreds of seats' streams
+  at once on one connection, each sending its Join straight away, is never cut (its streams may wait a moment while
+  the referee is busy); the server-wide budget counts every waiting stream.
+
+The spectators' `Watch` has its own per-host cap in `WatchServicer`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -19,6 +29,7 @@ import grpc
 
 _Req = TypeVar("_Req")
 _Res = TypeVar("_Res")
+Context = grpc.aio.ServicerContext[Any, Any]
 
 CAPPED_METHODS = frozenset(
     {
@@ -35,91 +46,6 @@ MAX_CAPPED_STREAMS = 256
 MAX_CAPPED_STREAMS_PER_PEER = 8
 """Such streams open at once on one connection (`context.peer()`: address and port)."""
 
-
-class StreamQuota(grpc.aio.ServerInterceptor):
-    """Refuses a capped stream with RESOURCE_EXHAUSTED once `total` are open, or `per_peer` on its connection."""
-
-    def __init__(
-        self,
-        methods: frozenset[str] = CAPPED_METHODS,
-        *,
-        total: int = MAX_CAPPED_STREAMS,
-        per_peer: int = MAX_CAPPED_STREAMS_PER_PEER,
-    ) -> None:
-        self.methods = methods
-        self.total = total
-        self.per_peer = per_peer
-        self.open: dict[str, int] = {}
-        """Capped streams open per peer."""
-
-    @property
-    def open_total(self) -> int:
-        return sum(self.open.values())
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Res] | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[_Req, _Res] | None:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler_call_details.method not in self.methods:
-            return handler
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._capped(handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.stream_stream is not None:
-            return grpc.stream_stream_rpc_method_handler(
-                self._capped(handler.stream_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
-
-    async def _enter(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
-        peer = context.peer() or ""
-        if self.open_total >= self.total:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"too many such streams: at most {self.total}")
-        if self.open.get(peer, 0) >= self.per_peer:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED, f"too many such streams on this connection: at most {self.per_peer}"
-            )
-        self.open[peer] = self.open.get(peer, 0) + 1
-        return peer
-
-    def _leave(self, peer: str) -> None:
-        left = self.open.get(peer, 0) - 1
-        if left > 0:
-            self.open[peer] = left
-        else:
-            self.open.pop(peer, None)
-
-    def _capped(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
-        """The method's behavior, counted while it runs (a coroutine, like Health's, or an async generator)."""
-        if inspect.isasyncgenfunction(behavior):
-
-            async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
-                peer = await self._enter(context)
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                finally:
-                    self._leave(peer)
-
-            return stream
-
-        async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            peer = await self._enter(context)
-            try:
-                return await behavior(request, context)
-            finally:
-                self._leave(peer)
-
-        return call
-
-
 FIRST_MESSAGE_METHODS = frozenset({"/mus.v1.PlayService/Play", "/mus.v1.LobbyService/Connect"})
 """Streams that authenticate with their first message (Join with a seat token, LobbyHello with a bot token)."""
 
@@ -128,29 +54,104 @@ MAX_WAITING_FOR_FIRST_MESSAGE = 1024
 it at once; without this cap, anyone could hold thousands of slots for `JOIN_WAIT_S` each, again and again."""
 
 MAX_WAITING_FOR_FIRST_MESSAGE_PER_PEER = 64
-"""The same, on one connection: a hosted seat (at most 4 connections through its forwarder) holds at most 256."""
+"""The same, on one connection, counting only the streams that have waited past `FIRST_MESSAGE_GRACE_S`."""
+
+FIRST_MESSAGE_GRACE_S = 2.0
+"""How long a stream may wait for its first message before it counts against its connection's budget. An honest
+client writes it right after opening the stream: a busy client or referee may take a moment, never this long."""
 
 
-class FirstMessageQuota(grpc.aio.ServerInterceptor):
-    """Refuses a Play or Lobby stream with RESOURCE_EXHAUSTED while `total` others (or `per_peer` on its connection)
-    wait for their first message.
+class _Budget:
+    """Streams counted server-wide and per connection; a new one is refused past either limit."""
 
-    Once its first message has arrived (the servicer then checks the token at once), a stream no longer counts:
-    what a seat may hold after that is bounded by the tables and their tokens.
-    """
+    def __init__(self, total: int, per_peer: int) -> None:
+        self.total = total
+        self.per_peer = per_peer
+        self.count = 0
+        self.by_peer: dict[str, int] = {}
+        """What counts against each connection's budget."""
+
+    def full(self, peer: str) -> str | None:
+        """Why a new stream on `peer` is refused, or None."""
+        if self.count >= self.total:
+            return f"at most {self.total} on the server"
+        if self.by_peer.get(peer, 0) >= self.per_peer:
+            return f"at most {self.per_peer} on this connection"
+        return None
+
+    def add_peer(self, peer: str) -> None:
+        self.by_peer[peer] = self.by_peer.get(peer, 0) + 1
+
+    def remove_peer(self, peer: str) -> None:
+        left = self.by_peer.get(peer, 0) - 1
+        if left > 0:
+            self.by_peer[peer] = left
+        else:
+            self.by_peer.pop(peer, None)
+
+
+class _FirstMessage:
+    """The request stream of a `FIRST_MESSAGE_METHODS` call: counted in the budget until its first message arrives
+    (or it ends), then passed through without a layer of its own."""
+
+    def __init__(self, requests: AsyncIterator[Any], budget: _Budget, peer: str, grace_s: float) -> None:
+        self.requests = requests
+        self.budget = budget
+        self.peer = peer
+        self.counted = True
+        self.stale = False
+        budget.count += 1
+        self.timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(grace_s, self._grace_over)
+
+    def _grace_over(self) -> None:
+        self.timer = None
+        if self.counted:
+            self.stale = True
+            self.budget.add_peer(self.peer)
+
+    def release(self) -> None:
+        if not self.counted:
+            return
+        self.counted = False
+        self.budget.count -= 1
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.stale:
+            self.budget.remove_peer(self.peer)
+
+    def __aiter__(self) -> _FirstMessage:
+        return self
+
+    def __anext__(self) -> Awaitable[Any]:
+        if self.counted:
+            return self._first()
+        return self.requests.__anext__()
+
+    async def _first(self) -> Any:
+        try:
+            return await self.requests.__anext__()
+        finally:
+            self.release()
+
+
+class StreamQuota(grpc.aio.ServerInterceptor):
+    """Refuses a budgeted stream with RESOURCE_EXHAUSTED once its kind's budget is full (see the module)."""
 
     def __init__(
         self,
-        methods: frozenset[str] = FIRST_MESSAGE_METHODS,
         *,
-        total: int = MAX_WAITING_FOR_FIRST_MESSAGE,
-        per_peer: int = MAX_WAITING_FOR_FIRST_MESSAGE_PER_PEER,
+        capped_total: int = MAX_CAPPED_STREAMS,
+        capped_per_peer: int = MAX_CAPPED_STREAMS_PER_PEER,
+        waiting_total: int = MAX_WAITING_FOR_FIRST_MESSAGE,
+        waiting_per_peer: int = MAX_WAITING_FOR_FIRST_MESSAGE_PER_PEER,
+        grace_s: float = FIRST_MESSAGE_GRACE_S,
     ) -> None:
-        self.methods = methods
-        self.total = total
-        self.per_peer = per_peer
-        self.waiting: dict[str, int] = {}
-        """Streams waiting for their first message, per peer."""
+        self.capped = _Budget(capped_total, capped_per_peer)
+        """Open `CAPPED_METHODS` streams."""
+        self.waiting = _Budget(waiting_total, waiting_per_peer)
+        """`FIRST_MESSAGE_METHODS` streams waiting for their first message."""
+        self.grace_s = grace_s
 
     async def intercept_service(
         self,
@@ -158,49 +159,83 @@ class FirstMessageQuota(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[_Req, _Res] | None:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.stream_stream is None or handler_call_details.method not in self.methods:
+        method = handler_call_details.method
+        if handler is None:
+            return handler
+        if method in FIRST_MESSAGE_METHODS and handler.stream_stream is not None:
+            behavior = self._until_first_message(handler.stream_stream)
+        elif method in CAPPED_METHODS and handler.unary_stream is not None:
+            behavior = self._while_open(handler.unary_stream)
+            return grpc.unary_stream_rpc_method_handler(
+                behavior,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        elif method in CAPPED_METHODS and handler.stream_stream is not None:
+            behavior = self._while_open(handler.stream_stream)
+        else:
             return handler
         return grpc.stream_stream_rpc_method_handler(
-            self._counted(handler.stream_stream),
+            behavior,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
 
-    def _counted(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
-        async def stream(
-            requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]
-        ) -> AsyncIterator[Any]:
+    @staticmethod
+    async def _refuse_if_full(budget: _Budget, peer: str, context: Context, what: str) -> None:
+        reason = budget.full(peer)
+        if reason is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"too many {what}: {reason}")
+
+    def _until_first_message(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        """A Play or Lobby handler (an async generator), its request stream counted until the first message.
+
+        It is wrapped in a coroutine that writes the responses itself, as grpc.aio would for the generator: a
+        wrapping generator would add a layer to every message of every stream."""
+
+        async def call(requests: AsyncIterator[Any], context: Context) -> None:
             peer = context.peer() or ""
-            if sum(self.waiting.values()) >= self.total or self.waiting.get(peer, 0) >= self.per_peer:
-                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many streams waiting to authenticate")
-            self.waiting[peer] = self.waiting.get(peer, 0) + 1
-            counted = True
-
-            def release() -> None:
-                nonlocal counted
-                if counted:
-                    counted = False
-                    left = self.waiting[peer] - 1
-                    if left:
-                        self.waiting[peer] = left
-                    else:
-                        del self.waiting[peer]
-
-            async def first_then_rest() -> AsyncIterator[Any]:
-                try:
-                    first = await anext(requests)
-                except StopAsyncIteration:
-                    return  # the stream closed first: the servicer sees the end, as it would unwrapped
-                finally:
-                    release()
-                yield first
-                async for request in requests:
-                    yield request
-
+            await self._refuse_if_full(self.waiting, peer, context, "streams waiting to authenticate")
+            first = _FirstMessage(requests, self.waiting, peer, self.grace_s)
             try:
-                async for response in behavior(first_then_rest(), context):
-                    yield response
+                async for response in behavior(first, context):
+                    await context.write(response)
             finally:
-                release()
+                first.release()
 
-        return stream
+        return call
+
+    def _while_open(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        """The method's behavior, counted while it runs (a coroutine, like Health's, or an async generator)."""
+
+        async def enter(context: Context) -> str:
+            peer = context.peer() or ""
+            await self._refuse_if_full(self.capped, peer, context, "such streams")
+            self.capped.count += 1
+            self.capped.add_peer(peer)
+            return peer
+
+        def leave(peer: str) -> None:
+            self.capped.count -= 1
+            self.capped.remove_peer(peer)
+
+        if inspect.isasyncgenfunction(behavior):
+
+            async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
+                peer = await enter(context)
+                try:
+                    async for response in behavior(request, context):
+                        yield response
+                finally:
+                    leave(peer)
+
+            return stream
+
+        async def call(request: Any, context: Context) -> Any:
+            peer = await enter(context)
+            try:
+                return await behavior(request, context)
+            finally:
+                leave(peer)
+
+        return call

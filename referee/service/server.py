@@ -19,7 +19,7 @@ from mus.v1 import (
     watch_pb2,
     watch_pb2_grpc,
 )
-from referee.service.quota import FirstMessageQuota, StreamQuota
+from referee.service.quota import StreamQuota
 from referee.service.servicer import (
     TRANSPORT_LIMIT_BYTES,
     LobbyServicer,
@@ -32,9 +32,16 @@ from referee.service.servicer import (
 MAX_CONCURRENT_RPCS = 4096
 """Calls in progress on the whole server; one more is refused with RESOURCE_EXHAUSTED by grpc itself. A busy
 referee holds 4 Play streams per table, a lobby stream per remote bot session and its spectators. Streams that
-need no token (health Watch, reflection) have a far smaller budget of their own (`quota.StreamQuota`), and so
-do Play and Lobby streams that have not sent their first message (`quota.FirstMessageQuota`), so no client
-without a token can fill it."""
+need no token (health Watch, reflection) have a far smaller budget of their own, and so do Play and Lobby streams
+that have not sent their first message (both in `quota.StreamQuota`), so no client without a token can fill it."""
+
+MAX_PENDING_RPCS = MAX_CONCURRENT_RPCS
+"""New calls grpc's core may hold for the referee before it takes them (`grpc.server.max_pending_requests`; past it
+core resets new streams at random, and all of them past twice as many). grpc.aio takes one new call per method at a
+time, through the event loop: when hundreds of tables start or rejoin together, their seats' streams wait there for
+a moment. At core's default of 1,000 a busy referee reset honest seats' streams at random (the bot saw CANCELLED,
+or INTERNAL on its Join's write) and the seat was absent from its table. As many as the server takes at once:
+those calls are all it would serve, and what they may hold is capped as above once they are taken."""
 
 MAX_CONCURRENT_ADMIN_RPCS = 256
 """Calls in progress on the admin server (`start_admin_server`): the workers' unary calls, a few per table."""
@@ -50,6 +57,8 @@ SERVER_OPTIONS = [
     # Per connection. grpc clients of one process share a connection per target, so one connection may carry
     # a remote bot's 64 matches (2 seats each) and its lobby, or a harness holding a hundred tables' seats.
     ("grpc.max_concurrent_streams", 1000),
+    ("grpc.server.max_pending_requests", MAX_PENDING_RPCS),
+    ("grpc.server.max_pending_requests_hard_limit", 2 * MAX_PENDING_RPCS),
     ("grpc.max_connection_idle_ms", 60_000),  # no call for a minute: GOAWAY, the connection closes
     ("grpc.server_handshake_timeout_ms", 10_000),  # a connection that never finishes its handshake
     # An old connection is asked to go away (GOAWAY: no new calls on it) after an hour, and closed after six
@@ -82,7 +91,7 @@ async def start_server(
     server = grpc.aio.server(
         options=SERVER_OPTIONS,
         maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
-        interceptors=[StreamQuota(), FirstMessageQuota()],
+        interceptors=[StreamQuota()],
     )
     play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)

@@ -28,9 +28,21 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
     assert [level["tables"] for level in data["concurrency"]] == [1, 4, 16, 100]
     for level in data["concurrency"]:
         assert level["matches"] >= level["tables"] and level["timeouts"] == 0 and level["stream_errors"] == 0, level
+        assert level["stream_errors_by_status"] == {} and level["incidents"] == 0, level
+        assert level["client_processes"] == min(level["tables"], 4), level
         # The quick window is one second: on a loaded machine 100 tables may still be joining when it closes.
         assert level["decisions_per_s"] > 0 or level["tables"] == 100, level
+        if level["decisions_per_s"] > 0:
+            assert 0 < level["decision_latency_p50_ms"] <= level["decision_latency_p99_ms"], level
         assert level["referee_rss_mb"] is None or level["referee_rss_mb"] > 0, level
+
+
+def test_bench_referee_tables_prints_the_decision_latency_and_the_referees_memory_in_its_table() -> None:
+    result = CliRunner().invoke(app, ["bench", "referee", "--quick", "--tables", "6"])
+    assert result.exit_code == 0, result.output
+    for row in ("6 tables: decision_latency_p50_ms", "6 tables: decision_latency_p99_ms", "6 tables: referee_rss_mb"):
+        assert row in result.stdout, row
+    assert "6 tables: stream_errors_by_status" in result.stdout and "1 tables:" not in result.stdout
 
 
 def test_bench_referee_flood_quick_reports_latency_and_memory_before_and_during_the_flood() -> None:

@@ -72,7 +72,7 @@ def test_thousands_of_health_watches_hold_only_their_budget_and_admin_calls_stil
         try:
             table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
             counted, channels = await flood(f"127.0.0.1:{port}", 40, 125)
-            held = quotas[0].open_total
+            held = quotas[0].capped.count
             status = await admin_status(f"127.0.0.1:{port}", table.table_id)
             # A seat joins its table on the same server, past the flood.
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -85,7 +85,7 @@ def test_thousands_of_health_watches_hold_only_their_budget_and_admin_calls_stil
                 stream.call.cancel()
             for channel in channels:
                 await channel.close()
-            await until(lambda: quotas[0].open_total == 0, what="the closed streams to be counted out")
+            await until(lambda: quotas[0].capped.count == 0, what="the closed streams to be counted out")
             table.cancel("done")
             return counted, held, status, joined
         finally:
@@ -104,7 +104,9 @@ def test_the_admin_server_answers_while_the_public_one_is_full(monkeypatch: pyte
     """Without the stream budget, and with a small server cap, the flood fills the public server: the admin call
     there is refused, while the same call on the admin server (`--admin-address`), the same referee, succeeds."""
     monkeypatch.setattr(server_module, "MAX_CONCURRENT_RPCS", 200)
-    monkeypatch.setattr(server_module, "StreamQuota", lambda: quota.StreamQuota(total=10**6, per_peer=10**6))
+    monkeypatch.setattr(
+        server_module, "StreamQuota", lambda: quota.StreamQuota(capped_total=10**6, capped_per_peer=10**6)
+    )
 
     async def scenario() -> tuple[dict[str, int], str, str]:
         referee = Referee(TOKEN)
@@ -132,28 +134,32 @@ def test_the_admin_server_answers_while_the_public_one_is_full(monkeypatch: pyte
 def test_play_streams_that_never_send_their_join_hold_only_their_budget_and_a_seat_still_joins(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    quotas: list[quota.FirstMessageQuota] = []
+    """Silent streams count against their connection's budget once they have waited past the grace: from then on
+    the connection's new streams are refused, and a seat on another connection still joins."""
+    quotas: list[quota.StreamQuota] = []
 
-    def made() -> quota.FirstMessageQuota:
-        quotas.append(quota.FirstMessageQuota())
+    def made() -> quota.StreamQuota:
+        quotas.append(quota.StreamQuota(waiting_per_peer=64, grace_s=0.2))
         return quotas[-1]
 
-    monkeypatch.setattr(server_module, "FirstMessageQuota", made)
+    monkeypatch.setattr(server_module, "StreamQuota", made)
 
     async def scenario() -> tuple[dict[str, int], int, str]:
         referee = Referee(TOKEN)
         server, port = await start_server(referee, "127.0.0.1:0")
         try:
             table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+            waiting = quotas[0].waiting
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as silent:
-                streams = [PlayStream(silent, f"silent {number}") for number in range(100)]
-                await until(lambda: sum(quotas[0].waiting.values()) == 64, what="64 streams waiting for their Join")
-                await until(lambda: sum(stream.call.done() for stream in streams) == 36, what="the others refused")
+                streams = [PlayStream(silent, f"silent {number}") for number in range(64)]
+                await until(lambda: sum(waiting.by_peer.values()) == 64, what="64 streams waiting past the grace")
+                late = [PlayStream(silent, f"late {number}") for number in range(36)]
+                await until(lambda: all(stream.call.done() for stream in late), what="the late ones refused")
                 counted: dict[str, int] = {}
-                for stream in streams:
+                for stream in streams + late:
                     outcome = "held" if not stream.call.done() else (await stream.call.code()).name
                     counted[outcome] = counted.get(outcome, 0) + 1
-                waiting = sum(quotas[0].waiting.values())
+                held = waiting.count
                 own_connection = [("grpc.use_local_subchannel_pool", 1)]
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=own_connection) as channel:
                     seat = PlayStream(channel, "seat 0")
@@ -165,13 +171,59 @@ def test_play_streams_that_never_send_their_join_hold_only_their_budget_and_a_se
                     seat.call.cancel()
                 for stream in streams:
                     stream.call.cancel()
-                await until(lambda: not quotas[0].waiting, what="the silent streams to be counted out")
+                await until(lambda: waiting.count == 0 and not waiting.by_peer, what="the streams counted out")
             table.cancel("done")
-            return counted, waiting, joined
+            return counted, held, joined
         finally:
             await server.stop(grace=None)
 
-    counted, waiting, joined = asyncio.run(scenario())
-    assert waiting == quota.MAX_WAITING_FOR_FIRST_MESSAGE_PER_PEER == counted["held"], counted
-    assert counted["RESOURCE_EXHAUSTED"] == 100 - waiting, counted
+    counted, held, joined = asyncio.run(scenario())
+    assert held == 64 == counted["held"], counted
+    assert counted["RESOURCE_EXHAUSTED"] == 36, counted
     assert joined == "joined", "a seat on another connection joins its table"
+
+
+def test_hundreds_of_honest_seats_on_one_connection_all_join_though_they_wait_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A harness holding a hundred tables' seats on one connection opens their 400 streams, and every one of them
+    waits for its Join at once (a busy client writes it a moment late): none is refused, though the connection's
+    budget is 64 waiting streams, because none has waited past the grace (long here, so that a slow machine opening
+    the streams cannot make the first ones count)."""
+    quotas: list[quota.StreamQuota] = []
+
+    def made() -> quota.StreamQuota:
+        quotas.append(quota.StreamQuota(waiting_per_peer=64, grace_s=60.0))
+        return quotas[-1]
+
+    monkeypatch.setattr(server_module, "StreamQuota", made)
+
+    async def scenario() -> dict[str, int]:
+        referee = Referee(TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        try:
+            tables = [referee.create_table(Rules(), seed, ["a", "b", "c", "d"]) for seed in range(100)]
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                streams = [PlayStream(channel, f"seat {seat}") for _ in tables for seat in range(4)]
+                await until(lambda: quotas[0].waiting.count == 400, what="all 400 streams waiting for their Join")
+
+                async def first_message(stream: PlayStream, token: str) -> str:
+                    await stream.join(token)
+                    async for message in stream.messages():
+                        return str(message.WhichOneof("message"))
+                    return (await stream.call.code()).name
+
+                tokens = [state.token for table in tables for state in table.seats]
+                firsts = await asyncio.gather(*map(first_message, streams, tokens))
+                for stream in streams:
+                    stream.call.cancel()
+            for table in tables:
+                table.cancel("done")
+            counted: dict[str, int] = {}
+            for first in firsts:
+                counted[first] = counted.get(first, 0) + 1
+            return counted
+        finally:
+            await server.stop(grace=None)
+
+    assert asyncio.run(scenario()) == {"joined": 400}
