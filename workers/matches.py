@@ -23,15 +23,14 @@ from typing import Any, TypeVar
 import grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
-from mus.v1 import types_pb2 as pb
-from referee.engine.events import EventKind
 from referee.engine.match import Match
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service import convert
+from referee.service.causes import CAUSE_FROM_PROTO, IncidentCause
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from referee.service.table import Incident, IncidentCause, Table, TableStatus
+from referee.service.table import Incident, Table, TableStatus
 from workers.launcher import (
     SOCKET_DIR,
     BotProcess,
@@ -514,16 +513,13 @@ def _referee_match(replay: admin_pb2.GetTableReplayResponse, logs: tuple[Path | 
     for times in replay.decision_times:
         if times.seat < 4:
             seconds[times.seat] = tuple(times.seconds)
-    incidents = tuple(
-        Incident(incident.seat, IncidentCause(fault_cause_name(incident.cause)), incident.detail)
-        for incident in replay.incidents
-    )
-    return RefereeMatch(replay.table_id, match, record, incidents, tuple(seconds), logs)
-
-
-def fault_cause_name(cause: pb.FaultCause.ValueType) -> str:
-    """A wire fault cause as the engine and the database name it: FAULT_CAUSE_ABSENT is `absent`."""
-    return pb.FaultCause.Name(cause).removeprefix("FAULT_CAUSE_").lower()
+    incidents = []
+    for message in replay.incidents:
+        cause = CAUSE_FROM_PROTO.get(message.cause)
+        if not isinstance(cause, IncidentCause):
+            raise RefereeFailure(f"table {replay.table_id}: an incident's cause {message.cause} names no incident")
+        incidents.append(Incident(message.seat, cause, message.detail))
+    return RefereeMatch(replay.table_id, match, record, tuple(incidents), tuple(seconds), logs)
 
 
 async def _wait_for_end(
@@ -572,12 +568,11 @@ async def _call(
 
 
 def fault_records(match: Match) -> list[dict[str, Any]]:
-    """The rules' faults (rules §13: illegal_action, timeout, limit), in the order charged, from the engine's Fault
-    events, as {seat, cause, detail}. Never an incident: those are `incident_records`."""
+    """The rules' faults (rules §13: illegal_action, timeout, limit), in the order charged, as the referee lists
+    them (`convert.match_faults`), as {seat, cause, detail}. Never an incident: those are `incident_records`."""
     return [
-        {"seat": event.data["seat"], "cause": event.data["cause"], "detail": ""}
-        for event in match.events
-        if event.kind is EventKind.FAULT
+        {"seat": fault.seat, "cause": CAUSE_FROM_PROTO[fault.cause].value, "detail": ""}
+        for fault in convert.match_faults(match)
     ]
 
 

@@ -18,9 +18,10 @@ from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card, Suit, parse_cards, sort_hand
 from referee.engine.errors import MalformedError
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, GameResult, Match, MatchOutcome, VacaResult, team_of
+from referee.engine.match import DecisionKind, FaultCause, GameResult, Match, MatchOutcome, VacaResult, team_of
 from referee.engine.rules import Rules, rules_from_assignments
 from referee.engine.senas import Sena, SenaRejectionCode
+from referee.service.causes import CAUSE_TO_PROTO, IncidentCause
 
 _SUIT_TO_PB = {
     Suit.OROS: pb.SUIT_OROS,
@@ -298,7 +299,7 @@ def event_to_proto(event: Event, seq: int, recipient: int | None, *, bot_names: 
         ended_match.termination = pb.MatchTermination.Value(f"MATCH_TERMINATION_{data['termination'].upper()}")
     elif kind is EventKind.FAULT:
         message.fault.seat = data["seat"]
-        message.fault.cause = fault_cause_to_proto(data["cause"])
+        message.fault.cause = CAUSE_TO_PROTO[FaultCause(data["cause"])]
         message.fault.team_faults = data["faults"]
     elif kind is EventKind.FORFEIT:
         message.forfeit.losing_team = team_to_proto(data["team"])
@@ -311,21 +312,18 @@ def match_faults(match: Match) -> list[pb.Fault]:
     """Every fault of the match (rules §13: illegal action, timeout, limit), in order, from the engine's events."""
     return [
         pb.Fault(
-            seat=event.data["seat"], cause=fault_cause_to_proto(event.data["cause"]), team_faults=event.data["faults"]
+            seat=event.data["seat"],
+            cause=CAUSE_TO_PROTO[FaultCause(event.data["cause"])],
+            team_faults=event.data["faults"],
         )
         for event in match.events
         if event.kind is EventKind.FAULT
     ]
 
 
-def incident_to_proto(seat: int, cause: str, detail: str) -> pb.Incident:
+def incident_to_proto(seat: int, cause: IncidentCause, detail: str) -> pb.Incident:
     """An incident (a seat's connection or process; not a fault) as the wire carries it."""
-    return pb.Incident(seat=seat, cause=fault_cause_to_proto(cause), detail=detail)
-
-
-def fault_cause_to_proto(cause: str) -> pb.FaultCause.ValueType:
-    """A cause by name: the engine's faults (illegal_action, timeout, limit) and the table's incidents."""
-    return pb.FaultCause.Value(f"FAULT_CAUSE_{cause.upper()}")
+    return pb.Incident(seat=seat, cause=CAUSE_TO_PROTO[cause], detail=detail)
 
 
 def seat_counters_to_proto(match: Match, seat: int) -> pb.SeatView:

@@ -18,7 +18,6 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
@@ -27,6 +26,7 @@ from referee.engine.errors import IllegalActionError, MalformedError
 from referee.engine.match import DecisionKind, Match
 from referee.engine.rules import IllegalActionPolicy, Rules
 from referee.service import convert
+from referee.service.causes import IncidentCause
 
 log = logging.getLogger(__name__)
 
@@ -105,18 +105,6 @@ class _Seat:
     """Events for the next Update, as its wire entries (`convert.update_entry`)."""
     pending_update: play_pb2.PlayResponse | None = None
     """The seat's new decision, already inside the Update that carries it; the events join it at the flush."""
-
-
-class IncidentCause(StrEnum):
-    """What happened to a seat's connection or process, named as types.proto `FaultCause` names it (one enum of
-    causes on the wire). An incident counts nothing by itself: the rules' faults are the engine's `FaultCause`."""
-
-    PROTOCOL_ERROR = "protocol_error"
-    DISCONNECT = "disconnect"
-    CRASH = "crash"
-    STALL = "stall"
-    """Reserved for a seat that stops reading its stream: never recorded by this referee (types.proto)."""
-    ABSENT = "absent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -705,6 +693,5 @@ class Table:
     def incident_messages(self) -> list[pb.Incident]:
         """Every incident recorded so far, in order, as the wire carries them. Never a fault."""
         return [
-            convert.incident_to_proto(incident.seat, incident.cause.value, incident.detail)
-            for incident in self.incidents
+            convert.incident_to_proto(incident.seat, incident.cause, incident.detail) for incident in self.incidents
         ]

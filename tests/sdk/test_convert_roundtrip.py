@@ -16,7 +16,6 @@ from clients.sdk.convert import EventDecoder, action_from_proto, action_to_proto
 from clients.sdk.local import LocalTable
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
-from referee.engine.events import EventKind
 from referee.engine.rules import Rules
 from referee.engine.selfplay import random_action
 from referee.service import convert as service
@@ -100,11 +99,4 @@ def test_views_events_actions_and_outcomes_survive_the_round_trip(options: dict[
             assert tuple(decoder.decode(message) for message in wire.events) == table.events_seen(seat)
         outcome = match.outcome
         assert outcome is not None
-        faults = [
-            pb.Fault(
-                seat=e.data["seat"], cause=service.fault_cause_to_proto(e.data["cause"]), team_faults=e.data["faults"]
-            )
-            for e in match.events
-            if e.kind is EventKind.FAULT
-        ]
-        assert outcome_from_proto(service.outcome_to_proto(outcome, faults)) == outcome
+        assert outcome_from_proto(service.outcome_to_proto(outcome, service.match_faults(match))) == outcome

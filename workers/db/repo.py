@@ -46,7 +46,7 @@ from referee.engine.match import FaultCause, GameTermination, MatchOutcome, Matc
 from referee.engine.match import GameResult as EngineGameResult
 from referee.engine.match import VacaResult as EngineVacaResult
 from referee.engine.rules import Rules
-from referee.service.table import IncidentCause
+from referee.service.causes import IncidentCause
 from workers.db.errors import Conflict, DatabaseInBotFolder, DbError, InvalidInput, NotFound
 from workers.db.models import (
     Bot,
