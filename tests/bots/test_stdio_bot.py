@@ -29,7 +29,7 @@ from referee.engine.cards import parse_cards
 from referee.engine.events import EventKind
 from referee.engine.match import MatchTermination
 from referee.engine.rules import Rules
-from referee.service.table import TableStatus
+from referee.service.causes import IncidentCause
 from workers.cli.main import app
 from workers.launcher import BotProgram, Limits, resolve_program, sandbox_available, stdio_program
 from workers.matches import PlayedMatch, play_programs
@@ -54,9 +54,8 @@ def _faults(played: PlayedMatch) -> list[dict[str, object]]:
 
 
 def _check_clean(played: PlayedMatch) -> None:
-    logs = [path.read_text() for path in played.logs]
-    assert played.table.status is TableStatus.FINISHED, logs
-    assert played.table.incidents == [], logs
+    logs = [path.read_text() for path in played.logs.values()]
+    assert played.incidents == (), logs
     assert _faults(played) == [], logs
     outcome = played.match.outcome
     assert outcome is not None and outcome.termination is MatchTermination.NORMAL, logs
@@ -174,8 +173,7 @@ while IFS= read -r line; do
 done
 """
     played = _play(_shell_bot(script), options={"max_faults_before_forfeit": 10})
-    logs = [path.read_text() for path in played.logs]
-    assert played.table.status is TableStatus.FINISHED, logs
+    logs = [path.read_text() for path in played.logs.values()]
     faults = _faults(played)
     assert [fault["cause"] for fault in faults] == ["illegal_action"] * 4, faults  # two per stdio seat
     assert {fault["seat"] for fault in faults} == {1, 3}
@@ -225,9 +223,9 @@ while IFS= read -r line; do
 done
 """
     played = _play(_shell_bot(script))
-    logs = [path.read_text() for path in played.logs]
-    crashes = [incident for incident in played.table.incidents if incident.cause == "crash"]
-    assert {incident.seat for incident in crashes} == {1, 3}, played.table.incidents
+    logs = [path.read_text() for path in played.logs.values()]
+    crashes = [incident for incident in played.incidents if incident.cause is IncidentCause.CRASH]
+    assert {incident.seat for incident in crashes} == {1, 3}, played.incidents
     assert all("exited with code 3" in incident.detail for incident in crashes), crashes
     for seat in (1, 3):
         assert "the seat has crashed" in logs[seat], logs[seat]
