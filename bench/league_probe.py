@@ -32,9 +32,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from referee.engine.replay import match_record
 from referee.engine.rules import Rules
-from referee.service.table import TableStatus
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import BotProgram, Limits, sandbox_available
@@ -66,11 +64,8 @@ async def _play(
 ) -> tuple[PlayedMatch, float, float, float]:
     """One match played by `workers.matches.play_programs`; returns it with its start-up, play and exit times."""
     played = await play_programs((program, program), rules, seed, log_dir=log_dir, sandbox=probe_limits(), pool=pool)
-    table = played.table
-    if table.status is not TableStatus.FINISHED or table.started_at is None:
-        raise RuntimeError(f"a probed match ended {table.status.value}")
-    startup = table.started_at - played.launched_at
-    return played, startup, played.ended_at - table.started_at, played.exited_at - played.ended_at
+    startup = played.started_at - played.launched_at
+    return played, startup, played.ended_at - played.started_at, played.exited_at - played.ended_at
 
 
 def probe_limits() -> Limits | None:
@@ -101,10 +96,10 @@ def probe_match(
             match_id,
             PROBE_WORKER,
             outcome,
-            match_record(played.match),
+            played.record,
             fault_records(played.match),
-            [state.decision_seconds for state in played.table.seats],
-            incidents=incident_records(played.table.incidents),
+            [list(seconds) for seconds in played.decision_seconds],
+            incidents=incident_records(played.incidents),
         )
     recorded = time.perf_counter()
     return Phases(

@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
+from referee.causes import CAUSE_TO_PROTO
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card, Suit, sort_hand
 from referee.engine.enums import Enum
@@ -92,7 +93,7 @@ _GAME_TERMINATION_TO_PB = _named(GameTermination, pb.GameTermination, "GAME_TERM
 _MATCH_TERMINATION_TO_PB = _named(MatchTermination, pb.MatchTermination, "MATCH_TERMINATION_")
 _MUS_CUT_TO_PB = _named(MusCutReason, pb.MusCutReason, "MUS_CUT_REASON_")
 _SCORE_REASON_TO_PB = _named(ScoreReason, pb.ScoreReason, "SCORE_REASON_")
-_FAULT_CAUSE_TO_PB = _named(FaultCause, pb.FaultCause, "FAULT_CAUSE_")
+_FAULT_CAUSE_TO_PB = {cause: CAUSE_TO_PROTO[cause] for cause in FaultCause}
 _DECISION_TO_PB = {
     DecisionKind.MUS: pb.DECISION_KIND_MUS,
     DecisionKind.DISCARD: pb.DECISION_KIND_DISCARD,
@@ -197,10 +198,6 @@ def sena_to_proto(sena: Sena) -> pb.Sena.ValueType:
 def sena_from_proto(value: int) -> Sena:
     """A wire seña id; SENA_UNSPECIFIED or an id outside the vocabulary is a `WireError`."""
     return _read(_SENA_FROM_PB, value, "seña")
-
-
-def fault_cause_to_proto(cause: FaultCause) -> pb.FaultCause.ValueType:
-    return pb.FaultCause.ValueType(_FAULT_CAUSE_TO_PB[cause])
 
 
 def card_to_proto(card: Card) -> pb.Card:

@@ -36,13 +36,14 @@ import grpc
 
 from mus.v1 import play_pb2, play_pb2_grpc
 from mus.v1 import types_pb2 as pb
+from referee.causes import IncidentCause
 from referee.engine.events import Fault
 from referee.engine.rules import Rules
 from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import Context, PlayServicer, Referee
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus
 from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
-from workers.matches import play_programs
+from workers.matches import RefereeFailure, play_programs
 from workers.pool import BotPool
 
 REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
@@ -1032,22 +1033,24 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
         for number in range(2):
             match_logs = folder / f"match{number + 1}"
             match_logs.mkdir(parents=True, exist_ok=True)
-            played = await play_programs(
-                (program, REFERENCE),
-                config.rules(SHORT_MATCH, {}),
-                seed + number,
-                log_dir=match_logs,
-                join_timeout_s=config.join_timeout_s,
-                sandbox=config.sandbox,
-                pool=pool,
-            )
             where = f"match {number + 1} of 2"
-            if played.table.status is not TableStatus.FINISHED:
-                problems.append(f"{where}: the match was stopped: {played.table.cancel_reason}")
+            try:
+                played = await play_programs(
+                    (program, REFERENCE),
+                    config.rules(SHORT_MATCH, {}),
+                    seed + number,
+                    log_dir=match_logs,
+                    join_timeout_s=config.join_timeout_s,
+                    sandbox=config.sandbox,
+                    pool=pool,
+                )
+            except RefereeFailure as failure:
+                problems.append(f"{where}: the match was stopped: {failure}")
+                continue
             problems += [
                 f"{where}: seat {incident.seat}: {incident.cause}: {incident.detail}"
-                for incident in played.table.incidents
-                if incident.seat in (0, 2) and incident.cause != "stall"
+                for incident in played.incidents
+                if incident.seat in (0, 2) and incident.cause is not IncidentCause.STALL
             ]
             if number == 0:
                 await asyncio.sleep(PERSISTENT_PAUSE_S)

@@ -1,8 +1,11 @@
 """Play one match between two bot programs on a referee embedded in this process, over real gRPC; or, when a
 side is a remote bot, on the standalone referee (`mus referee serve`), which offers it its seats in the lobby.
 
-Team 0 (seats 0 and 2) is the first program's partnership and team 1 (seats 1 and 3) the second's; each hosted
-seat is its own process. The league runner and `mus match play` both use this.
+Both are one path (`_play`): the worker is a client of the referee's admin API (create the table, report a
+crash, wait for the end, fetch the replay) and rebuilds the result from the fetched replay; it never looks
+inside a table, even one in this process. Team 0 (seats 0 and 2) is the first program's partnership and team 1
+(seats 1 and 3) the second's; each hosted seat is its own process. The league runner and `mus match play` both
+use this.
 """
 
 from __future__ import annotations
@@ -15,23 +18,23 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
-from mus.v1 import types_pb2 as pb
 from referee import wire
+from referee.causes import CAUSE_FROM_PROTO, IncidentCause
 from referee.engine.events import Fault
 from referee.engine.match import Match
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
-from referee.service.server import start_server
+from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Referee
-from referee.service.table import Incident, IncidentCause, Table, TableStatus
+from referee.service.table import Incident
 from workers.launcher import (
     SOCKET_DIR,
     BotProcess,
@@ -55,24 +58,34 @@ POOL_WATCH_S = 0.05
 
 @dataclass(frozen=True)
 class PlayedMatch:
-    """A finished table and where each seat's bot output was written.
+    """A finished match as its referee's replay tells it, and where each hosted seat's bot output was written.
 
-    `launched_at`, `ended_at` and `exited_at` (`time.monotonic`, the table's clock) say when the first bot was
-    launched, when the match ended and when the last bot had exited, for `bench.league_probe`.
+    `launched_at`, `started_at`, `ended_at` and `exited_at` (`time.monotonic` of this process) say when the first
+    bot was launched, when the match started (the referee's time from the table's creation to its start, counted
+    from the launch), when the worker learnt of its end and when the last bot had exited, for
+    `bench.league_probe`.
     """
 
-    table: Table
-    logs: tuple[Path, ...]
-    launched_at: float = 0.0
-    ended_at: float = 0.0
-    exited_at: float = 0.0
-    bots_cpu_s: float | None = None
-    """CPU-seconds of the four seats' processes, from their cgroups; None where a seat had none."""
-
-    @property
-    def match(self) -> Match:
-        assert self.table.match is not None
-        return self.table.match
+    table_id: str
+    match: Match
+    """Re-simulated from the referee's replay record (rules, seed, steps): its outcome is the match's."""
+    record: dict[str, Any]
+    """The referee's replay record (`match_record`), checked against the re-simulation."""
+    incidents: tuple[Incident, ...]
+    """The referee's incidents, in the order recorded (`incident_records`); the faults are the match's."""
+    decision_seconds: tuple[tuple[float, ...], ...]
+    """Each seat's decision times, in seat order."""
+    joined_as: tuple[str, ...]
+    """The name each seat's bot gave in its Join (empty for a seat that never joined), in seat order."""
+    logs: dict[int, Path]
+    """Where each hosted seat's bot output was written, by seat (a remote seat has none)."""
+    _: KW_ONLY
+    launched_at: float
+    started_at: float
+    ended_at: float
+    exited_at: float
+    bots_cpu_s: float | None
+    """CPU-seconds of the hosted seats' processes, from their cgroups; None where a seat had none."""
 
 
 async def play_programs(
@@ -85,15 +98,19 @@ async def play_programs(
     sandbox: Limits | None = None,
     pool: BotPool | None = None,
 ) -> PlayedMatch:
-    """Run a referee on a unix socket in a private folder, launch the four seats' processes, and wait for the
-    outcome. With `sandbox` limits each seat runs in its own sandbox, which sees only that socket; with None the
+    """Run a referee in this process on a unix socket in a private folder, and play the match on it as on the
+    standalone referee (`play_on_referee`, the same code): the table is created, watched and fetched through the
+    admin API, on a second socket, in a folder no bot sees, under an admin token of this referee's own.
+
+    With `sandbox` limits each seat runs in its own sandbox, which sees only the referee's socket; with None the
     bots run unconfined (a `--no-sandbox` league, or a machine without bwrap).
 
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
-    live processes (`workers.pool`) instead of launched: the referee then also listens on a socket of this
-    match's own in each such process's folder, which only that process's sandbox binds."""
+    live processes (`workers.pool`) instead of launched: the referee's socket is then made in the pool's
+    folder, which those processes' sandboxes bind, under a name of this match's own."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
+    admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
     # Pooled seats: their processes are acquired first, for the server to listen in their folders from its start.
     members = {
         seat: pool.acquire(programs[seat % 2], seat)
@@ -101,59 +118,36 @@ async def play_programs(
         if pool is not None and pool.accepts(programs[seat % 2])
     }
     pooled_socket = f"match-{uuid.uuid4().hex[:16]}.sock"
-    referee = Referee()
+    referee = Referee()  # a random admin token, held by this process alone: never in a bot's environment
+    servers: list[grpc.aio.Server] = []
     try:
         host_address = f"unix:{socket_dir / 'referee.sock'}"
         also = [f"unix:{member.socket_dir / pooled_socket}" for member in members.values()]
-        server, _ = await start_server(referee, host_address, public_address=host_address, also=also)
-    except BaseException:
-        _remove_sockets(socket_dir, members.values(), pooled_socket)
-        raise
-    confined = Sandbox(socket_dir, sandbox) if sandbox is not None else None
-    address = f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else host_address
-    names = [programs[seat % 2].name for seat in range(4)]
-    table = referee.create_table(rules, seed, names, join_timeout_s=join_timeout_s)
-    processes: list[BotProcess] = []
-    pooled: dict[int, tuple[PooledProcess, float | None]] = {}
-    logs = tuple(log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
-    watchers: list[asyncio.Task[None]] = []
-    exited_at = 0.0
-    try:
-        launched_at = time.monotonic()
-        for seat in range(4):
-            if seat in members:
-                member = members[seat]
-                pooled[seat] = (member, member.cpu_s())
-                own = f"unix:{SOCKET_DIR if confined is not None else member.socket_dir}/{pooled_socket}"
-                member.offer(own, table.seats[seat].token)
-                watchers.append(asyncio.create_task(_watch_pooled(table, seat, member)))
-                continue
-            process = await launch_bot(
-                programs[seat % 2], address, table.seats[seat].token, log_path=logs[seat], sandbox=confined
-            )
-            processes.append(process)
-            watchers.append(asyncio.create_task(_watch_process(table, seat, process)))
-        await table.finished.wait()
-        _raise_if_a_sandbox_failed(processes)
-        _raise_if_a_pooled_sandbox_failed([member for member, _ in pooled.values()])
-        ended_at = time.monotonic()
-        await _reap(processes)
-        exited_at = time.monotonic()
+        servers.append((await start_server(referee, host_address, public_address=host_address, also=also))[0])
+        admin_address = f"unix:{admin_dir / 'admin.sock'}"
+        servers.append((await start_admin_server(referee, admin_address))[0])
+        confined = Sandbox(socket_dir, sandbox) if sandbox is not None else None
+        return await _play(
+            programs,
+            rules,
+            seed,
+            bot_address=f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else host_address,
+            admin_address=admin_address,
+            admin_token=referee.admin_token,
+            external_id="",
+            join_timeout_s=join_timeout_s,
+            log_dir=log_dir,
+            sandboxes=[confined] * 4,
+            pool=pool,
+            pooled={
+                seat: (member, f"unix:{SOCKET_DIR if confined is not None else member.socket_dir}/{pooled_socket}")
+                for seat, member in members.items()
+            },
+        )
     finally:
-        await _stop(watchers, processes)
-        if table.status is not TableStatus.FINISHED:
-            table.cancel("the match runner stopped")
-        await server.stop(grace=1.0)
+        await asyncio.gather(*(server.stop(grace=1.0) for server in servers))
         _remove_sockets(socket_dir, members.values(), pooled_socket)
-        if pool is not None:
-            troubled = {incident.seat for incident in table.incidents}
-            for seat, (member, _) in pooled.items():
-                pool.release(member, seat, healthy=seat not in troubled and table.status is TableStatus.FINISHED)
-    counted = [process.cpu_s for process in processes]
-    for member, before in pooled.values():
-        after = member.cpu_s()
-        counted.append(after - before if after is not None and before is not None else None)
-    return PlayedMatch(table, logs, launched_at, ended_at, exited_at, _sum_or_none(counted))
+        shutil.rmtree(admin_dir, ignore_errors=True)
 
 
 def _remove_sockets(socket_dir: Path, members: Iterable[PooledProcess], pooled_socket: str) -> None:
@@ -163,74 +157,18 @@ def _remove_sockets(socket_dir: Path, members: Iterable[PooledProcess], pooled_s
         (member.socket_dir / pooled_socket).unlink(missing_ok=True)
 
 
-async def _watch_pooled(table: Table, seat: int, member: PooledProcess) -> None:
-    """A pooled process that exits while its seat is played has crashed, as a launched one would have; one whose
-    sandbox never ran its bot cancels the table (a void)."""
-    while member.alive:
-        await asyncio.sleep(POOL_WATCH_S)
-    if member.sandbox_failed:
-        table.cancel(f"the sandbox of seat {seat} did not start: {member.sandbox_failed}")
-    elif table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
-        table.report_crash(seat, member.describe_exit())
-
-
-def _raise_if_a_pooled_sandbox_failed(members: Sequence[PooledProcess]) -> None:
-    for member in members:
-        if not member.alive and member.sandbox_failed:
-            raise LaunchError(f"a seat's sandbox did not start: {member.sandbox_failed}")
-
-
-def _sum_or_none(values: Sequence[float | None]) -> float | None:
-    """The sum, when every value is known."""
-    return sum(value for value in values if value is not None) if values and None not in values else None
-
-
-async def _watch_process(table: Table, seat: int, process: BotProcess) -> None:
-    """A bot process that exits before the match ends has crashed: the table stops waiting for it. A sandbox
-    that never ran its bot is no crash: the table is cancelled, and the runner raises (a void, not a result)."""
-    code = await process.wait()
-    if process.sandbox_failed:
-        table.cancel(f"the sandbox of seat {seat} did not start: {process.sandbox_failed}")
-    elif table.status is TableStatus.RUNNING or table.status is TableStatus.WAITING:
-        table.report_crash(seat, process.describe_exit(code))
-
-
-def _raise_if_a_sandbox_failed(processes: Sequence[BotProcess]) -> None:
-    """`LaunchError` when a seat's sandbox never ran its bot: an infrastructure failure, charged to nobody."""
-    for process in processes:
-        if process.returncode is not None and process.sandbox_failed:
-            raise LaunchError(f"a seat's sandbox did not start: {process.sandbox_failed}")
-
-
-async def _stop(watchers: list[asyncio.Task[None]], processes: list[BotProcess]) -> None:
-    """However a match runner ends: stop watching the bots, and kill everything a seat started."""
-    for watcher in watchers:
-        watcher.cancel()
-    for process in processes:
-        await process.close()
-
-
-async def _reap(processes: list[BotProcess]) -> None:
-    """Give bots a moment to exit after the outcome, then terminate the rest."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), EXIT_WAIT_S)
-    for process in processes:
-        if process.returncode is None:
-            process.terminate()
-
-
 # ------------------------------------------------------------------------------ on the standalone referee
 
 RPC_TIMEOUT_S = 10.0
-"""The deadline of one admin call to the standalone referee."""
+"""The deadline of one admin call to the referee (a WaitTable call's is this past its wait)."""
 
 RPC_RETRY_S = 15.0
 """How long an unreachable or overloaded referee is retried (per call) before the attempt is given up as an
 infrastructure failure; every admin call the worker makes is idempotent (CreateTable through its external_id).
-The poll for the table's end is more patient: as long as the match's own clocks could keep it waiting."""
+The wait for the table's end is more patient: as long as the match's own clocks could keep it waiting."""
 
-POLL_S = 0.25
-"""How often the worker asks the standalone referee whether the table has finished."""
+WAIT_S = 30.0
+"""How long one WaitTable call waits for the table's end before the worker calls again (the referee caps it)."""
 
 REPLAY_MESSAGE_BYTES = 16 * 1024 * 1024
 """The largest replay the worker accepts: what the referee may send (`grpc.max_send_message_length`)."""
@@ -252,7 +190,7 @@ _Response = TypeVar("_Response")
 
 
 class RefereeFailure(RuntimeError):
-    """The standalone referee could not be reached, refused a call, or lost the table: never a bot's fault."""
+    """The referee could not be reached, refused a call, cancelled or lost the table: never a bot's fault."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,22 +200,6 @@ class RemoteBot:
 
     name: str
     token_sha256: str
-
-
-@dataclass(frozen=True)
-class RefereeMatch:
-    """A match played on the standalone referee, as its replay tells it."""
-
-    table_id: str
-    match: Match
-    """Re-simulated from the referee's replay record (rules, seed, steps): its outcome is the match's."""
-    record: dict[str, Any]
-    """The referee's replay record (`match_record`), checked against the re-simulation."""
-    incidents: tuple[Incident, ...]
-    decision_seconds: tuple[tuple[float, ...], ...]
-    """Each seat's decision times, in seat order."""
-    logs: tuple[Path | None, ...]
-    """Where each hosted seat's bot output was written (None for a remote seat)."""
 
 
 def register_remote_bots(address: str, admin_token: str, bots: Sequence[RemoteBot]) -> None:
@@ -303,7 +225,7 @@ async def play_on_referee(
     join_timeout_s: float = 30.0,
     log_dir: Path | None = None,
     sandbox: Limits | None = None,
-) -> RefereeMatch:
+) -> PlayedMatch:
     """Play a match on the standalone referee at `address` and return it once it has finished.
 
     The admin calls go to `admin_address` (`mus referee serve --admin-address`: a server of their own, which no
@@ -311,10 +233,10 @@ async def play_on_referee(
 
     Registers each remote bot (RegisterRemoteBot), creates the table (its remote seats are offered through the
     lobby; `external_id` makes a retried creation return the same table), launches the hosted seats' programs
-    pointed at that referee, waits for the end, and fetches the replay (GetTableReplay). Every seat has
-    `join_timeout_s` to join; one that has not is `absent` and its decisions time out at once. Raises
-    `RefereeFailure` when the referee is unreachable or the table does not finish (cancelled, lost), and
-    cancels the table when anything here fails before its end.
+    pointed at that referee, waits for the end (WaitTable), and fetches the replay (GetTableReplay), as
+    `play_programs` does on its own referee. Every seat has `join_timeout_s` to join; one that has not is
+    `absent` and its decisions time out at once. Raises `RefereeFailure` when the referee is unreachable or the
+    table does not finish (cancelled, lost), and cancels the table when anything here fails before its end.
 
     With `sandbox` limits the hosted seats are confined like on the embedded referee: each sees only a unix
     socket of its own, which this worker forwards, byte for byte, to the referee's address, and which holds at
@@ -331,17 +253,19 @@ async def play_on_referee(
                 socket_dirs.append(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-")))
                 forwarders.append(await _forward(socket_dirs[-1] / "referee.sock", address))
                 sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox)
-        return await _play_on_referee(
+        return await _play(
             teams,
             rules,
             seed,
-            address=address,
+            bot_address=f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address,
             admin_address=admin_address or address,
             admin_token=admin_token,
             external_id=external_id,
             join_timeout_s=join_timeout_s,
             log_dir=log_dir,
             sandboxes=sandboxes,
+            pool=None,
+            pooled={},
         )
     finally:
         for forwarder in forwarders:
@@ -400,134 +324,203 @@ async def _forward(
     return await asyncio.start_unix_server(handle, path=str(path))
 
 
-async def _play_on_referee(
+# ------------------------------------------------------------------------------ the one match path
+
+
+async def _play(
     teams: tuple[BotProgram | RemoteBot, BotProgram | RemoteBot],
     rules: Rules,
     seed: int,
     *,
-    address: str,
+    bot_address: str,
     admin_address: str,
     admin_token: str,
     external_id: str,
     join_timeout_s: float,
     log_dir: Path,
     sandboxes: Sequence[Sandbox | None],
-) -> RefereeMatch:
+    pool: BotPool | None,
+    pooled: Mapping[int, tuple[PooledProcess, str]],
+) -> PlayedMatch:
+    """A match on the referee whose admin API is at `admin_address`, whichever it is: register the remote bots,
+    create the table, start each hosted seat with its token from CreateTableResponse, report a seat whose
+    process exits (ReportCrash), wait for the end (WaitTable), fetch the replay (GetTableReplay) and rebuild the
+    result from it. The hosted seats reach the referee at `bot_address`."""
     names = [teams[seat % 2].name for seat in range(4)]
-    remote = [isinstance(teams[seat % 2], RemoteBot) for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
     options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
     # The longest the table can go on without ending while the worker cannot reach the referee: every seat's
-    # join, then one whole decision and the seat's bank. The poll for its end is patient that long.
+    # join, then one whole decision and the seat's bank. The wait for its end is patient that long.
     patience_s = max(RPC_RETRY_S, join_timeout_s + rules.decision_timeout_s + rules.time_bank_s)
-    async with grpc.aio.insecure_channel(admin_address, options=options) as channel:
-        admin = admin_pb2_grpc.TableAdminServiceStub(channel)
-        for bot in {team.name: team for team in teams if isinstance(team, RemoteBot)}.values():
-            await _call(
-                admin.RegisterRemoteBot,
-                admin_pb2.RegisterRemoteBotRequest(bot_name=bot.name, token_sha256=bot.token_sha256),
-                auth,
-                admin_address,
+    healthy: set[int] = set()
+    cpu_before: dict[int, float | None] = {}
+    try:
+        async with grpc.aio.insecure_channel(admin_address, options=options) as channel:
+            admin = admin_pb2_grpc.TableAdminServiceStub(channel)
+            for bot in {team.name: team for team in teams if isinstance(team, RemoteBot)}.values():
+                await _call(
+                    admin.RegisterRemoteBot,
+                    admin_pb2.RegisterRemoteBotRequest(bot_name=bot.name, token_sha256=bot.token_sha256),
+                    auth,
+                    admin_address,
+                )
+            request = admin_pb2.CreateTableRequest(
+                rules=wire.rules_to_map(rules),
+                seed=seed,
+                seats=[
+                    admin_pb2.SeatConfig(bot_name=names[seat], remote=isinstance(teams[seat % 2], RemoteBot))
+                    for seat in range(4)
+                ],
+                join_timeout_s=join_timeout_s,
+                external_id=external_id,
             )
-        request = admin_pb2.CreateTableRequest(
-            rules=wire.rules_to_map(rules),
-            seed=seed,
-            seats=[admin_pb2.SeatConfig(bot_name=names[seat], remote=remote[seat]) for seat in range(4)],
-            join_timeout_s=join_timeout_s,
-            external_id=external_id,
-        )
-        created = await _call(admin.CreateTable, request, auth, admin_address)
-        table_id = created.table_id
-        logs = tuple(None if remote[seat] else log_dir / f"seat{seat}-{names[seat]}.log" for seat in range(4))
-        processes: list[BotProcess] = []
-        watchers: list[asyncio.Task[None]] = []
-        ended = False
-        try:
-            for seat in range(4):
-                side, log_path = teams[seat % 2], logs[seat]
-                if isinstance(side, BotProgram):
-                    confined = sandboxes[seat]
-                    bot_address = f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else address
+            created = await _call(admin.CreateTable, request, auth, admin_address)
+            table_id = created.table_id
+            programs = {seat: team for seat in range(4) if isinstance(team := teams[seat % 2], BotProgram)}
+            logs = {seat: log_dir / f"seat{seat}-{names[seat]}.log" for seat in programs}
+            processes: list[BotProcess] = []
+            watchers: list[asyncio.Task[None]] = []
+            ended = False
+            launched_at = time.monotonic()
+            try:
+                for seat, program in programs.items():
+                    token = created.seat_tokens[seat]
+                    if seat in pooled:  # the pool hand-off: a live process of the bot's takes the seat
+                        member, own_address = pooled[seat]
+                        cpu_before[seat] = member.cpu_s()
+                        member.offer(own_address, token)
+                        watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, member, _left(member))))
+                        continue
                     process = await launch_bot(
-                        side, bot_address, created.seat_tokens[seat], log_path=log_path, sandbox=confined
+                        program, bot_address, token, log_path=logs[seat], sandbox=sandboxes[seat]
                     )
                     processes.append(process)
-                    watchers.append(asyncio.create_task(_report_crash(admin, auth, table_id, seat, process)))
-            status = await _wait_for_end(admin, table_id, auth, admin_address, patience_s=patience_s)
-            ended = True
-            for watcher in watchers:
-                watcher.cancel()
-            await _reap(processes)
-            _raise_if_a_sandbox_failed(processes)
-            if status.status != admin_pb2.TABLE_STATUS_FINISHED:
-                raise RefereeFailure(f"table {table_id} on the referee at {admin_address} was cancelled")
-            replay = await _call(
-                admin.GetTableReplay, admin_pb2.GetTableReplayRequest(table_id=table_id), auth, admin_address
-            )
-        finally:
-            await _stop(watchers, processes)
-            if not ended:
-                with contextlib.suppress(Exception):
-                    await admin.CancelTable(
-                        admin_pb2.CancelTableRequest(table_id=table_id, reason="the match runner stopped"),
-                        metadata=auth,
-                        timeout=RPC_TIMEOUT_S,
-                    )
-    return _referee_match(replay, logs)
+                    watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, process, _exited(process))))
+                final = await _wait_for_end(admin, table_id, auth, admin_address, patience_s=patience_s)
+                ended = True
+                ended_at = time.monotonic()
+                for watcher in watchers:
+                    watcher.cancel()
+                _raise_if_a_sandbox_failed(processes, [member for member, _ in pooled.values()])
+                await _reap(processes)
+                exited_at = time.monotonic()
+                if final.status != admin_pb2.TABLE_STATUS_FINISHED:
+                    raise RefereeFailure(f"table {table_id} on the referee at {admin_address} was cancelled")
+                replay = await _call(
+                    admin.GetTableReplay, admin_pb2.GetTableReplayRequest(table_id=table_id), auth, admin_address
+                )
+                incidents = _incidents(replay)
+                healthy = set(programs) - {incident.seat for incident in incidents}
+            finally:
+                await _stop(watchers, processes)
+                if not ended:
+                    with contextlib.suppress(Exception):
+                        await admin.CancelTable(
+                            admin_pb2.CancelTableRequest(table_id=table_id, reason="the match runner stopped"),
+                            metadata=auth,
+                            timeout=RPC_TIMEOUT_S,
+                        )
+    finally:  # every pooled process goes back, also when the table was never made
+        if pool is not None:
+            for seat, (member, _) in pooled.items():
+                pool.release(member, seat, healthy=seat in healthy)
+    counted: list[float | None] = [process.cpu_s for process in processes]
+    for seat, before in cpu_before.items():
+        after = pooled[seat][0].cpu_s()
+        counted.append(after - before if after is not None and before is not None else None)
+    match, record = _resimulated(replay)
+    return PlayedMatch(
+        table_id,
+        match,
+        record,
+        incidents,
+        _decision_seconds(replay),
+        _joined_as(final),
+        logs,
+        launched_at=launched_at,
+        started_at=launched_at + final.started_after_s,
+        ended_at=ended_at,
+        exited_at=exited_at,
+        bots_cpu_s=_sum_or_none(counted),
+    )
 
 
-async def _report_crash(
+class _Seat(Protocol):
+    """A hosted seat's process: launched for this match (`BotProcess`) or lent by the pool (`PooledProcess`)."""
+
+    @property
+    def sandbox_failed(self) -> str: ...
+
+
+async def _exited(process: BotProcess) -> str:
+    """How a launched seat's process ended, once it has."""
+    return process.describe_exit(await process.wait())
+
+
+async def _left(member: PooledProcess) -> str:
+    """How a pooled seat's process ended, once it has (it is no child of this loop: it is looked at)."""
+    while member.alive:
+        await asyncio.sleep(POOL_WATCH_S)
+    return member.describe_exit()
+
+
+async def _watch(
     admin: admin_pb2_grpc.TableAdminServiceAsyncStub,
     auth: Sequence[tuple[str, str]],
     table_id: str,
     seat: int,
-    process: BotProcess,
+    process: _Seat,
+    exit: Awaitable[str],
 ) -> None:
-    """A hosted bot that exits before its table ends has crashed: tell the referee, as the embedded one is told.
+    """A hosted seat's process that exits before its table ends has crashed: tell the referee (ReportCrash).
 
-    Cancelled once the table has ended; a report that cannot be delivered leaves the referee to charge a
+    A sandbox that never ran its bot is no crash: the table is cancelled, and the runner raises (a void, not a
+    result). Cancelled once the table has ended; a report that cannot be delivered leaves the referee to charge a
     disconnect after its grace period instead.
     """
-    code = await process.wait()
-    if process.sandbox_failed:  # not the bot's crash: end the table; the runner voids the match
-        with contextlib.suppress(grpc.RpcError):
+    detail = await exit
+    with contextlib.suppress(grpc.RpcError):
+        if process.sandbox_failed:
             reason = f"the sandbox of seat {seat} did not start: {process.sandbox_failed}"
             await admin.CancelTable(
                 admin_pb2.CancelTableRequest(table_id=table_id, reason=reason), metadata=auth, timeout=RPC_TIMEOUT_S
             )
-        return
-    with contextlib.suppress(grpc.RpcError):
+            return
         await admin.ReportCrash(
-            admin_pb2.ReportCrashRequest(table_id=table_id, seat=seat, detail=process.describe_exit(code)),
+            admin_pb2.ReportCrashRequest(table_id=table_id, seat=seat, detail=detail),
             metadata=auth,
             timeout=RPC_TIMEOUT_S,
         )
 
 
-def _referee_match(replay: admin_pb2.GetTableReplayResponse, logs: tuple[Path | None, ...]) -> RefereeMatch:
-    """The fetched replay, re-simulated: a record that does not replay to itself is the referee's failure."""
-    record = json.loads(replay.record_json)
-    if not isinstance(record, dict):
-        raise RefereeFailure(f"table {replay.table_id}: the replay record is not a JSON object")
-    match = replay_record(record)
-    if match.outcome is None:
-        raise RefereeFailure(f"table {replay.table_id}: the replay ends before the match does")
-    if json.loads(json.dumps(match_record(match))) != record:
-        raise RefereeFailure(f"table {replay.table_id}: the replay record does not re-simulate to itself")
-    seconds: list[tuple[float, ...]] = [(), (), (), ()]
-    for times in replay.decision_times:
-        if times.seat < 4:
-            seconds[times.seat] = tuple(times.seconds)
-    incidents = tuple(
-        Incident(incident.seat, IncidentCause(fault_cause_name(incident.cause)), incident.detail)
-        for incident in replay.incidents
-    )
-    return RefereeMatch(replay.table_id, match, record, incidents, tuple(seconds), logs)
+def _raise_if_a_sandbox_failed(processes: Sequence[BotProcess], members: Sequence[PooledProcess]) -> None:
+    """`LaunchError` when a seat's sandbox never ran its bot: an infrastructure failure, charged to nobody."""
+    exited: list[_Seat] = [process for process in processes if process.returncode is not None]
+    for seat in [*exited, *members]:
+        if seat.sandbox_failed:
+            raise LaunchError(f"a seat's sandbox did not start: {seat.sandbox_failed}")
 
 
-def fault_cause_name(cause: pb.FaultCause.ValueType) -> str:
-    """A wire fault cause as the engine and the database name it: FAULT_CAUSE_ABSENT is `absent`."""
-    return pb.FaultCause.Name(cause).removeprefix("FAULT_CAUSE_").lower()
+def _sum_or_none(values: Sequence[float | None]) -> float | None:
+    """The sum, when every value is known."""
+    return sum(value for value in values if value is not None) if values and None not in values else None
+
+
+async def _stop(watchers: list[asyncio.Task[None]], processes: list[BotProcess]) -> None:
+    """However a match runner ends: stop watching the bots, and kill everything a seat started."""
+    for watcher in watchers:
+        watcher.cancel()
+    for process in processes:
+        await process.close()
+
+
+async def _reap(processes: list[BotProcess]) -> None:
+    """Give bots a moment to exit after the outcome, then terminate the rest."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), EXIT_WAIT_S)
+    for process in processes:
+        if process.returncode is None:
+            process.terminate()
 
 
 async def _wait_for_end(
@@ -538,14 +531,16 @@ async def _wait_for_end(
     *,
     patience_s: float = RPC_RETRY_S,
 ) -> admin_pb2.GetTableStatusResponse:
-    """Poll the table until it has finished or was cancelled; each poll retries for up to `patience_s`."""
-    request = admin_pb2.GetTableStatusRequest(table_id=table_id)
+    """The table's status once it has finished or was cancelled: WaitTable, called again while it runs on; each
+    call retries for up to `patience_s`."""
+    request = admin_pb2.WaitTableRequest(table_id=table_id, wait_s=WAIT_S)
     ended = (admin_pb2.TABLE_STATUS_FINISHED, admin_pb2.TABLE_STATUS_CANCELLED)
     while True:
-        status = await _call(admin.GetTableStatus, request, auth, address, patience_s=patience_s)
-        if status.status in ended:
-            return status
-        await asyncio.sleep(POLL_S)
+        waited = await _call(
+            admin.WaitTable, request, auth, address, patience_s=patience_s, timeout_s=WAIT_S + RPC_TIMEOUT_S
+        )
+        if waited.table.status in ended:
+            return waited.table
 
 
 async def _call(
@@ -555,6 +550,7 @@ async def _call(
     address: str,
     *,
     patience_s: float | None = None,
+    timeout_s: float = RPC_TIMEOUT_S,
 ) -> _Response:
     """One admin call, retried while the referee is unreachable or out of call slots (for up to `patience_s`,
     default RPC_RETRY_S); `RefereeFailure` when it stays so, or refuses."""
@@ -563,7 +559,7 @@ async def _call(
     pause = 0.1
     while True:
         try:
-            return await method(request, metadata=tuple(auth), timeout=RPC_TIMEOUT_S)
+            return await method(request, metadata=tuple(auth), timeout=timeout_s)
         except grpc.aio.AioRpcError as error:
             code = error.code()
             if code in _RETRIED and time.monotonic() + pause < deadline:
@@ -575,9 +571,50 @@ async def _call(
             raise RefereeFailure(f"{name}: the referee at {address} {what} ({code.name}: {error.details()})") from None
 
 
+def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:
+    """The fetched replay record, re-simulated: a record that does not replay to itself is the referee's failure."""
+    record = json.loads(replay.record_json)
+    if not isinstance(record, dict):
+        raise RefereeFailure(f"table {replay.table_id}: the replay record is not a JSON object")
+    match = replay_record(record)
+    if match.outcome is None:
+        raise RefereeFailure(f"table {replay.table_id}: the replay ends before the match does")
+    if json.loads(json.dumps(match_record(match))) != record:
+        raise RefereeFailure(f"table {replay.table_id}: the replay record does not re-simulate to itself")
+    return match, record
+
+
+def _incidents(replay: admin_pb2.GetTableReplayResponse) -> tuple[Incident, ...]:
+    """The replay's incidents, their causes read through the one table of causes (`causes.CAUSE_FROM_PROTO`)."""
+    incidents = []
+    for message in replay.incidents:
+        cause = CAUSE_FROM_PROTO.get(message.cause)
+        if not isinstance(cause, IncidentCause):
+            raise RefereeFailure(f"table {replay.table_id}: an incident's cause {message.cause} names no incident")
+        incidents.append(Incident(message.seat, cause, message.detail))
+    return tuple(incidents)
+
+
+def _decision_seconds(replay: admin_pb2.GetTableReplayResponse) -> tuple[tuple[float, ...], ...]:
+    seconds: list[tuple[float, ...]] = [(), (), (), ()]
+    for times in replay.decision_times:
+        if times.seat < 4:
+            seconds[times.seat] = tuple(times.seconds)
+    return tuple(seconds)
+
+
+def _joined_as(final: admin_pb2.GetTableStatusResponse) -> tuple[str, ...]:
+    names = ["", "", "", ""]
+    for seat in final.seats:
+        if seat.seat < 4:
+            names[seat.seat] = seat.joined_as
+    return tuple(names)
+
+
 def fault_records(match: Match) -> list[dict[str, Any]]:
-    """The rules' faults (rules §13: illegal_action, timeout, limit), in the order charged, from the engine's Fault
-    events, as {seat, cause, detail}. Never an incident: those are `incident_records`."""
+    """The rules' faults (rules §13: illegal_action, timeout, limit), in the order charged, from the engine's
+    `Fault` events (as the referee's `wire.match_faults` lists them), as {seat, cause, detail}. Never an incident:
+    those are `incident_records`."""
     return [
         {"seat": fault.seat, "cause": fault.cause.value, "detail": ""}
         for event in match.events

@@ -36,9 +36,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, select
 
 from referee.engine.outcome import MatchOutcome
-from referee.engine.replay import match_record
 from referee.engine.rules import Rules
-from referee.service.table import TableStatus
 from workers import cpu_log
 from workers.db import repo
 from workers.db.errors import DbError
@@ -46,7 +44,7 @@ from workers.db.models import BotVersion, Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import database_url, ensure_schema, make_engine, session_scope
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
-from workers.matches import RemoteBot, fault_records, incident_records, play_on_referee, play_programs
+from workers.matches import PlayedMatch, RemoteBot, fault_records, incident_records, play_on_referee, play_programs
 from workers.pool import worker_pool
 
 log = logging.getLogger(__name__)
@@ -243,18 +241,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
             pool=pool,
         )
     )
-    if played.table.status is not TableStatus.FINISHED:
-        raise RuntimeError(f"the table ended {played.table.status.value}")
-    outcome = played.match.outcome
-    assert outcome is not None  # a finished table has an outcome
-    return _Played(
-        outcome,
-        match_record(played.match),
-        fault_records(played.match),
-        incident_records(played.table.incidents),
-        [state.decision_seconds for state in played.table.seats],
-        played.bots_cpu_s,
-    )
+    return _to_store(played)
 
 
 def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None]) -> _Played:
@@ -292,6 +279,11 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
             sandbox=_limits(setup),
         )
     )
+    return _to_store(played)
+
+
+def _to_store(played: PlayedMatch) -> _Played:
+    """What the database keeps of a played match, whichever referee played it."""
     outcome = played.match.outcome
     assert outcome is not None  # checked when the replay was re-simulated
     return _Played(
@@ -300,6 +292,7 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
         fault_records(played.match),
         incident_records(played.incidents),
         [list(seconds) for seconds in played.decision_seconds],
+        played.bots_cpu_s,
     )
 
 

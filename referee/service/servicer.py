@@ -6,6 +6,7 @@ Every refusal is a gRPC status with a message naming the problem, never a bare U
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import secrets
@@ -41,6 +42,10 @@ JOIN_WAIT_S = 10.0
 
 MAX_MESSAGE_BYTES = 64 * 1024
 """The largest message a client may send; the biggest legitimate one is a few hundred bytes."""
+
+MAX_WAIT_S = 60.0
+"""The longest one WaitTable call waits: a worker calls again while its table runs on, so a lost call never
+holds an admin call slot for long."""
 
 TRANSPORT_LIMIT_BYTES = 1024 * 1024
 """What gRPC itself accepts: larger messages than MAX_MESSAGE_BYTES get through to be refused by name, and
@@ -422,6 +427,17 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
         table = await self.referee.table_or_abort(request.table_id, context)
         return table_status_message(table)
 
+    async def WaitTable(self, request: admin_pb2.WaitTableRequest, context: Context) -> admin_pb2.WaitTableResponse:
+        await self._authorize(context)
+        table = await self.referee.table_or_abort(request.table_id, context)
+        if not 0 <= request.wait_s <= MAX_WAIT_S:  # NaN included
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"wait_s must be at least 0 and at most {MAX_WAIT_S:g}"
+            )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(table.finished.wait(), request.wait_s)
+        return admin_pb2.WaitTableResponse(table=table_status_message(table))
+
     async def ReportCrash(
         self, request: admin_pb2.ReportCrashRequest, context: Context
     ) -> admin_pb2.ReportCrashResponse:
@@ -553,7 +569,11 @@ def table_status_message(table: Table) -> admin_pb2.GetTableStatusResponse:
         status=_table_status(table),
         seats=[
             admin_pb2.SeatStatus(
-                seat=seat, bot_name=state.name, joined=state.joined, connected=state.outbox is not None
+                seat=seat,
+                bot_name=state.name,
+                joined=state.joined,
+                connected=state.outbox is not None,
+                joined_as=state.joined_as,
             )
             for seat, state in enumerate(table.seats)
         ],
@@ -561,6 +581,8 @@ def table_status_message(table: Table) -> admin_pb2.GetTableStatusResponse:
         faults=table.faults(),
         incidents=table.incident_messages(),
     )
+    if table.started_at is not None:
+        response.started_after_s = table.started_at - table.created_at
     match = table.match
     if match is not None:
         response.hand_number = max(match.hand_number, 0)

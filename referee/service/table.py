@@ -18,11 +18,11 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee import wire
+from referee.causes import CAUSE_TO_PROTO, IncidentCause
 from referee.engine.actions import ActionKind
 from referee.engine.errors import IllegalActionError, MalformedError
 from referee.engine.match import DecisionKind, Match
@@ -108,21 +108,6 @@ class _Seat:
     """Events for the next Update, as its wire entries (`wire.update_entry`)."""
     pending_update: play_pb2.PlayResponse | None = None
     """The seat's new decision, already inside the Update that carries it; the events join it at the flush."""
-
-
-class IncidentCause(StrEnum):
-    """What happened to a seat's connection or process, named as types.proto `FaultCause` names it (one enum of
-    causes on the wire). An incident counts nothing by itself: the rules' faults are the engine's `FaultCause`."""
-
-    PROTOCOL_ERROR = "protocol_error"
-    DISCONNECT = "disconnect"
-    CRASH = "crash"
-    STALL = "stall"
-    """Reserved for a seat that stops reading its stream: never recorded by this referee (types.proto)."""
-    ABSENT = "absent"
-
-
-_INCIDENT_CAUSE_TO_PB = {cause: pb.FaultCause.Value(f"FAULT_CAUSE_{cause.name}") for cause in IncidentCause}
 
 
 @dataclass(frozen=True, slots=True)
@@ -713,6 +698,6 @@ class Table:
     def incident_messages(self) -> list[pb.Incident]:
         """Every incident recorded so far, in order, as the wire carries them. Never a fault."""
         return [
-            pb.Incident(seat=incident.seat, cause=_INCIDENT_CAUSE_TO_PB[incident.cause], detail=incident.detail)
+            pb.Incident(seat=incident.seat, cause=CAUSE_TO_PROTO[incident.cause], detail=incident.detail)
             for incident in self.incidents
         ]

@@ -11,7 +11,7 @@ import contextlib
 import json
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,12 +19,13 @@ from typer.testing import CliRunner
 
 from clients.cpp.build import build_bot, missing_toolchain
 from referee.engine.events import EventKind
+from referee.engine.match import Match
 from referee.engine.outcome import MatchTermination
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from referee.service.table import TableStatus
+from referee.service.table import Incident, Table, TableStatus
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
 from tests.support.proxy import DropOnceProxy
 from workers.cli.main import app
@@ -52,15 +53,13 @@ def _play(teams: tuple[BotProgram, BotProgram], seed: int) -> PlayedMatch:
     return asyncio.run(play_programs(teams, Rules(), seed))
 
 
-def _check_finished_cleanly(played: PlayedMatch) -> None:
+def _check_finished_cleanly(match: Match, incidents: Sequence[Incident], logs: Iterable[Path]) -> None:
     """Finished normally, with no fault, no incident, every C++ seat exited 0, and a replay that re-simulates."""
-    table, match = played.table, played.match
-    assert table.status is TableStatus.FINISHED
-    assert table.incidents == []
+    assert not incidents
     assert [event for event in match.events if event.kind is EventKind.FAULT] == []
     assert match.outcome is not None and match.outcome.termination is MatchTermination.NORMAL
     assert match.outcome.faults == (0, 0)
-    for path in played.logs:
+    for path in logs:
         text = path.read_text()
         if path.name.endswith("cpp-random.log"):
             assert f"{EXIT_MARK} 0" in text, text
@@ -79,7 +78,7 @@ def _check_finished_cleanly(played: PlayedMatch) -> None:
 def test_the_cpp_bot_plays_whole_matches_over_grpc(cpp_bot: Path, seed: int, sides: tuple[str, str]) -> None:
     programs = {"cpp": _reporting(cpp_bot), "random": resolve_program("random")}
     played = _play((programs[sides[0]], programs[sides[1]]), seed)
-    _check_finished_cleanly(played)
+    _check_finished_cleanly(played.match, played.incidents, played.logs.values())
     assert played.match.log, "no decision was made"
 
 
@@ -87,7 +86,7 @@ def test_the_same_match_seed_plays_the_same_match(cpp_bot: Path) -> None:
     """Without MUS_SEED, each seat seeds itself from its seat and its first cards, which the match seed fixes."""
     matches = [_play((_reporting(cpp_bot), _reporting(cpp_bot)), seed=11) for _ in range(2)]
     for played in matches:
-        _check_finished_cleanly(played)
+        _check_finished_cleanly(played.match, played.incidents, played.logs.values())
     # Each seat's own actions, in order (simultaneous discards may reach the referee in any order).
     first, second = (
         [[str(step) for step in played.match.log if step.seat == seat] for seat in range(4)] for played in matches
@@ -98,7 +97,8 @@ def test_the_same_match_seed_plays_the_same_match(cpp_bot: Path) -> None:
 
 def test_mus_seed_seeds_the_bot(cpp_bot: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MUS_SEED", "12345")
-    _check_finished_cleanly(_play((_reporting(cpp_bot), resolve_program("random")), seed=5))
+    played = _play((_reporting(cpp_bot), resolve_program("random")), seed=5)
+    _check_finished_cleanly(played.match, played.incidents, played.logs.values())
 
 
 def test_mus_match_play_runs_the_built_program(cpp_bot: Path) -> None:
@@ -110,7 +110,9 @@ def test_mus_match_play_runs_the_built_program(cpp_bot: Path) -> None:
     assert data["termination"] == "normal" and data["faults"] == []
 
 
-async def _play_with_a_drop(bot: Path, log_dir: Path, seed: int) -> tuple[list[int | None], DropOnceProxy, PlayedMatch]:
+async def _play_with_a_drop(
+    bot: Path, log_dir: Path, seed: int
+) -> tuple[list[int | None], DropOnceProxy, Table, tuple[Path, ...]]:
     """Four C++ seats; seat 0 reaches the referee through a proxy that cuts its connection mid-match."""
     referee = Referee()
     server, port = await start_server(referee, "127.0.0.1:0")
@@ -134,15 +136,16 @@ async def _play_with_a_drop(bot: Path, log_dir: Path, seed: int) -> tuple[list[i
                 await process.wait()
         proxy_server.close()
         await server.stop(grace=1.0)
-    return [process.returncode for process in processes], proxy, PlayedMatch(table, logs)
+    return [process.returncode for process in processes], proxy, table, logs
 
 
 def test_a_dropped_connection_is_joined_again_from_the_next_event(cpp_bot: Path, tmp_path: Path) -> None:
-    codes, proxy, played = asyncio.run(_play_with_a_drop(cpp_bot, tmp_path, seed=21))
+    codes, proxy, table, logs = asyncio.run(_play_with_a_drop(cpp_bot, tmp_path, seed=21))
     assert proxy.dropped, "the match ended before the proxy cut the connection: lower drop_after"
     assert codes == [0, 0, 0, 0]
-    _check_finished_cleanly(played)
-    log = played.logs[0].read_text()
+    assert table.status is TableStatus.FINISHED and table.match is not None
+    _check_finished_cleanly(table.match, table.incidents, logs)
+    log = logs[0].read_text()
     assert "stream ended (UNAVAILABLE" in log and "joined again from event" in log, log
     assert proxy.connections >= 2
 

@@ -18,19 +18,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from referee.engine.events import EventKind
+from referee.engine.match import Match
 from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.lobby import token_sha256
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from referee.service.table import Table, TableStatus
+from referee.service.table import Incident, Table, TableStatus
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
 from tests.support.proxy import DropOnceProxy
 from workers.cli.main import app
@@ -48,12 +49,13 @@ def _reporting(node: str, name: str = "js-bot") -> BotProgram:
     return BotProgram(name, ("sh", "-c", script, node, str(JS_DIR / "bot.js")))
 
 
-def _check_finished_cleanly(table: Table, logs: tuple[Path, ...], js_seats: set[int]) -> None:
+def _check_finished_cleanly(
+    match: Match | None, incidents: Sequence[Incident], logs: Sequence[Path], js_seats: set[int]
+) -> None:
     """Finished normally, with no fault, no incident, no rejected action, and every JS seat exited 0."""
-    assert table.status is TableStatus.FINISHED, [path.read_text() for path in logs]
-    assert table.incidents == []
-    match = table.match
-    assert match is not None and match.log, "no decision was made"
+    assert match is not None and match.outcome is not None, [path.read_text() for path in logs]
+    assert not incidents
+    assert match.log, "no decision was made"
     assert [event for event in match.events if event.kind is EventKind.FAULT] == []
     assert match.outcome is not None and match.outcome.termination is MatchTermination.NORMAL
     assert match.outcome.faults == (0, 0)
@@ -78,7 +80,7 @@ def test_it_plays_a_whole_match_against_the_rules_bot_without_a_fault(node: str)
     """As team 0 here (the `mus match play` test has it as team 1): no fault, no rejection, exit status 0."""
     programs = (_reporting(node), resolve_program("rules"))
     played: PlayedMatch = asyncio.run(play_programs(programs, Rules.from_options(QUICK), 4))
-    _check_finished_cleanly(played.table, played.logs, {0, 2})
+    _check_finished_cleanly(played.match, played.incidents, [played.logs[seat] for seat in range(4)], {0, 2})
     assert {0, 2} <= {step.seat for step in played.match.log}, "both JS seats decided"
 
 
@@ -196,7 +198,8 @@ def test_a_dropped_connection_is_joined_again_from_the_next_event(node: str, tmp
     codes, proxy, table, logs = asyncio.run(run())
     assert proxy.dropped, "the match ended before the proxy cut the connection: lower drop_after"
     assert codes == [0, 0, 0, 0]
-    _check_finished_cleanly(table, logs, {0, 2})
+    assert table.status is TableStatus.FINISHED
+    _check_finished_cleanly(table.match, table.incidents, logs, {0, 2})
     log = logs[0].read_text()
     assert "stream ended (" in log and "joined again from event" in log, log
     assert proxy.connections >= 2
@@ -260,7 +263,8 @@ def test_it_plays_over_a_unix_socket_in_a_sandbox_with_only_its_own_folder(node:
 
         codes, table, logs = asyncio.run(run())
     assert codes == [0, 0, 0, 0], [path.read_text() for path in logs]
-    _check_finished_cleanly(table, logs, {1, 3})
+    assert table.status is TableStatus.FINISHED
+    _check_finished_cleanly(table.match, table.incidents, logs, {1, 3})
 
 
 # ------------------------------------------------------------------------------------- remote, through the lobby

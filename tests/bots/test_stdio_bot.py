@@ -23,12 +23,12 @@ import pytest
 from typer.testing import CliRunner
 
 from clients.stdio.lines import AnswerError, action_from_json, action_to_json, dump
+from referee.causes import IncidentCause
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import parse_cards
 from referee.engine.events import EventKind
 from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
-from referee.service.table import TableStatus
 from referee.wire import legal_from_proto
 from tests.support.events import fields
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
@@ -56,9 +56,8 @@ def _faults(played: PlayedMatch) -> list[dict[str, object]]:
 
 
 def _check_clean(played: PlayedMatch) -> None:
-    logs = [path.read_text() for path in played.logs]
-    assert played.table.status is TableStatus.FINISHED, logs
-    assert played.table.incidents == [], logs
+    logs = [path.read_text() for path in played.logs.values()]
+    assert played.incidents == (), logs
     assert _faults(played) == [], logs
     outcome = played.match.outcome
     assert outcome is not None and outcome.termination is MatchTermination.NORMAL, logs
@@ -176,8 +175,7 @@ while IFS= read -r line; do
 done
 """
     played = _play(_shell_bot(script), options={"max_faults_before_forfeit": 10})
-    logs = [path.read_text() for path in played.logs]
-    assert played.table.status is TableStatus.FINISHED, logs
+    logs = [path.read_text() for path in played.logs.values()]
     faults = _faults(played)
     assert [fault["cause"] for fault in faults] == ["illegal_action"] * 4, faults  # two per stdio seat
     assert {fault["seat"] for fault in faults} == {1, 3}
@@ -227,9 +225,9 @@ while IFS= read -r line; do
 done
 """
     played = _play(_shell_bot(script))
-    logs = [path.read_text() for path in played.logs]
-    crashes = [incident for incident in played.table.incidents if incident.cause == "crash"]
-    assert {incident.seat for incident in crashes} == {1, 3}, played.table.incidents
+    logs = [path.read_text() for path in played.logs.values()]
+    crashes = [incident for incident in played.incidents if incident.cause is IncidentCause.CRASH]
+    assert {incident.seat for incident in crashes} == {1, 3}, played.incidents
     assert all("exited with code 3" in incident.detail for incident in crashes), crashes
     for seat in (1, 3):
         assert "the seat has crashed" in logs[seat], logs[seat]

@@ -22,6 +22,7 @@ from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, watch_pb2, watch_pb2_grp
 from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
 from referee.service.server import SERVICE_NAMES
+from referee.service.servicer import table_status_message
 from referee.service.table import Table, TableStatus
 from referee.wire import rules_to_map
 from tests.service.conftest import Running, with_referee
@@ -91,11 +92,21 @@ def test_admin_calls_without_the_admin_token_are_unauthenticated_and_change_noth
                 "RevokeRemoteBot": admin.RevokeRemoteBot(
                     admin_pb2.RevokeRemoteBotRequest(bot_name="near"), metadata=metadata
                 ),
+                "WaitTable": admin.WaitTable(
+                    admin_pb2.WaitTableRequest(table_id=table.table_id, wait_s=5), metadata=metadata
+                ),
+                "ReportCrash": admin.ReportCrash(
+                    admin_pb2.ReportCrashRequest(table_id=table.table_id, seat=0, detail="forged"), metadata=metadata
+                ),
+                "GetTableReplay": admin.GetTableReplay(
+                    admin_pb2.GetTableReplayRequest(table_id=table.table_id), metadata=metadata
+                ),
             }
             for rpc, call in calls.items():
                 results.append((name, rpc, *await status_of(call)))
         assert set(running.referee.tables) == tables_before, "no table was created"
         assert table.status is TableStatus.WAITING, "the table was not cancelled"
+        assert table.incidents == [], "no crash was recorded"
         assert not running.referee.lobby.is_registered("far")
         assert running.referee.lobby.is_registered("near"), "nothing was revoked"
         return results
@@ -322,6 +333,8 @@ def test_get_table_status_reports_seats_score_faults_and_outcome() -> None:
         ]
         assert waiting.rules == rules_to_map(rules)
         assert not waiting.HasField("outcome") and list(waiting.faults) == []
+        assert not waiting.HasField("started_after_s")
+        assert [s.joined_as for s in waiting.seats] == [""] * 4
 
         wire = [WireSeat(running.address, state.token, seed=seat) for seat, state in enumerate(table.seats)]
         faulty = wire[1]
@@ -340,6 +353,9 @@ def test_get_table_status_reports_seats_score_faults_and_outcome() -> None:
         assert match is not None
         assert middle.status == admin_pb2.TABLE_STATUS_RUNNING
         assert [(s.joined, s.connected) for s in middle.seats] == [(True, True)] * 4
+        assert [s.joined_as for s in middle.seats] == ["wire-seat"] * 4, "the name each seat gave in its Join"
+        assert table.started_at is not None
+        assert middle.started_after_s == table.started_at - table.created_at
         assert (middle.score_team_0, middle.score_team_1) == tuple(match.score)
         assert (middle.games_team_0, middle.games_team_1) == tuple(match.games_won)
         assert (middle.faults_team_0, middle.faults_team_1) == (0, 1)
@@ -360,6 +376,35 @@ def test_get_table_status_reports_seats_score_faults_and_outcome() -> None:
         assert [(s.joined, s.connected) for s in final.seats] == [(True, False)] * 4
 
     with_admin(scenario)
+
+
+def test_wait_table_answers_when_the_table_ends_or_when_wait_s_has_passed() -> None:
+    """A worker's long poll: a call that waits returns with the table's state once it has ended (here cancelled);
+    `wait_s` bounds the wait, a table that has ended answers at once, and a bad wait or table is refused."""
+
+    async def scenario(running: Running, admin: admin_pb2_grpc.TableAdminServiceAsyncStub) -> list[tuple[str, str]]:
+        metadata = auth(running)
+        table = running.referee.create_table(Rules(), 4, ["a", "b", "c", "d"])
+
+        def wait(wait_s: float, table_id: str = table.table_id) -> Any:
+            return admin.WaitTable(admin_pb2.WaitTableRequest(table_id=table_id, wait_s=wait_s), metadata=metadata)
+
+        still = await wait(0)
+        assert still.table.status == admin_pb2.TABLE_STATUS_WAITING, "wait_s over, the table has not ended"
+        waiting = asyncio.ensure_future(wait(60))
+        await until(lambda: bool(table.finished._waiters), what="the call to wait on the table")
+        assert not waiting.done()
+        await admin.CancelTable(cancel(table.table_id, "over"), metadata=metadata)
+        ended = await waiting
+        assert ended.table == table_status_message(table)
+        assert ended.table.status == admin_pb2.TABLE_STATUS_CANCELLED
+        again = await wait(60)
+        assert again.table.status == admin_pb2.TABLE_STATUS_CANCELLED, "an ended table answers at once"
+        return [await status_of(call) for call in (wait(-1), wait(61), wait(float("nan")), wait(1, "no-such"))]
+
+    refusals = with_admin(scenario)
+    assert [code for code, _ in refusals] == ["INVALID_ARGUMENT"] * 3 + ["NOT_FOUND"], refusals
+    assert all("wait_s must be at least 0 and at most 60" in details for _, details in refusals[:3]), refusals
 
 
 def test_the_health_check_serves_every_service() -> None:

@@ -14,9 +14,9 @@ import grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2
 from mus.v1 import types_pb2 as pb
+from referee.causes import CAUSE_FROM_PROTO, CAUSE_TO_PROTO, IncidentCause
 from referee.engine.outcome import FaultCause
 from referee.engine.rules import Rules
-from referee.service.table import IncidentCause
 from tests.service.conftest import Running, with_referee
 from tests.support.seats import WireSeat
 from tests.support.wire import play_seat
@@ -89,3 +89,8 @@ def test_one_enum_of_causes_the_rules_faults_and_the_tables_incidents_split_it_w
     incidents = {cause.value for cause in IncidentCause}
     assert faults | incidents == wire and not faults & incidents
     assert faults == {"illegal_action", "timeout", "limit"}
+    # One table each way: every cause has its own wire value, and comes back as itself.
+    assert set(CAUSE_TO_PROTO) == {*FaultCause, *IncidentCause}
+    assert sorted(CAUSE_TO_PROTO.values()) == sorted(set(pb.FaultCause.values()) - {pb.FAULT_CAUSE_UNSPECIFIED})
+    assert all(CAUSE_FROM_PROTO[wire_cause] is cause for cause, wire_cause in CAUSE_TO_PROTO.items())
+    assert all(pb.FaultCause.Name(CAUSE_TO_PROTO[cause]).endswith(cause.value.upper()) for cause in CAUSE_TO_PROTO)

@@ -15,7 +15,6 @@ import pytest
 import tests.support.hostile_seats
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
-from referee.service.table import TableStatus
 from tests.workers.conftest import Deployment
 from workers import play
 from workers.db import repo
@@ -56,7 +55,7 @@ def test_pooled_processes_play_several_matches_with_the_results_of_bots_launched
     for seed in range(3):
         pooled = play_match((instant("a"), instant("b")), seed, pool)
         launched = play_match((instant("a"), instant("b")), seed, None)
-        assert pooled.table.status is TableStatus.FINISHED and not pooled.table.incidents
+        assert pooled.match.outcome is not None and not pooled.incidents
         assert pooled.match.outcome == launched.match.outcome, "the instant bot is seeded: same match either way"
         assert pooled.match.log == launched.match.log
         pids.append(seat_pids(pool))
@@ -67,7 +66,7 @@ def test_pooled_processes_play_several_matches_with_the_results_of_bots_launched
 
 def test_a_bot_that_meets_itself_plays_its_four_seats_with_four_processes(pool: BotPool) -> None:
     played = play_match((instant("a"), instant("a")), 7, pool)
-    assert played.table.status is TableStatus.FINISHED
+    assert played.match.outcome is not None
     assert sorted(seat for _, seat in seat_pids(pool)) == [0, 1, 2, 3]
     assert len(set(seat_pids(pool).values())) == 4
 
@@ -98,8 +97,8 @@ def test_a_pooled_process_that_crashes_is_charged_a_crash_and_replaced_for_the_n
     (folder / "quitter.py").write_text("import sys\nsys.stdin.readline()\nsys.exit(3)\n")
     quitter = BotProgram("quitter", (sys.executable, str(folder / "quitter.py")), folder, persistent=True)
     played = play_match((quitter, instant("b")), 5, pool, join_timeout_s=5)
-    assert played.table.status is TableStatus.FINISHED
-    assert {(incident.seat, incident.cause) for incident in played.table.incidents} >= {(0, "crash"), (2, "crash")}
+    assert played.match.outcome is not None
+    assert {(incident.seat, incident.cause) for incident in played.incidents} >= {(0, "crash"), (2, "crash")}
     assert ("quitter", 0) not in seat_pids(pool), "a process that crashed is not kept"
     started = pool.started
     play_match((instant("a"), instant("b")), 6, pool)
@@ -110,7 +109,7 @@ def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool(pool: Bot
     random_bot = BotProgram("random", tuple(EXAMPLE_BOTS["random"]), persistent=True)
     for seed in range(2):
         played = play_match((random_bot, random_bot), seed, pool)
-        assert played.table.status is TableStatus.FINISHED and not played.table.incidents
+        assert played.match.outcome is not None and not played.incidents
     assert pool.started == 4, "run_main kept each process for the second match"
 
 
@@ -135,7 +134,7 @@ def test_a_process_past_half_its_cpu_time_limit_is_replaced_before_the_limit_can
     tight = BotPool(LIMITS, retire_cpu_s=0.0)
     try:
         played = play_match((instant("a"), instant("b")), 1, tight)
-        assert played.table.status is TableStatus.FINISHED
+        assert played.match.outcome is not None
         if all(member.cpu_s() is None for member in tight.processes()) and tight.retired == 0:
             pytest.skip("no cgroup counts the seats' CPU here")
         assert tight.processes() == [] and tight.retired == 4
@@ -178,7 +177,7 @@ def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(p
         return played, elsewhere
 
     played, elsewhere = asyncio.run(scenario())
-    assert all(one.table.status is TableStatus.FINISHED and not one.table.incidents for one in played)
+    assert all(one.match.outcome is not None and not one.incidents for one in played)
     hostile_pids = {member.pid for member in pool.processes() if member.program.name == "hostile"}
     assert len(hostile_pids) == 2, "two processes (seats 0 and 2) played both matches"
     assert list(pool.root.glob("*/*")) == [], "every match removed its sockets from its seats' folders"

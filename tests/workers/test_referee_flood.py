@@ -37,7 +37,7 @@ def test_a_seat_that_floods_the_referee_with_health_watches_cannot_void_its_matc
     whether the worker's admin calls have a port of their own or share the public one."""
     program, _ = hostile(tmp_path, "health")
 
-    async def on_referee() -> matches.RefereeMatch:
+    async def on_referee() -> matches.PlayedMatch:
         referee = Referee(TOKEN)
         server, port = await start_server(referee, "127.0.0.1:0")
         admin_server, admin = await start_admin_server(referee, "127.0.0.1:0")

@@ -18,7 +18,6 @@ from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from referee.service.table import TableStatus
 from workers.launcher import (
     INSTALL_HINT,
     SANDBOX_HOME,
@@ -33,7 +32,7 @@ from workers.launcher import (
     sandbox_command,
     sandbox_environment,
 )
-from workers.matches import PlayedMatch, RefereeMatch, fault_records, incident_records, play_on_referee, play_programs
+from workers.matches import PlayedMatch, fault_records, incident_records, play_on_referee, play_programs
 from workers.seccomp import seccomp_filter
 
 needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
@@ -79,7 +78,7 @@ def processes_with(tag: str) -> list[int]:
 
 def causes(played: PlayedMatch) -> list[tuple[int, str, str]]:
     """The match's faults, then its incidents, as (seat, cause, detail)."""
-    records = [*fault_records(played.match), *incident_records(played.table.incidents)]
+    records = [*fault_records(played.match), *incident_records(played.incidents)]
     return [(record["seat"], record["cause"], record["detail"]) for record in records]
 
 
@@ -137,7 +136,6 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     )
     played = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, sandbox=Limits()))
 
-    assert played.table.status is TableStatus.FINISHED
     assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
     assert causes(played) == [], "every seat played: the attacks cost the bot nothing and harmed nobody"
     for seat in (0, 2):
@@ -177,7 +175,6 @@ def test_forks_memory_files_and_output_are_bounded_and_the_cause_is_recorded(tmp
     limits = Limits(cpu_s=20, processes=64)
     played = asyncio.run(play_programs((forker, greedy), FAST, 3, sandbox=limits, join_timeout_s=8))
 
-    assert played.table.status is TableStatus.FINISHED
     outcome = played.match.outcome
     assert outcome is not None and outcome.winner == 1, "the forking team could not play; the other team wins"
     seats_charged = {(seat, cause) for seat, cause, _ in causes(played)}
@@ -217,12 +214,11 @@ def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_anoth
         return first, second
 
     played, honest = asyncio.run(both())
-    assert played.table.status is TableStatus.FINISHED and played.match.outcome is not None
+    assert played.match.outcome is not None
     recorded = causes(played)
     crashes = {(seat, detail) for seat, cause, detail in recorded if cause == "crash"}
     assert crashes and crashes <= {(0, "killed: CPU time limit (SIGXCPU)"), (2, "killed: CPU time limit (SIGXCPU)")}
     assert {cause for seat, cause, _ in recorded if seat % 2 == 1} <= {"timeout"}, "a sleeper never answers"
-    assert honest.table.status is TableStatus.FINISHED
     assert honest.match.outcome is not None and honest.match.outcome.termination is MatchTermination.NORMAL
     assert causes(honest) == [], "the match beside the hostile one was played as if alone"
     assert processes_with(spin_tag) == processes_with(sleep_tag) == []
@@ -232,7 +228,7 @@ def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_anoth
 def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_socket(tmp_path: Path) -> None:
     """The referee listens on TCP, yet the sandboxed seats have no network: the worker forwards their socket."""
 
-    async def on_referee() -> tuple[RefereeMatch, int]:
+    async def on_referee() -> tuple[PlayedMatch, int]:
         referee = Referee("admin-token")
         server, port = await start_server(referee, "127.0.0.1:0")
         program, _ = hostile(tmp_path, "tcp", "--port", str(port))
@@ -270,7 +266,6 @@ def test_a_sandbox_that_cannot_start_voids_the_match_while_a_bot_that_exits_at_o
 
     quitter = BotProgram("quitter", (sys.executable, "-c", "raise SystemExit(3)"))
     played = asyncio.run(play_programs((quitter, resolve_program("passive")), FAST, 1, sandbox=Limits()))
-    assert played.table.status is TableStatus.FINISHED
     assert {(seat, detail) for seat, cause, detail in causes(played) if cause == "crash"} == {
         (0, "the bot process exited with code 3"),
         (2, "the bot process exited with code 3"),

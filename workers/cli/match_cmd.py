@@ -113,11 +113,8 @@ def play_command(
 
 def team_names(played: PlayedMatch, programs: tuple[str, str]) -> tuple[str, str]:
     """Each team's name: the `Join.bot_name` its seats gave (the first seat's that joined), else the program's."""
-    seats = played.table.seats
-    first, second = (
-        next((name for name in (seats[team].joined_as, seats[team + 2].joined_as) if name), programs[team])
-        for team in (0, 1)
-    )
+    joined = played.joined_as
+    first, second = (next((name for name in joined[team::2] if name), programs[team]) for team in (0, 1))
     return first, second
 
 
@@ -125,10 +122,9 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
     """The result as JSON: winner, termination, per game and per vaca, faults and incidents with their causes."""
     outcome = played.match.outcome
     assert outcome is not None
-    table = played.table
     faults = [{**fault, "bot": names[team_of(fault["seat"])]} for fault in fault_records(played.match)]
     incidents = [
-        {**incident, "bot": names[team_of(incident["seat"])]} for incident in incident_records(table.incidents)
+        {**incident, "bot": names[team_of(incident["seat"])]} for incident in incident_records(played.incidents)
     ]
     return {
         "seed": seed,
@@ -150,10 +146,9 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
         ],
         "faults": faults,
         "incidents": incidents,
-        "logs": [str(path) for path in played.logs],
+        "logs": [str(path) for path in played.logs.values()],
         "decision_seconds_median": [
-            sorted(state.decision_seconds)[len(state.decision_seconds) // 2] if state.decision_seconds else None
-            for state in table.seats
+            sorted(seconds)[len(seconds) // 2] if seconds else None for seconds in played.decision_seconds
         ],
     }
 

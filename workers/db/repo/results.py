@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from referee.causes import IncidentCause
 from referee.engine.outcome import FaultCause, GameTermination, MatchOutcome, MatchTermination
 from referee.engine.outcome import GameResult as EngineGameResult
 from referee.engine.outcome import VacaResult as EngineVacaResult
-from referee.service.table import IncidentCause
 from workers.db.errors import InvalidInput, NotFound
 from workers.db.models import Bot, BotVersion, GameResult, Match, MatchResult, MatchStatus, Replay, VacaResult
 from workers.db.repo.common import LeagueRef, row_id

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from mus.v1 import types_pb2 as mus_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12mus/v1/admin.proto\x12\x06mus.v1\x1a\x12mus/v1/types.proto\".\n\nSeatConfig\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x0e\n\x06remote\x18\x02 \x01(\x08\"\xd0\x02\n\x12\x43reateTableRequest\x12\x34\n\x05rules\x18\x01 \x03(\x0b\x32%.mus.v1.CreateTableRequest.RulesEntry\x12\x0c\n\x04seed\x18\x02 \x01(\x04\x12!\n\x05seats\x18\x03 \x03(\x0b\x32\x12.mus.v1.SeatConfig\x12\x1f\n\x12\x64\x65\x63ision_timeout_s\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x0btime_bank_s\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x1b\n\x0ejoin_timeout_s\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x0b\x65xternal_id\x18\x07 \x01(\t\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x15\n\x13_decision_timeout_sB\x0e\n\x0c_time_bank_sB\x11\n\x0f_join_timeout_s\"\xa1\x01\n\x13\x43reateTableResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x13\n\x0bseat_tokens\x18\x02 \x03(\t\x12\x35\n\x05rules\x18\x03 \x03(\x0b\x32&.mus.v1.CreateTableResponse.RulesEntry\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x12\x43\x61ncelTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\":\n\x13\x43\x61ncelTableResponse\x12#\n\x06status\x18\x01 \x01(\x0e\x32\x13.mus.v1.TableStatus\")\n\x15GetTableStatusRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"O\n\nSeatStatus\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x10\n\x08\x62ot_name\x18\x02 \x01(\t\x12\x0e\n\x06joined\x18\x03 \x01(\x08\x12\x11\n\tconnected\x18\x04 \x01(\x08\"\x87\x04\n\x16GetTableStatusResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12#\n\x06status\x18\x02 \x01(\x0e\x32\x13.mus.v1.TableStatus\x12!\n\x05seats\x18\x03 \x03(\x0b\x32\x12.mus.v1.SeatStatus\x12\x38\n\x05rules\x18\x04 \x03(\x0b\x32).mus.v1.GetTableStatusResponse.RulesEntry\x12\x13\n\x0bhand_number\x18\x05 \x01(\r\x12\x14\n\x0cscore_team_0\x18\x06 \x01(\r\x12\x14\n\x0cscore_team_1\x18\x07 \x01(\r\x12\x14\n\x0cgames_team_0\x18\x08 \x01(\r\x12\x14\n\x0cgames_team_1\x18\t \x01(\r\x12\x14\n\x0cvacas_team_0\x18\n \x01(\r\x12\x14\n\x0cvacas_team_1\x18\x0b \x01(\r\x12\x15\n\rfaults_team_0\x18\x0c \x01(\r\x12\x15\n\rfaults_team_1\x18\r \x01(\r\x12\x1d\n\x06\x66\x61ults\x18\x0e \x03(\x0b\x32\r.mus.v1.Fault\x12 \n\x07outcome\x18\x0f \x01(\x0b\x32\x0f.mus.v1.Outcome\x12#\n\tincidents\x18\x10 \x03(\x0b\x32\x10.mus.v1.Incident\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"B\n\x18RegisterRemoteBotRequest\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x14\n\x0ctoken_sha256\x18\x02 \x01(\t\"\x1b\n\x19RegisterRemoteBotResponse\"*\n\x16RevokeRemoteBotRequest\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\"J\n\x17RevokeRemoteBotResponse\x12\x16\n\x0ewas_registered\x18\x01 \x01(\x08\x12\x17\n\x0fsessions_closed\x18\x02 \x01(\r\")\n\x15GetTableReplayRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"2\n\x11SeatDecisionTimes\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0f\n\x07seconds\x18\x02 \x03(\x01\"\x97\x01\n\x16GetTableReplayResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x13\n\x0brecord_json\x18\x02 \x01(\t\x12#\n\tincidents\x18\x03 \x03(\x0b\x32\x10.mus.v1.Incident\x12\x31\n\x0e\x64\x65\x63ision_times\x18\x04 \x03(\x0b\x32\x19.mus.v1.SeatDecisionTimes\"D\n\x12ReportCrashRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\x15\n\x13ReportCrashResponse*\x96\x01\n\x0bTableStatus\x12\x1c\n\x18TABLE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14TABLE_STATUS_WAITING\x10\x01\x12\x18\n\x14TABLE_STATUS_RUNNING\x10\x02\x12\x19\n\x15TABLE_STATUS_FINISHED\x10\x03\x12\x1a\n\x16TABLE_STATUS_CANCELLED\x10\x04\x32\xbb\x04\n\x11TableAdminService\x12\x46\n\x0b\x43reateTable\x12\x1a.mus.v1.CreateTableRequest\x1a\x1b.mus.v1.CreateTableResponse\x12\x46\n\x0b\x43\x61ncelTable\x12\x1a.mus.v1.CancelTableRequest\x1a\x1b.mus.v1.CancelTableResponse\x12O\n\x0eGetTableStatus\x12\x1d.mus.v1.GetTableStatusRequest\x1a\x1e.mus.v1.GetTableStatusResponse\x12X\n\x11RegisterRemoteBot\x12 .mus.v1.RegisterRemoteBotRequest\x1a!.mus.v1.RegisterRemoteBotResponse\x12R\n\x0fRevokeRemoteBot\x12\x1e.mus.v1.RevokeRemoteBotRequest\x1a\x1f.mus.v1.RevokeRemoteBotResponse\x12\x46\n\x0bReportCrash\x12\x1a.mus.v1.ReportCrashRequest\x1a\x1b.mus.v1.ReportCrashResponse\x12O\n\x0eGetTableReplay\x12\x1d.mus.v1.GetTableReplayRequest\x1a\x1e.mus.v1.GetTableReplayResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12mus/v1/admin.proto\x12\x06mus.v1\x1a\x12mus/v1/types.proto\".\n\nSeatConfig\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x0e\n\x06remote\x18\x02 \x01(\x08\"\xd0\x02\n\x12\x43reateTableRequest\x12\x34\n\x05rules\x18\x01 \x03(\x0b\x32%.mus.v1.CreateTableRequest.RulesEntry\x12\x0c\n\x04seed\x18\x02 \x01(\x04\x12!\n\x05seats\x18\x03 \x03(\x0b\x32\x12.mus.v1.SeatConfig\x12\x1f\n\x12\x64\x65\x63ision_timeout_s\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x0btime_bank_s\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x1b\n\x0ejoin_timeout_s\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x13\n\x0b\x65xternal_id\x18\x07 \x01(\t\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x15\n\x13_decision_timeout_sB\x0e\n\x0c_time_bank_sB\x11\n\x0f_join_timeout_s\"\xa1\x01\n\x13\x43reateTableResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x13\n\x0bseat_tokens\x18\x02 \x03(\t\x12\x35\n\x05rules\x18\x03 \x03(\x0b\x32&.mus.v1.CreateTableResponse.RulesEntry\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x12\x43\x61ncelTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\":\n\x13\x43\x61ncelTableResponse\x12#\n\x06status\x18\x01 \x01(\x0e\x32\x13.mus.v1.TableStatus\")\n\x15GetTableStatusRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"b\n\nSeatStatus\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x10\n\x08\x62ot_name\x18\x02 \x01(\t\x12\x0e\n\x06joined\x18\x03 \x01(\x08\x12\x11\n\tconnected\x18\x04 \x01(\x08\x12\x11\n\tjoined_as\x18\x05 \x01(\t\"\xb9\x04\n\x16GetTableStatusResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12#\n\x06status\x18\x02 \x01(\x0e\x32\x13.mus.v1.TableStatus\x12!\n\x05seats\x18\x03 \x03(\x0b\x32\x12.mus.v1.SeatStatus\x12\x38\n\x05rules\x18\x04 \x03(\x0b\x32).mus.v1.GetTableStatusResponse.RulesEntry\x12\x13\n\x0bhand_number\x18\x05 \x01(\r\x12\x14\n\x0cscore_team_0\x18\x06 \x01(\r\x12\x14\n\x0cscore_team_1\x18\x07 \x01(\r\x12\x14\n\x0cgames_team_0\x18\x08 \x01(\r\x12\x14\n\x0cgames_team_1\x18\t \x01(\r\x12\x14\n\x0cvacas_team_0\x18\n \x01(\r\x12\x14\n\x0cvacas_team_1\x18\x0b \x01(\r\x12\x15\n\rfaults_team_0\x18\x0c \x01(\r\x12\x15\n\rfaults_team_1\x18\r \x01(\r\x12\x1d\n\x06\x66\x61ults\x18\x0e \x03(\x0b\x32\r.mus.v1.Fault\x12 \n\x07outcome\x18\x0f \x01(\x0b\x32\x0f.mus.v1.Outcome\x12#\n\tincidents\x18\x10 \x03(\x0b\x32\x10.mus.v1.Incident\x12\x1c\n\x0fstarted_after_s\x18\x11 \x01(\x01H\x00\x88\x01\x01\x1a,\n\nRulesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x12\n\x10_started_after_s\"4\n\x10WaitTableRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0e\n\x06wait_s\x18\x02 \x01(\x01\"B\n\x11WaitTableResponse\x12-\n\x05table\x18\x01 \x01(\x0b\x32\x1e.mus.v1.GetTableStatusResponse\"B\n\x18RegisterRemoteBotRequest\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x14\n\x0ctoken_sha256\x18\x02 \x01(\t\"\x1b\n\x19RegisterRemoteBotResponse\"*\n\x16RevokeRemoteBotRequest\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\"J\n\x17RevokeRemoteBotResponse\x12\x16\n\x0ewas_registered\x18\x01 \x01(\x08\x12\x17\n\x0fsessions_closed\x18\x02 \x01(\r\")\n\x15GetTableReplayRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"2\n\x11SeatDecisionTimes\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0f\n\x07seconds\x18\x02 \x03(\x01\"\x97\x01\n\x16GetTableReplayResponse\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x13\n\x0brecord_json\x18\x02 \x01(\t\x12#\n\tincidents\x18\x03 \x03(\x0b\x32\x10.mus.v1.Incident\x12\x31\n\x0e\x64\x65\x63ision_times\x18\x04 \x03(\x0b\x32\x19.mus.v1.SeatDecisionTimes\"D\n\x12ReportCrashRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\x15\n\x13ReportCrashResponse*\x96\x01\n\x0bTableStatus\x12\x1c\n\x18TABLE_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14TABLE_STATUS_WAITING\x10\x01\x12\x18\n\x14TABLE_STATUS_RUNNING\x10\x02\x12\x19\n\x15TABLE_STATUS_FINISHED\x10\x03\x12\x1a\n\x16TABLE_STATUS_CANCELLED\x10\x04\x32\xfd\x04\n\x11TableAdminService\x12\x46\n\x0b\x43reateTable\x12\x1a.mus.v1.CreateTableRequest\x1a\x1b.mus.v1.CreateTableResponse\x12\x46\n\x0b\x43\x61ncelTable\x12\x1a.mus.v1.CancelTableRequest\x1a\x1b.mus.v1.CancelTableResponse\x12O\n\x0eGetTableStatus\x12\x1d.mus.v1.GetTableStatusRequest\x1a\x1e.mus.v1.GetTableStatusResponse\x12@\n\tWaitTable\x12\x18.mus.v1.WaitTableRequest\x1a\x19.mus.v1.WaitTableResponse\x12X\n\x11RegisterRemoteBot\x12 .mus.v1.RegisterRemoteBotRequest\x1a!.mus.v1.RegisterRemoteBotResponse\x12R\n\x0fRevokeRemoteBot\x12\x1e.mus.v1.RevokeRemoteBotRequest\x1a\x1f.mus.v1.RevokeRemoteBotResponse\x12\x46\n\x0bReportCrash\x12\x1a.mus.v1.ReportCrashRequest\x1a\x1b.mus.v1.ReportCrashResponse\x12O\n\x0eGetTableReplay\x12\x1d.mus.v1.GetTableReplayRequest\x1a\x1e.mus.v1.GetTableReplayResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,8 +38,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATETABLERESPONSE_RULESENTRY']._serialized_options = b'8\001'
   _globals['_GETTABLESTATUSRESPONSE_RULESENTRY']._loaded_options = None
   _globals['_GETTABLESTATUSRESPONSE_RULESENTRY']._serialized_options = b'8\001'
-  _globals['_TABLESTATUS']._serialized_start=1923
-  _globals['_TABLESTATUS']._serialized_end=2073
+  _globals['_TABLESTATUS']._serialized_start=2114
+  _globals['_TABLESTATUS']._serialized_end=2264
   _globals['_SEATCONFIG']._serialized_start=50
   _globals['_SEATCONFIG']._serialized_end=96
   _globals['_CREATETABLEREQUEST']._serialized_start=99
@@ -57,29 +57,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETTABLESTATUSREQUEST']._serialized_start=717
   _globals['_GETTABLESTATUSREQUEST']._serialized_end=758
   _globals['_SEATSTATUS']._serialized_start=760
-  _globals['_SEATSTATUS']._serialized_end=839
-  _globals['_GETTABLESTATUSRESPONSE']._serialized_start=842
-  _globals['_GETTABLESTATUSRESPONSE']._serialized_end=1361
+  _globals['_SEATSTATUS']._serialized_end=858
+  _globals['_GETTABLESTATUSRESPONSE']._serialized_start=861
+  _globals['_GETTABLESTATUSRESPONSE']._serialized_end=1430
   _globals['_GETTABLESTATUSRESPONSE_RULESENTRY']._serialized_start=333
   _globals['_GETTABLESTATUSRESPONSE_RULESENTRY']._serialized_end=377
-  _globals['_REGISTERREMOTEBOTREQUEST']._serialized_start=1363
-  _globals['_REGISTERREMOTEBOTREQUEST']._serialized_end=1429
-  _globals['_REGISTERREMOTEBOTRESPONSE']._serialized_start=1431
-  _globals['_REGISTERREMOTEBOTRESPONSE']._serialized_end=1458
-  _globals['_REVOKEREMOTEBOTREQUEST']._serialized_start=1460
-  _globals['_REVOKEREMOTEBOTREQUEST']._serialized_end=1502
-  _globals['_REVOKEREMOTEBOTRESPONSE']._serialized_start=1504
-  _globals['_REVOKEREMOTEBOTRESPONSE']._serialized_end=1578
-  _globals['_GETTABLEREPLAYREQUEST']._serialized_start=1580
-  _globals['_GETTABLEREPLAYREQUEST']._serialized_end=1621
-  _globals['_SEATDECISIONTIMES']._serialized_start=1623
-  _globals['_SEATDECISIONTIMES']._serialized_end=1673
-  _globals['_GETTABLEREPLAYRESPONSE']._serialized_start=1676
-  _globals['_GETTABLEREPLAYRESPONSE']._serialized_end=1827
-  _globals['_REPORTCRASHREQUEST']._serialized_start=1829
-  _globals['_REPORTCRASHREQUEST']._serialized_end=1897
-  _globals['_REPORTCRASHRESPONSE']._serialized_start=1899
-  _globals['_REPORTCRASHRESPONSE']._serialized_end=1920
-  _globals['_TABLEADMINSERVICE']._serialized_start=2076
-  _globals['_TABLEADMINSERVICE']._serialized_end=2647
+  _globals['_WAITTABLEREQUEST']._serialized_start=1432
+  _globals['_WAITTABLEREQUEST']._serialized_end=1484
+  _globals['_WAITTABLERESPONSE']._serialized_start=1486
+  _globals['_WAITTABLERESPONSE']._serialized_end=1552
+  _globals['_REGISTERREMOTEBOTREQUEST']._serialized_start=1554
+  _globals['_REGISTERREMOTEBOTREQUEST']._serialized_end=1620
+  _globals['_REGISTERREMOTEBOTRESPONSE']._serialized_start=1622
+  _globals['_REGISTERREMOTEBOTRESPONSE']._serialized_end=1649
+  _globals['_REVOKEREMOTEBOTREQUEST']._serialized_start=1651
+  _globals['_REVOKEREMOTEBOTREQUEST']._serialized_end=1693
+  _globals['_REVOKEREMOTEBOTRESPONSE']._serialized_start=1695
+  _globals['_REVOKEREMOTEBOTRESPONSE']._serialized_end=1769
+  _globals['_GETTABLEREPLAYREQUEST']._serialized_start=1771
+  _globals['_GETTABLEREPLAYREQUEST']._serialized_end=1812
+  _globals['_SEATDECISIONTIMES']._serialized_start=1814
+  _globals['_SEATDECISIONTIMES']._serialized_end=1864
+  _globals['_GETTABLEREPLAYRESPONSE']._serialized_start=1867
+  _globals['_GETTABLEREPLAYRESPONSE']._serialized_end=2018
+  _globals['_REPORTCRASHREQUEST']._serialized_start=2020
+  _globals['_REPORTCRASHREQUEST']._serialized_end=2088
+  _globals['_REPORTCRASHRESPONSE']._serialized_start=2090
+  _globals['_REPORTCRASHRESPONSE']._serialized_end=2111
+  _globals['_TABLEADMINSERVICE']._serialized_start=2267
+  _globals['_TABLEADMINSERVICE']._serialized_end=2904
 # @@protoc_insertion_point(module_scope)

@@ -303,6 +303,7 @@ class SeatStatus(_message.Message):
     BOT_NAME_FIELD_NUMBER: _builtins.int
     JOINED_FIELD_NUMBER: _builtins.int
     CONNECTED_FIELD_NUMBER: _builtins.int
+    JOINED_AS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat, 0..3."""
     bot_name: _builtins.str
@@ -311,6 +312,8 @@ class SeatStatus(_message.Message):
     """True once the seat has joined at least once."""
     connected: _builtins.bool
     """True while the seat holds an open Play stream."""
+    joined_as: _builtins.str
+    """The name the seat's bot gave in its latest Join (Join.bot_name, trimmed); empty before it joined."""
     def __init__(
         self,
         *,
@@ -318,10 +321,11 @@ class SeatStatus(_message.Message):
         bot_name: _builtins.str = ...,
         joined: _builtins.bool = ...,
         connected: _builtins.bool = ...,
+        joined_as: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_name", b"bot_name", "connected", b"connected", "joined", b"joined", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_name", b"bot_name", "connected", b"connected", "joined", b"joined", "joined_as", b"joined_as", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -369,6 +373,7 @@ class GetTableStatusResponse(_message.Message):
     FAULTS_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     INCIDENTS_FIELD_NUMBER: _builtins.int
+    STARTED_AFTER_S_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     """The table's id."""
     status: Global___TableStatus.ValueType
@@ -391,6 +396,10 @@ class GetTableStatusResponse(_message.Message):
     """TEAM_0's fault count in the match."""
     faults_team_1: _builtins.int
     """TEAM_1's fault count in the match."""
+    started_after_s: _builtins.float
+    """Seconds from the table's creation to the match's start, when the last of its four seats joined (the
+    bots' start-up); unset while the table is waiting, or when it never started.
+    """
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatStatus]:
         """The four seats, in seat order."""
@@ -430,14 +439,67 @@ class GetTableStatusResponse(_message.Message):
         faults: _abc.Iterable[_types_pb2.Fault] | None = ...,
         outcome: _types_pb2.Outcome | None = ...,
         incidents: _abc.Iterable[_types_pb2.Incident] | None = ...,
+        started_after_s: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_started_after_s", b"_started_after_s", "outcome", b"outcome", "started_after_s", b"started_after_s"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["faults", b"faults", "faults_team_0", b"faults_team_0", "faults_team_1", b"faults_team_1", "games_team_0", b"games_team_0", "games_team_1", b"games_team_1", "hand_number", b"hand_number", "incidents", b"incidents", "outcome", b"outcome", "rules", b"rules", "score_team_0", b"score_team_0", "score_team_1", b"score_team_1", "seats", b"seats", "status", b"status", "table_id", b"table_id", "vacas_team_0", b"vacas_team_0", "vacas_team_1", b"vacas_team_1"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_started_after_s", b"_started_after_s", "faults", b"faults", "faults_team_0", b"faults_team_0", "faults_team_1", b"faults_team_1", "games_team_0", b"games_team_0", "games_team_1", b"games_team_1", "hand_number", b"hand_number", "incidents", b"incidents", "outcome", b"outcome", "rules", b"rules", "score_team_0", b"score_team_0", "score_team_1", b"score_team_1", "seats", b"seats", "started_after_s", b"started_after_s", "status", b"status", "table_id", b"table_id", "vacas_team_0", b"vacas_team_0", "vacas_team_1", b"vacas_team_1"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__started_after_s: _TypeAlias = _typing.Literal["started_after_s"]  # noqa: Y015
+    _WhichOneofArgType__started_after_s: _TypeAlias = _typing.Literal["_started_after_s", b"_started_after_s"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__started_after_s) -> _WhichOneofReturnType__started_after_s | None: ...
+
+Global___GetTableStatusResponse: _TypeAlias = GetTableStatusResponse  # noqa: Y015
+
+@_typing.final
+class WaitTableRequest(_message.Message):
+    """Wait for a table's end."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    WAIT_S_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    """The table's id."""
+    wait_s: _builtins.float
+    """The longest the call waits, in seconds; the referee caps it at 60. Call again while the table runs on."""
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+        wait_s: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["table_id", b"table_id", "wait_s", b"wait_s"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___GetTableStatusResponse: _TypeAlias = GetTableStatusResponse  # noqa: Y015
+Global___WaitTableRequest: _TypeAlias = WaitTableRequest  # noqa: Y015
+
+@_typing.final
+class WaitTableResponse(_message.Message):
+    """The table's state when it ended, or when the wait ran out."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def table(self) -> Global___GetTableStatusResponse:
+        """What GetTableStatus would report; `table.status` says whether the table has ended."""
+
+    def __init__(
+        self,
+        *,
+        table: Global___GetTableStatusResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["table", b"table"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["table", b"table"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WaitTableResponse: _TypeAlias = WaitTableResponse  # noqa: Y015
 
 @_typing.final
 class RegisterRemoteBotRequest(_message.Message):

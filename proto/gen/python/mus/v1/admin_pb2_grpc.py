@@ -58,6 +58,11 @@ class TableAdminServiceStub:
                 request_serializer=mus_dot_v1_dot_admin__pb2.GetTableStatusRequest.SerializeToString,
                 response_deserializer=mus_dot_v1_dot_admin__pb2.GetTableStatusResponse.FromString,
                 _registered_method=True)
+        self.WaitTable = channel.unary_unary(
+                '/mus.v1.TableAdminService/WaitTable',
+                request_serializer=mus_dot_v1_dot_admin__pb2.WaitTableRequest.SerializeToString,
+                response_deserializer=mus_dot_v1_dot_admin__pb2.WaitTableResponse.FromString,
+                _registered_method=True)
         self.RegisterRemoteBot = channel.unary_unary(
                 '/mus.v1.TableAdminService/RegisterRemoteBot',
                 request_serializer=mus_dot_v1_dot_admin__pb2.RegisterRemoteBotRequest.SerializeToString,
@@ -110,6 +115,15 @@ class TableAdminServiceServicer:
 
     def GetTableStatus(self, request, context):
         """Report a table's state: status, score, faults, and the outcome once finished.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WaitTable(self, request, context):
+        """Wait until a table has ended (finished or cancelled), for at most `wait_s` seconds, then report its state
+        as GetTableStatus does: a long poll, so a worker learns of its match's end at once, with one call, instead
+        of polling. A table that has already ended is reported at once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -174,6 +188,11 @@ def add_TableAdminServiceServicer_to_server(servicer, server):
                     servicer.GetTableStatus,
                     request_deserializer=mus_dot_v1_dot_admin__pb2.GetTableStatusRequest.FromString,
                     response_serializer=mus_dot_v1_dot_admin__pb2.GetTableStatusResponse.SerializeToString,
+            ),
+            'WaitTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.WaitTable,
+                    request_deserializer=mus_dot_v1_dot_admin__pb2.WaitTableRequest.FromString,
+                    response_serializer=mus_dot_v1_dot_admin__pb2.WaitTableResponse.SerializeToString,
             ),
             'RegisterRemoteBot': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterRemoteBot,
@@ -286,6 +305,33 @@ class TableAdminService:
             '/mus.v1.TableAdminService/GetTableStatus',
             mus_dot_v1_dot_admin__pb2.GetTableStatusRequest.SerializeToString,
             mus_dot_v1_dot_admin__pb2.GetTableStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WaitTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mus.v1.TableAdminService/WaitTable',
+            mus_dot_v1_dot_admin__pb2.WaitTableRequest.SerializeToString,
+            mus_dot_v1_dot_admin__pb2.WaitTableResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -52,6 +52,11 @@ class TableAdminServiceStub:
     """
     GetTableStatus: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTableStatusRequest, _admin_pb2.GetTableStatusResponse]
     """Report a table's state: status, score, faults, and the outcome once finished."""
+    WaitTable: _grpc.UnaryUnaryMultiCallable[_admin_pb2.WaitTableRequest, _admin_pb2.WaitTableResponse]
+    """Wait until a table has ended (finished or cancelled), for at most `wait_s` seconds, then report its state
+    as GetTableStatus does: a long poll, so a worker learns of its match's end at once, with one call, instead
+    of polling. A table that has already ended is reported at once.
+    """
     RegisterRemoteBot: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RegisterRemoteBotRequest, _admin_pb2.RegisterRemoteBotResponse]
     """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
     is given here; the token itself never reaches the referee's storage. Registering a name again with
@@ -103,6 +108,11 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     """
     GetTableStatus: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTableStatusRequest, _admin_pb2.GetTableStatusResponse]  # type: ignore[assignment]
     """Report a table's state: status, score, faults, and the outcome once finished."""
+    WaitTable: _aio.UnaryUnaryMultiCallable[_admin_pb2.WaitTableRequest, _admin_pb2.WaitTableResponse]  # type: ignore[assignment]
+    """Wait until a table has ended (finished or cancelled), for at most `wait_s` seconds, then report its state
+    as GetTableStatus does: a long poll, so a worker learns of its match's end at once, with one call, instead
+    of polling. A table that has already ended is reported at once.
+    """
     RegisterRemoteBot: _aio.UnaryUnaryMultiCallable[_admin_pb2.RegisterRemoteBotRequest, _admin_pb2.RegisterRemoteBotResponse]  # type: ignore[assignment]
     """Register a remote bot for the lobby (LobbyService): it will authenticate with a bot token whose SHA-256
     is given here; the token itself never reaches the referee's storage. Registering a name again with
@@ -169,6 +179,17 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.GetTableStatusResponse, _abc.Awaitable[_admin_pb2.GetTableStatusResponse]]:
         """Report a table's state: status, score, faults, and the outcome once finished."""
+
+    @_abc_1.abstractmethod
+    def WaitTable(
+        self,
+        request: _admin_pb2.WaitTableRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.WaitTableResponse, _abc.Awaitable[_admin_pb2.WaitTableResponse]]:
+        """Wait until a table has ended (finished or cancelled), for at most `wait_s` seconds, then report its state
+        as GetTableStatus does: a long poll, so a worker learns of its match's end at once, with one call, instead
+        of polling. A table that has already ended is reported at once.
+        """
 
     @_abc_1.abstractmethod
     def RegisterRemoteBot(

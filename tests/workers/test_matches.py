@@ -1,0 +1,146 @@
+"""workers.matches: one match path. The embedded referee is played through its admin API like the standalone one,
+and both give the same result for the same seed and bots. Real referee servers, real bot processes."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.league import BOT_COMMAND, BOT_SCRIPT
+from mus.v1 import admin_pb2
+from mus.v1 import types_pb2 as pb
+from referee.causes import IncidentCause
+from referee.engine.rules import Rules
+from referee.service.server import start_admin_server, start_server
+from referee.service.servicer import Context, Referee, TableAdminServicer
+from referee.service.table import Incident
+from workers.launcher import BotProgram, resolve_program
+from workers.matches import (
+    PlayedMatch,
+    RefereeFailure,
+    _incidents,
+    fault_records,
+    incident_records,
+    play_on_referee,
+    play_programs,
+)
+
+FAST = Rules.from_options({"games_to_win_vaca": 1, "vacas_to_win_match": 1})
+ADMIN_TOKEN = "standalone-admin-token-0123456789"
+ENVIRONMENT_MARK = "environment:"
+
+
+def instant(name: str) -> BotProgram:
+    """The benchmark's instant bot: seeded by its seat and cards, so a seed replays the same match."""
+    return BotProgram(name, BOT_COMMAND, BOT_SCRIPT.parent)
+
+
+def record_admin_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every admin call any referee of this process serves from now on, as (method, the referee's admin token)."""
+    calls: list[tuple[str, str]] = []
+    for name in ("CreateTable", "CancelTable", "GetTableStatus", "WaitTable", "ReportCrash", "GetTableReplay"):
+        served: Callable[[TableAdminServicer, Any, Context], Coroutine[Any, Any, Any]] = getattr(
+            TableAdminServicer, name
+        )
+
+        async def recorded(
+            self: TableAdminServicer, request: Any, context: Context, *, name: str = name, served: Any = served
+        ) -> Any:
+            calls.append((name, self.referee.admin_token))
+            return await served(self, request, context)
+
+        monkeypatch.setattr(TableAdminServicer, name, recorded)
+    return calls
+
+
+def test_the_embedded_referee_is_played_through_its_admin_api_and_a_reported_crash_is_in_the_result(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The crash of a seat's process reaches the table only through ReportCrash, and the result only through
+    GetTableReplay: the incident, with the launcher's detail, is in the match's result. The embedded referee's
+    admin token is its own, and no bot sees it."""
+    calls = record_admin_calls(monkeypatch)
+    quitter = BotProgram(
+        "quitter",
+        (sys.executable, "-c", f"import os; print({ENVIRONMENT_MARK!r}, dict(os.environ), flush=True); exit(3)"),
+    )
+    played = asyncio.run(play_programs((quitter, resolve_program("passive")), FAST, 1, log_dir=tmp_path))
+
+    crash = "the bot process exited with code 3"
+    assert {(0, IncidentCause.CRASH, crash), (2, IncidentCause.CRASH, crash)} <= {
+        (incident.seat, incident.cause, incident.detail) for incident in played.incidents
+    }
+    assert {"seat": 0, "cause": "crash", "detail": crash} in incident_records(played.incidents), "stored by name"
+    assert played.match.outcome is not None and played.match.outcome.winner == 1
+    names = [name for name, _ in calls]
+    assert names.count("CreateTable") == 1 and names.count("GetTableReplay") == 1 and "WaitTable" in names
+    assert names.count("ReportCrash") >= 2, "both of the quitter's seats were reported over the admin API"
+    tokens = {token for _, token in calls}
+    assert len(tokens) == 1, "one referee, one admin token"
+    for seat in (0, 2):
+        log = played.logs[seat].read_text()
+        assert ENVIRONMENT_MARK in log and "MUS_TOKEN" in log, log
+        assert tokens.isdisjoint(log.split("'")), "the admin token is not in a bot's environment"
+
+
+def test_the_embedded_and_the_standalone_referee_give_the_same_result_for_the_same_seed_and_bots(
+    tmp_path: Path,
+) -> None:
+    programs = (instant("a"), instant("b"))
+    for folder in ("embedded", "standalone"):
+        (tmp_path / folder).mkdir()
+
+    async def standalone() -> PlayedMatch:
+        referee = Referee(ADMIN_TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        admin_server, admin_port = await start_admin_server(referee, "127.0.0.1:0")
+        try:
+            return await play_on_referee(
+                programs,
+                FAST,
+                5,
+                address=f"127.0.0.1:{port}",
+                admin_address=f"127.0.0.1:{admin_port}",
+                admin_token=ADMIN_TOKEN,
+                log_dir=tmp_path / "standalone",
+            )
+        finally:
+            await asyncio.gather(admin_server.stop(None), server.stop(None))
+
+    embedded = asyncio.run(play_programs(programs, FAST, 5, log_dir=tmp_path / "embedded"))
+    remote = asyncio.run(standalone())
+
+    assert embedded.match.outcome is not None
+    # Each seat's own steps, in order: the four discards of a mus round reach the referee in any order.
+    assert [[step for step in embedded.record["steps"] if step["seat"] == seat] for seat in range(4)] == [
+        [step for step in remote.record["steps"] if step["seat"] == seat] for seat in range(4)
+    ]
+    rest = set(embedded.record) - {"steps", "events"}
+    assert {key: embedded.record[key] for key in rest} == {key: remote.record[key] for key in rest}, "same setup"
+    assert embedded.match.outcome == remote.match.outcome
+    assert fault_records(embedded.match) == fault_records(remote.match)
+    assert embedded.incidents == remote.incidents == ()
+    assert embedded.joined_as == remote.joined_as
+    assert [len(seconds) for seconds in embedded.decision_seconds] == [
+        len(seconds) for seconds in remote.decision_seconds
+    ]
+    assert embedded.logs.keys() == remote.logs.keys() == {0, 1, 2, 3}
+    assert embedded.launched_at <= embedded.started_at <= embedded.ended_at <= embedded.exited_at
+    assert remote.launched_at <= remote.started_at <= remote.ended_at <= remote.exited_at
+
+
+def test_a_replay_whose_incident_has_the_cause_of_a_fault_is_the_referees_failure() -> None:
+    """Incidents come back through the one table of causes; a fault's cause (or none) in their list is refused."""
+    replay = admin_pb2.GetTableReplayResponse(
+        table_id="t", incidents=[pb.Incident(seat=1, cause=pb.FAULT_CAUSE_ABSENT)]
+    )
+    assert _incidents(replay) == (Incident(1, IncidentCause.ABSENT, ""),)
+    for wrong in (pb.FAULT_CAUSE_TIMEOUT, pb.FAULT_CAUSE_UNSPECIFIED):
+        replay.incidents[0].cause = wrong
+        with pytest.raises(RefereeFailure, match="names no incident"):
+            _incidents(replay)
