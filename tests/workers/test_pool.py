@@ -17,6 +17,8 @@ from workers.launcher import EXAMPLE_BOTS, BotProgram, Limits, sandbox_available
 from workers.matches import PlayedMatch, play_programs
 from workers.pool import BotPool
 
+pytestmark = pytest.mark.slow  # pools of real bot processes
+
 LIMITS = Limits() if sandbox_available() else None
 """Sandboxed where the machine allows it, as a league plays; unconfined elsewhere (the pool works the same)."""
 FAST = Rules.from_options({"games_to_win_vaca": 1, "vacas_to_win_match": 1})
