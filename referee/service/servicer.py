@@ -33,7 +33,7 @@ from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service.lobby import Lobby, LobbySession, StateError, is_token_sha256
-from referee.service.table import PROTOCOL_VERSION, Table, TableError, TableStatus
+from referee.service.table import PROTOCOL_VERSION, Clock, Table, TableError, TableStatus
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +108,12 @@ class Referee:
         join_timeout_s: float = 30.0,
         table_id: str | None = None,
         remote_seats: frozenset[int] = frozenset(),
+        clock: Clock | None = None,
     ) -> Table:
         """A new table waiting for its four seats; the seat tokens are in `table.seats[i].token`.
 
-        `remote_seats` are offered through the lobby to the remote bots named for them.
+        `remote_seats` are offered through the lobby to the remote bots named for them; `clock` is the table's
+        (the event loop's by default).
         """
         if len(bot_names) != 4:
             raise ValueError("a table has four seats")
@@ -123,6 +125,7 @@ class Referee:
             bot_names,
             join_timeout_s=join_timeout_s,
             reconnect_grace_s=self.reconnect_grace_s,
+            clock=clock,
             on_finish=self._finished_table,
         )
         self.tables[table_id] = table

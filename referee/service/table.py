@@ -15,9 +15,9 @@ import enum
 import json
 import logging
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
@@ -54,6 +54,33 @@ to fetch, so no seat can turn its own flood into a voided match. A legal match w
 
 MAX_INCIDENTS = 1_000
 """The most incidents a table records (a seat reconnecting to break the protocol again and again)."""
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """Where a table reads the time and arms its deadlines: the join deadline, decision deadlines and time banks
+    (rules §13), reconnect grace periods. The event loop's by default (`LoopClock`); tests pass a fake clock that
+    they advance instead of sleeping."""
+
+    def now(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[..., object], *args: object) -> Timer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LoopClock:
+    """The event loop's own clock and timers."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def now(self) -> float:
+        return self.loop.time()
+
+    def call_later(self, delay: float, callback: Callable[..., object], *args: object) -> Timer:
+        return self.loop.call_later(delay, callback, *args)
 
 
 class TableStatus(enum.Enum):
@@ -95,7 +122,7 @@ class _Seat:
     gone: bool = False
     """The seat will not answer any more (crashed, absent, or disconnected past the grace period): its
     decisions time out at once."""
-    grace: asyncio.TimerHandle | None = None
+    grace: Timer | None = None
     last_decision_id: int = 0
     asked: set[int] = field(default_factory=set)
     """Every decision id issued to this seat: an Act with any other id is NOT_ASKED."""
@@ -131,7 +158,7 @@ class Table:
         *,
         join_timeout_s: float = 30.0,
         reconnect_grace_s: float = 5.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         on_finish: Callable[[Table], None] | None = None,
     ) -> None:
@@ -139,7 +166,7 @@ class Table:
         self.rules = rules
         self.seed = seed
         self.loop = loop or asyncio.get_running_loop()
-        self.clock = clock
+        self.clock = clock or LoopClock(self.loop)
         self.reconnect_grace_s = reconnect_grace_s
         self.bot_names = tuple(bot_names)
         """The bots' names by seat, as `MatchStarted.bot_names` tells every seat."""
@@ -163,17 +190,17 @@ class Table:
         self.decisions: dict[int, _Decision] = {}
         self._next_decision_id = 1
         self._published = 0
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Timer | None = None
         self._event_timer: asyncio.TimerHandle | None = None
         self._on_finish = on_finish
         self.finished = asyncio.Event()
         self.outcome: pb.Outcome | None = None
-        self.created_at = clock()
+        self.created_at = self.clock.now()
         self.started_at: float | None = None
         self.record_bytes = 0
         """What the table's replay record has grown to (`MAX_RECORD_BYTES`), counted as events and steps come."""
         self._steps_counted = 0
-        self._join_timer = self.loop.call_later(join_timeout_s, self._join_timeout)
+        self._join_timer = self.clock.call_later(join_timeout_s, self._join_timeout)
 
     # ------------------------------------------------------------------ seats and streams
 
@@ -272,7 +299,7 @@ class Table:
         state.outbox = None
         if self.status is not TableStatus.RUNNING or state.gone:
             return  # before the start only the join deadline counts (FAULT_CAUSE_DISCONNECT: "while running")
-        state.grace = self.loop.call_later(self.reconnect_grace_s, self._grace_over, seat)
+        state.grace = self.clock.call_later(self.reconnect_grace_s, self._grace_over, seat)
 
     def _grace_over(self, seat: int) -> None:
         state = self.seats[seat]
@@ -373,7 +400,7 @@ class Table:
     def _start(self) -> None:
         self._join_timer.cancel()
         self.status = TableStatus.RUNNING
-        self.started_at = self.clock()
+        self.started_at = self.clock.now()
         self.match = Match(self.rules, self.seed)
         self.views = SeatLog(self.match)
         self._sync()
@@ -451,7 +478,7 @@ class Table:
         assert match is not None
         kind = match.decision_kind(seat)
         assert kind is not None
-        decision = _Decision(self._next_decision_id, kind, self.clock(), uses_bank=kind is not DecisionKind.SENAS)
+        decision = _Decision(self._next_decision_id, kind, self.clock.now(), uses_bank=kind is not DecisionKind.SENAS)
         self._next_decision_id += 1
         self.seats[seat].last_decision_id = decision.decision_id
         self.seats[seat].asked.add(decision.decision_id)
@@ -460,7 +487,7 @@ class Table:
 
     def _time_left(self, seat: int, decision: _Decision) -> tuple[float, float]:
         """(decision time left, bank left) in seconds for an open decision."""
-        elapsed = self.clock() - decision.asked_at
+        elapsed = self.clock.now() - decision.asked_at
         timeout = self.rules.decision_timeout_s
         bank = self.seats[seat].bank if decision.uses_bank else 0.0
         if elapsed <= timeout:
@@ -510,8 +537,8 @@ class Table:
         if not self.decisions:
             return
         deadline = min(self._deadline(seat, decision) for seat, decision in self.decisions.items())
-        delay = max(deadline - self.clock(), 0.0)
-        self._timer = self.loop.call_later(delay, self._on_timer)
+        delay = max(deadline - self.clock.now(), 0.0)
+        self._timer = self.clock.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         """Time out every decision past its deadline, in speaking order (rules §13)."""
@@ -519,7 +546,7 @@ class Table:
         match = self.match
         if match is None or self.status is not TableStatus.RUNNING:
             return
-        now = self.clock()
+        now = self.clock.now()
         for seat in match.awaited():
             decision = self.decisions.get(seat)
             if decision is None or now < self._deadline(seat, decision):
@@ -572,7 +599,7 @@ class Table:
             )
             self._illegal(seat, decision_id, reason, play_pb2.REJECTION_CODE_NOT_ASKED)
             return None
-        now = self.clock()
+        now = self.clock.now()
         elapsed = now - decision.asked_at
         if now >= self._deadline(seat, decision):
             self._reply(

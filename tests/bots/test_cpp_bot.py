@@ -32,6 +32,8 @@ from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
 
+pytestmark = pytest.mark.slow  # every test runs the built C++ bot as a process
+
 EXIT_MARK = "exit status"
 
 

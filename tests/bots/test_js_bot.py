@@ -38,6 +38,8 @@ from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
 
+pytestmark = pytest.mark.slow  # every test runs the JavaScript bot under node
+
 JS_DIR = Path(__file__).resolve().parents[2] / "clients" / "js"
 EXIT_MARK = "exit status"
 QUICK = {"target_score": 15}  # short games: every match here plays a few hands, not a few dozen

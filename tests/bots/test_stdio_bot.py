@@ -113,6 +113,7 @@ def test_an_answer_that_is_not_an_action_says_why() -> None:
 # ------------------------------------------------------------------------------------------------ matches
 
 
+@pytest.mark.slow
 def test_mus_match_play_stdio_plays_the_shell_bot_against_random_without_a_fault() -> None:
     """The documented command: `--stdio` makes BOT_B, the command after `--`, a stdio program. Sandboxed where
     this machine has bubblewrap, as `mus match play` runs its bots."""
@@ -125,6 +126,7 @@ def test_mus_match_play_stdio_plays_the_shell_bot_against_random_without_a_fault
     assert data["termination"] == "normal" and data["faults"] == [], data
 
 
+@pytest.mark.slow
 def test_a_program_reads_hello_events_requests_and_the_outcome_then_its_input_ends(tmp_path: Path) -> None:
     """Unconfined, so the program can keep a copy of what it read: the lines come in the documented order, every
     request carries the time left and its legal answers, and the program's stderr is in the seat's log."""
@@ -155,6 +157,7 @@ def test_a_program_reads_hello_events_requests_and_the_outcome_then_its_input_en
         assert "token: none referee: none" in log, "the program talks to the bridge only"
 
 
+@pytest.mark.slow
 def test_an_unreadable_answer_is_rejected_told_and_asked_again(tmp_path: Path) -> None:
     """A program whose first answer is garbage and second is an illegal action: each costs the fault of an
     illegal action (the referee's rule), each is told in a `rejected` line with the reason, and the same decision
@@ -193,6 +196,7 @@ done
     assert played.match.outcome is not None and played.match.outcome.termination is MatchTermination.NORMAL
 
 
+@pytest.mark.slow
 def test_an_answer_that_echoes_another_request_number_is_dropped() -> None:
     """A program that answers every request twice, first with a stale answer that names request 0: the bridge
     drops those and plays the others; no fault."""
@@ -211,6 +215,7 @@ done
     assert "dropped an answer to request 0 while request 1 is open" in played.logs[1].read_text()
 
 
+@pytest.mark.slow
 def test_a_program_that_exits_mid_match_is_a_crash_of_its_seat() -> None:
     """The program answers two requests and exits 3: the bridge exits with its status, the referee records a
     crash for both stdio seats, and the bridge's log says what happened."""
@@ -236,6 +241,7 @@ done
 # ------------------------------------------------------------------------------------------------ sandboxed
 
 
+@pytest.mark.slow
 def test_in_a_bubblewrap_sandbox_the_bridge_runs_the_program_beside_it() -> None:
     """Both the bridge and the shell program in each seat's sandbox (the bridge's Python and clients/ are bound
     into every sandbox; the script's folder is the bot's folder): a whole match, no fault, no incident."""
@@ -249,6 +255,7 @@ def test_in_a_bubblewrap_sandbox_the_bridge_runs_the_program_beside_it() -> None
         assert "first_legal: outcome:" in played.logs[seat].read_text()
 
 
+@pytest.mark.slow
 def test_a_league_of_a_bot_added_with_stdio_plays_sandboxed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`mus bot add NAME --stdio -- sh first_legal.sh` stores the bridge in front of the program (one content
     hash, no special case in the worker), and `mus league run` plays it in its sandbox against `random`."""

@@ -75,11 +75,13 @@ def broken(mode: str, *args: str, module: str = "tests.support.broken_bots") -> 
 # ------------------------------------------------------------------------------------- the example bots pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bot", ["random", "rules"])
 def test_the_python_example_bots_pass_every_check(bot: str) -> None:
     assert_passes(*check(*FAST, "--", sys.executable, "-m", f"clients.bots.{bot}"))
 
 
+@pytest.mark.slow
 def test_the_cpp_example_bot_passes_every_check() -> None:
     missing = missing_toolchain()
     if missing is not None:
@@ -87,10 +89,12 @@ def test_the_cpp_example_bot_passes_every_check() -> None:
     assert_passes(*check(*FAST, "--", str(build_bot())))
 
 
+@pytest.mark.slow
 def test_the_javascript_example_bot_passes_every_check(node: str) -> None:
     assert_passes(*check(*FAST, "--", node, str(JS_DIR / "bot.js")))
 
 
+@pytest.mark.slow
 def test_the_stdio_example_bot_passes_every_check() -> None:
     """The shell bot of clients/stdio/examples, behind the stdio bridge (`--stdio`), as `mus bot add --stdio`."""
     result, report = check(*FAST, "--stdio", "--", "sh", str(STDIO_EXAMPLE))
@@ -109,6 +113,7 @@ def test_a_persistent_bot_also_plays_two_seats_in_a_row_from_each_process() -> N
 # ------------------------------------------------------------------------------------- broken bots fail, saying why
 
 
+@pytest.mark.slow
 def test_a_bot_that_never_joins_fails_the_handshake_and_the_rest_is_skipped() -> None:
     found = broken("never_joins", "--join-timeout", "2", "--variant", "defaults")
     status, summary = found["handshake"]
@@ -117,6 +122,7 @@ def test_a_bot_that_never_joins_fails_the_handshake_and_the_rest_is_skipped() ->
     assert found["rejoin"][1] == "skipped: the handshake failed"
 
 
+@pytest.mark.slow
 def test_a_bot_with_the_wrong_protocol_version_fails_the_handshake_naming_both_versions() -> None:
     status, summary = broken("wrong_version")["handshake"]
     assert status == "fail"
@@ -127,6 +133,7 @@ def test_a_bot_with_the_wrong_protocol_version_fails_the_handshake_naming_both_v
     ), summary
 
 
+@pytest.mark.slow
 def test_a_bot_that_plays_an_illegal_action_every_time_fails_legal_play_with_the_referees_reason() -> None:
     found = broken("illegal", module="tests.support.misbehaving")
     assert found["handshake"][0] == "pass"
@@ -136,6 +143,7 @@ def test_a_bot_that_plays_an_illegal_action_every_time_fails_legal_play_with_the
     assert summary.endswith("(and 2 more)"), "three illegal actions: the team forfeits"
 
 
+@pytest.mark.slow
 def test_a_bot_too_slow_for_its_clock_fails_the_deadline_with_its_times() -> None:
     found = broken("slow", "--matches", "1", "--decision-timeout", "0.3", "--variant", "defaults",
                    module="tests.support.misbehaving")  # fmt: skip
@@ -146,6 +154,7 @@ def test_a_bot_too_slow_for_its_clock_fails_the_deadline_with_its_times() -> Non
     assert status == "fail" and "timed out (answered after " in summary
 
 
+@pytest.mark.slow
 def test_a_bot_that_does_not_answer_again_after_illegal_action_fails_that_probe() -> None:
     found = broken("no_retry")
     status, summary = found["illegal_action_retry"]
@@ -155,6 +164,7 @@ def test_a_bot_that_does_not_answer_again_after_illegal_action_fails_that_probe(
     assert found["rejoin"][0] == "pass"
 
 
+@pytest.mark.slow
 def test_a_bot_that_answers_a_closed_decision_again_fails_that_probe() -> None:
     found = broken("stale_answer")
     status, summary = found["decision_closed"]
@@ -163,6 +173,7 @@ def test_a_bot_that_answers_a_closed_decision_again_fails_that_probe() -> None:
     assert found["illegal_action_retry"][0] == "pass" and found["rejoin"][0] == "pass"
 
 
+@pytest.mark.slow
 def test_a_bot_that_does_not_rejoin_after_a_drop_fails_that_probe_quoting_its_output() -> None:
     result, report = check(*ONE_VARIANT, "--", sys.executable, "-m", "tests.support.broken_bots", "no_rejoin")
     assert result.exit_code == 1
@@ -172,6 +183,7 @@ def test_a_bot_that_does_not_rejoin_after_a_drop_fails_that_probe_quoting_its_ou
     assert any("UNAVAILABLE" in line and "giving up" in line for line in rejoin["details"]), rejoin["details"]
 
 
+@pytest.mark.slow
 def test_a_bot_that_rejoins_past_its_next_event_fails_that_probe() -> None:
     status, summary = broken("skip_events")["rejoin"]
     assert status == "fail" and summary.startswith("it joined again with next_seq ")
@@ -181,6 +193,7 @@ def test_a_bot_that_rejoins_past_its_next_event_fails_that_probe() -> None:
 # ------------------------------------------------------------------------------------- the command
 
 
+@pytest.mark.slow
 def test_a_persistent_bot_whose_process_plays_one_seat_fails_that_check_and_only_that_one() -> None:
     found = broken("one_seat", "--persistent", *ONE_VARIANT)
     failing = {name: verdict for name, verdict in found.items() if verdict[0] != "pass"}
@@ -191,6 +204,7 @@ def test_a_persistent_bot_whose_process_plays_one_seat_fails_that_check_and_only
     ), failing
 
 
+@pytest.mark.slow
 def test_the_text_report_has_a_line_per_check_and_the_failures_reasons(tmp_path: Path) -> None:
     args = ["bot", "check", *ONE_VARIANT, "--logs", str(tmp_path), "--"]
     result = runner.invoke(app, [*args, sys.executable, "-m", "tests.support.broken_bots", "wrong_version"])
@@ -215,6 +229,7 @@ def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return url
 
 
+@pytest.mark.slow
 def test_a_registered_bot_is_checked_by_name_from_its_own_folder(database: str, tmp_path: Path) -> None:
     folder = tmp_path / "mine"
     folder.mkdir()
@@ -227,6 +242,7 @@ def test_a_registered_bot_is_checked_by_name_from_its_own_folder(database: str, 
     assert report["bot"] == "mine" and report["command"] == [sys.executable, "bot.py"]
 
 
+@pytest.mark.slow
 def test_bot_add_check_runs_the_check_on_the_new_version_and_fails_with_it(database: str, tmp_path: Path) -> None:
     folder = tmp_path / "old"
     folder.mkdir()

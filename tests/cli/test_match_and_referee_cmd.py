@@ -21,6 +21,7 @@ from workers.cli.main import app
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_match_play_runs_the_example_bots_as_processes_and_reports_the_result_as_json() -> None:
     result = runner.invoke(app, ["match", "play", "rules", "random", "--seed", "4", "--json"])
     assert result.exit_code == 0, result.output
@@ -31,12 +32,14 @@ def test_match_play_runs_the_example_bots_as_processes_and_reports_the_result_as
     assert data["faults"] == [], "the example bots never fault"
 
 
+@pytest.mark.slow
 def test_match_play_prints_the_transcript_and_the_result_line() -> None:
     result = runner.invoke(app, ["match", "play", "random", "random", "--seed", "2"])
     assert result.exit_code == 0, result.output
     assert "--- Hand 0:" in result.stdout and "Result: random wins" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_crashing_program_is_a_crash_incident_its_timeouts_are_its_faults_and_its_team_forfeits(
     tmp_path: Path,
 ) -> None:
@@ -51,6 +54,7 @@ def test_a_crashing_program_is_a_crash_incident_its_timeouts_are_its_faults_and_
     assert data["incidents"] == [incident for incident in data["incidents"] if incident["bot"] == "crash"]
 
 
+@pytest.mark.slow
 def test_a_forfeit_is_summarised_per_team_and_cause_and_exits_3(tmp_path: Path) -> None:
     crasher = tmp_path / "crash.py"
     crasher.write_text("import sys\nprint('crash: giving up', file=sys.stderr)\nsys.exit(3)\n")
@@ -80,6 +84,7 @@ run_bot(Named())
 """
 
 
+@pytest.mark.slow
 def test_match_play_names_bots_by_their_join_name_and_keeps_every_seats_output_with_logs(tmp_path: Path) -> None:
     program = tmp_path / "program_file.py"
     program.write_text(NAMED_BOT.format(name="named-bot"))
@@ -116,6 +121,7 @@ def test_bad_bots_and_options_are_one_line_errors() -> None:
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_referee_serve_answers_health_checks_and_stops_on_sigint() -> None:
     env = dict(os.environ, MUS_ADMIN_TOKEN="t0ken")
     process = subprocess.Popen(

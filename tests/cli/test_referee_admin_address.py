@@ -8,9 +8,12 @@ import subprocess
 import sys
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
+
+pytestmark = pytest.mark.slow  # `mus referee serve` as a process
 
 TOKEN = "admin-address-token-0123456789"
 

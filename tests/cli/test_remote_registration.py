@@ -25,6 +25,8 @@ from workers.cli import bot_cmd
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
 
+pytestmark = pytest.mark.slow  # `mus referee serve` as a process
+
 ADMIN_TOKEN = "registration-admin-t0ken"
 runner = CliRunner()
 SERVE = [sys.executable, "-m", "workers.cli.main", "referee", "serve"]

@@ -21,6 +21,7 @@ def fresh_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_demo_registers_the_example_bots_plays_the_league_and_prints_standings(fresh_folder: Path) -> None:
     result = runner.invoke(app, ["demo", "--matches-per-pairing", "2", "--workers", "2"])
     assert result.exit_code == 0, result.output

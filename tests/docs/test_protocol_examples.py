@@ -50,11 +50,13 @@ def test_the_page_holds_the_three_minimal_bots() -> None:
     assert sorted(examples()) == ["minimal_bot.js", "minimal_bot.py", "minimal_bot.sh"]
 
 
+@pytest.mark.slow
 def test_the_minimal_python_bot_plays_a_clean_match_against_random(tmp_path: Path) -> None:
     bot = extract("minimal_bot.py", tmp_path)
     assert_clean(played(["random", str(bot), *FAST]), "minimal-python")
 
 
+@pytest.mark.slow
 def test_the_minimal_stdio_bot_plays_a_clean_match_against_random(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -63,6 +65,7 @@ def test_the_minimal_stdio_bot_plays_a_clean_match_against_random(
     assert_clean(played(["random", "--stdio", *FAST, "--", "sh", "minimal_bot.sh"]), "minimal_bot")
 
 
+@pytest.mark.slow
 def test_the_minimal_javascript_bot_plays_a_clean_match_against_random(
     node: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,7 +3,8 @@
 Matches are driven by two policies: `uniform_policy` (the engine's own `random_action`) and `patient_policy`,
 which favours mus, small bets and plain answers so that discards, reshuffles, long hands and the tanteo are
 reached, and which sends señas at random, true or false. Faults (timeouts and illegal actions) are injected at a
-random rate. Every check runs after every step; the option matrix covers each rules variant of rules §14.
+random rate. One battery of invariants runs on each random match, over the option matrix of every rules variant
+of rules §14: each match is played once, checked after every step and then as a whole.
 """
 
 from __future__ import annotations
@@ -37,15 +38,29 @@ MAX_STEPS = 20_000
 """No match may need more steps than this (max_mus_rounds and the policies keep real matches far below)."""
 
 
-# ------------------------------------------------------------------------------------- settings
-# Each test stays well under 20 s on two cores; the budgets are per parametrized case.
+# ------------------------------------------------------------------------------------- events
+# Every read of an event's kind or payload goes through these two functions: a change in the shape of events is
+# a change here.
 
-MATRIX_CASE = settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
+
+def kind_of(event: Event) -> EventKind:
+    return event.kind
+
+
+def payload(event: Event) -> Mapping[str, Any]:
+    """The event's payload as the replay file writes it: cards in notation, enums by their rule names."""
+    return fields(event)
+
+
+# ------------------------------------------------------------------------------------- settings
+# The budgets are per parametrized case.
+
+BATTERY = settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
 SAMPLED = settings(deadline=None, max_examples=20, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ------------------------------------------------------------------------------------- option matrix
-# One point per rules variant of rules §14 (and two mixes); every test runs over it.
+# One point per rules variant of rules §14 (and two mixes); the battery runs over it.
 
 OPTION_MATRIX: tuple[tuple[str, Mapping[str, Any]], ...] = (
     ("defaults", {}),
@@ -113,7 +128,6 @@ OPTION_MATRIX: tuple[tuple[str, Mapping[str, Any]], ...] = (
     ),
 )
 
-MATRIX = [pytest.param(options, id=name) for name, options in OPTION_MATRIX]
 ALL_RULES = st.sampled_from([Rules.from_options(options) for _, options in OPTION_MATRIX])
 
 
@@ -215,6 +229,8 @@ class Scenario:
     policy_seed: int
     fault_rate: float
     setup: Setup | None
+    variant: str = "?"
+    """The name of the rules variant in OPTION_MATRIX, for failure messages."""
 
     def play(self, checks: Sequence[Check] = (), max_steps: int = MAX_STEPS) -> Match:
         return play_match(self, checks, max_steps)
@@ -295,7 +311,13 @@ def play_match(scenario: Scenario, checks: Sequence[Check] = (), max_steps: int 
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, rules: st.SearchStrategy[Rules], faults: bool = True) -> Scenario:
+def scenarios(
+    draw: st.DrawFn,
+    rules: st.SearchStrategy[Rules],
+    faults: bool = True,
+    variant: str = "?",
+    fault_rates: Sequence[float] = (0.0, 0.0, 0.004, 0.02),
+) -> Scenario:
     """A match: rules, a seed, a policy and its seed, a fault rate, and sometimes a start score near the end."""
     chosen = draw(rules)
     target = chosen.target_score
@@ -310,8 +332,9 @@ def scenarios(draw: st.DrawFn, rules: st.SearchStrategy[Rules], faults: bool = T
         seed=draw(st.integers(0, 2**32 - 1)),
         policy=draw(st.sampled_from(sorted(POLICIES))),
         policy_seed=draw(st.integers(0, 2**32 - 1)),
-        fault_rate=draw(st.sampled_from((0.0, 0.0, 0.004, 0.02))) if faults else 0.0,
+        fault_rate=draw(st.sampled_from(fault_rates)) if faults else 0.0,
         setup=Setup(start_score=start) if start != (0, 0) else None,
+        variant=variant,
     )
 
 
@@ -638,8 +661,8 @@ def check_scores_and_game_ends(match: Match, played: Played) -> None:
     decided_team: int | None = None
     forfeit = False
     for event in played.record.events:
-        data = fields(event)
-        if event.kind is EventKind.POINTS_SCORED:
+        data = payload(event)
+        if kind_of(event) is EventKind.POINTS_SCORED:
             assert reached is None, f"points scored after team {reached} reached the target: {event}"
             assert data["points"] > 0, event
             running[data["team"]] += data["points"]
@@ -652,13 +675,13 @@ def check_scores_and_game_ends(match: Match, played: Played) -> None:
                 assert LANCE_ORDER.index(data["lance"]) < LANCE_ORDER.index(ordago_lance), event
             if running[data["team"]] >= target:
                 reached = data["team"]
-        elif event.kind is EventKind.LANCE_CLOSED and data["outcome"] == "ordago_accepted":
+        elif kind_of(event) is EventKind.LANCE_CLOSED and data["outcome"] == "ordago_accepted":
             ordago_lance = data["lance"]
-        elif event.kind is EventKind.LANCE_DECIDED:
+        elif kind_of(event) is EventKind.LANCE_DECIDED:
             decided_team = data["team"]
-        elif event.kind is EventKind.FORFEIT:
+        elif kind_of(event) is EventKind.FORFEIT:
             forfeit = True
-        elif event.kind is EventKind.GAME_ENDED:
+        elif kind_of(event) is EventKind.GAME_ENDED:
             termination, winner = data["termination"], data["winner"]
             assert data["score"] == running, (event, running)
             if termination in TARGET_TERMINATIONS:
@@ -673,7 +696,7 @@ def check_scores_and_game_ends(match: Match, played: Played) -> None:
                 assert termination == GameTermination.FORFEIT.value, event
                 assert forfeit and winner is None and reached is None, event
             reached = ordago_lance = decided_team = None
-        elif event.kind is EventKind.GAME_STARTED:
+        elif kind_of(event) is EventKind.GAME_STARTED:
             assert data["score"] == [0, 0], event
             running = [0, 0]
     assert reached is None, f"team {reached} reached the target and the game went on"
@@ -688,32 +711,32 @@ def check_faults(match: Match, played: Played) -> None:
     rules = match.rules
     step = played.record.step
     events = played.record.events
-    faults = [index for index, event in enumerate(events) if event.kind is EventKind.FAULT]
+    faults = [index for index, event in enumerate(events) if kind_of(event) is EventKind.FAULT]
     counts = list(played.before.faults)
     for index in faults:
         event = events[index]
-        assert event.public and fields(event)["seat"] == step.seat, event
-        team = fields(event)["team"]
+        assert event.public and payload(event)["seat"] == step.seat, event
+        team = payload(event)["team"]
         assert team == step.seat % 2
         counts[team] += 1
-        assert fields(event)["faults"] == counts[team], event
+        assert payload(event)["faults"] == counts[team], event
     assert list(match.faults) == counts
     if step.kind is StepKind.ACTION:
         assert not faults, events
     elif step.kind is StepKind.TIMEOUT:
         expected = 0 if played.before.decision is DecisionKind.SENAS else 1
         assert len(faults) == expected, f"a timeout in a {played.before.decision} decision gave {len(faults)} faults"
-        assert all(fields(events[index])["cause"] == "timeout" for index in faults)
+        assert all(payload(events[index])["cause"] == "timeout" for index in faults)
     else:
-        assert len(faults) == 1 and events[faults[0]].payload.to_json()["cause"] == "illegal_action", events
+        assert len(faults) == 1 and payload(events[faults[0]])["cause"] == "illegal_action", events
     losing = [team for team in (0, 1) if counts[team] >= rules.max_faults_before_forfeit]
     if any(played.before.faults[team] < counts[team] for team in losing):
         # The limit was reached in this step: forfeit at once, nothing else happens, nothing is shown; the game
         # and the vaca in progress end with no winner.
         (team,) = losing
-        after = [event.kind for event in events[faults[-1] + 1 :]]
+        after = [kind_of(event) for event in events[faults[-1] + 1 :]]
         assert after == [EventKind.FORFEIT, EventKind.GAME_ENDED, EventKind.VACA_ENDED, EventKind.MATCH_ENDED], after
-        assert fields(events[-2])["winner"] is None
+        assert payload(events[-2])["winner"] is None
         assert match.outcome is not None
         assert match.outcome.termination is MatchTermination.FORFEIT and match.outcome.winner == 1 - team
         assert match.game_results[-1].winner is None
@@ -722,9 +745,11 @@ def check_faults(match: Match, played: Played) -> None:
     assert match.outcome is None or match.outcome.termination is MatchTermination.NORMAL
 
 
-def effects(events: Sequence[Event]) -> list[tuple[str, dict[str, Any], list[int] | None]]:
+def effects(events: Sequence[Event]) -> list[tuple[str, Mapping[str, Any], list[int] | None]]:
     """Events without their sequence numbers, to compare two runs that differ by a fault event."""
-    return [(event.kind.value, fields(event), sorted(event.to) if event.to is not None else None) for event in events]
+    return [
+        (kind_of(event).value, payload(event), sorted(event.to) if event.to is not None else None) for event in events
+    ]
 
 
 def check_illegal_actions_and_timeouts(match: Match, played: Played) -> None:
@@ -734,7 +759,7 @@ def check_illegal_actions_and_timeouts(match: Match, played: Played) -> None:
     if step.kind is StepKind.ACTION or (match.outcome and match.outcome.termination is MatchTermination.FORFEIT):
         return
     before = played.before
-    after_fault = [event for event in played.record.events if event.kind is not EventKind.FAULT]
+    after_fault = [event for event in played.record.events if kind_of(event) is not EventKind.FAULT]
     twin = played.default_only
     if twin is None:
         assert step.kind is StepKind.ILLEGAL
@@ -756,16 +781,16 @@ def check_outcome(match: Match) -> None:
     rules = match.rules
     outcome = match.outcome
     assert outcome is not None
-    assert match.events[-1].kind is EventKind.MATCH_ENDED
-    assert fields(match.events[-1])["winner"] == outcome.winner
+    assert kind_of(match.events[-1]) is EventKind.MATCH_ENDED
+    assert payload(match.events[-1])["winner"] == outcome.winner
     assert outcome.games == tuple(match.game_results)
     assert outcome.vaca_results == tuple(match.vaca_results)
     assert outcome.faults == (match.faults[0], match.faults[1])
-    ended = [fields(event) for event in match.events if event.kind is EventKind.GAME_ENDED]
+    ended = [payload(event) for event in match.events if kind_of(event) is EventKind.GAME_ENDED]
     assert [(data["winner"], tuple(data["score"]), data["termination"]) for data in ended] == [
         (game.winner, game.score, game.termination.value) for game in outcome.games
     ]
-    games, vacas, vaca, game, hand = [0, 0], [0, 0], 1, 0, -1
+    games, vacas, vaca, game, hand = [0, 0], [0, 0], 0, -1, -1  # vacas and games count from 0
     vaca_results: list[tuple[int, int | None, tuple[int, int]]] = []
     for index, result in enumerate(outcome.games):
         last = index == len(outcome.games) - 1
@@ -787,7 +812,7 @@ def check_outcome(match: Match) -> None:
         if games[winner] == rules.games_to_win_vaca:
             vaca_results.append((vaca, winner, (games[0], games[1])))
             vacas[winner] += 1
-            games, vaca, game = [0, 0], vaca + 1, 0
+            games, vaca, game = [0, 0], vaca + 1, -1
             if vacas[winner] == rules.vacas_to_win_match:
                 assert last, "the match went on after a team won it"
     assert [(v.vaca, v.winner, v.games) for v in outcome.vaca_results] == vaca_results
@@ -819,7 +844,7 @@ def hands_of(match: Match) -> list[list[Event]]:
     """The event log cut into hands, each from its `hand_started` to the next one."""
     hands: list[list[Event]] = []
     for event in match.events:
-        if event.kind is EventKind.HAND_STARTED:
+        if kind_of(event) is EventKind.HAND_STARTED:
             hands.append([])
         if hands:
             hands[-1].append(event)
@@ -847,8 +872,8 @@ def check_hand_protocol(match: Match) -> None:
     next_mano = (match.first_dealer + 1) % 4
     hand: HandState | None = None
     for index, event in enumerate(match.events):
-        data = fields(event)
-        kind = event.kind
+        data = payload(event)
+        kind = kind_of(event)
         if kind is EventKind.HAND_STARTED:
             assert (data["mano"], data["dealer"]) == (next_mano, (next_mano + 3) % 4), event
             hand = HandState(mano=next_mano)
@@ -923,7 +948,9 @@ def check_hand_protocol(match: Match) -> None:
                 assert not hand.deje_paid, event
                 if outcome == "rejected":  # §8.3: the deje is scored at once, as soon as the lance closes
                     following = match.events[index + 1]
-                    assert following.kind is EventKind.POINTS_SCORED and fields(following)["reason"] == "deje", event
+                    assert kind_of(following) is EventKind.POINTS_SCORED and payload(following)["reason"] == "deje", (
+                        event
+                    )
         elif kind is EventKind.HANDS_SHOWN:
             shown = [parse_hand(text) for text in data["hands"]]
             for lance, declarations in hand.declared.items():
@@ -959,18 +986,18 @@ def check_discards_and_stock(match: Match) -> None:
     exclude_own = rules.reshuffle_pool.value == "exclude_pending_own"
     state: DiscardRound | None = None
     for event in match.events:
-        data = fields(event)
-        if event.kind is EventKind.HAND_STARTED:
+        data = payload(event)
+        if kind_of(event) is EventKind.HAND_STARTED:
             order = [(data["mano"] + k) % 4 for k in range(4)]
             if rules.replacement_order.value == "dealer_first":
                 order.reverse()
             state = DiscardRound(data["mano"], order, {}, {str(card) for card in FULL_DECK})
         elif state is None:
             continue
-        elif event.kind is EventKind.CARDS_DEALT:
+        elif kind_of(event) is EventKind.CARDS_DEALT:
             state.hands[data["seat"]] = cards_of(data["cards"])
             state.stock -= cards_of(data["cards"])
-        elif event.kind is EventKind.CARDS_DISCARDED:
+        elif kind_of(event) is EventKind.CARDS_DISCARDED:
             seat, thrown = data["seat"], cards_of(data["cards"])
             assert thrown <= state.hands[seat] and rules.discard_min <= len(thrown) <= rules.discard_max, event
             assert sequential or (seat not in state.thrown and not state.counted), event
@@ -978,7 +1005,7 @@ def check_discards_and_stock(match: Match) -> None:
                 assert seat == state.order[len(state.thrown)] and len(state.replaced) == len(state.thrown), event
             state.thrown[seat] = thrown
             state.pile |= thrown
-        elif event.kind is EventKind.DISCARD_COUNTED:
+        elif kind_of(event) is EventKind.DISCARD_COUNTED:
             seat = data["seat"]
             assert data["count"] == len(state.thrown[seat]), event
             if not sequential:
@@ -986,10 +1013,10 @@ def check_discards_and_stock(match: Match) -> None:
                 assert len(state.thrown) == 4 and not state.replaced, event
                 assert seat == (state.mano + len(state.counted)) % 4, event
             state.counted.append(seat)
-        elif event.kind is EventKind.STOCK_RESHUFFLED:
+        elif kind_of(event) is EventKind.STOCK_RESHUFFLED:
             assert not state.reshuffled, "two reshuffles in one discard round"
             state.reshuffled = state.reshuffle_due = True
-        elif event.kind is EventKind.CARDS_REPLACED:
+        elif kind_of(event) is EventKind.CARDS_REPLACED:
             seat, received = data["seat"], cards_of(data["cards"])
             assert seat == state.order[len(state.replaced)] and seat in state.counted, event
             assert len(received) == len(state.thrown[seat]), event
@@ -1009,7 +1036,7 @@ def check_discards_and_stock(match: Match) -> None:
             state.replaced.append(seat)
             if len(state.replaced) == 4:
                 state.thrown, state.counted, state.replaced, state.reshuffled = {}, [], [], False
-        elif event.kind is EventKind.HANDS_SHOWN:
+        elif kind_of(event) is EventKind.HANDS_SHOWN:
             assert [cards_of(text) for text in data["hands"]] == [state.hands[seat] for seat in range(4)], event
 
 
@@ -1018,68 +1045,145 @@ def check_tanteo(match: Match) -> None:
     target; an accepted órdago is decided on cards among the lance's holders (§8.4), after count_prior's entries."""
     rules = match.rules
     for hand_events in hands_of(match):
-        shown = [e for e in hand_events if e.kind is EventKind.HANDS_SHOWN]
-        ended = [fields(e)["termination"] for e in hand_events if e.kind is EventKind.GAME_ENDED]
+        shown = [e for e in hand_events if kind_of(e) is EventKind.HANDS_SHOWN]
+        ended = [payload(e)["termination"] for e in hand_events if kind_of(e) is EventKind.GAME_ENDED]
         if not shown or ended == ["target_at_deje"]:
             continue  # a forfeit, or a game won on a deje: no tanteo
-        hands = [parse_hand(text) for text in fields(shown[0])["hands"]]
-        mano = fields(hand_events[0])["mano"]
+        hands = [parse_hand(text) for text in payload(shown[0])["hands"]]
+        mano = payload(hand_events[0])["mano"]
         results: dict[str, tuple[str, int, int | None]] = {}
         ordago: str | None = None
         for seen in hand_events:
-            if seen.kind is EventKind.LANCE_CLOSED:
-                if fields(seen)["outcome"] == "ordago_accepted":
-                    ordago = fields(seen)["lance"]
+            if kind_of(seen) is EventKind.LANCE_CLOSED:
+                if payload(seen)["outcome"] == "ordago_accepted":
+                    ordago = payload(seen)["lance"]
                     break
-                results[fields(seen)["lance"]] = (
-                    fields(seen)["outcome"],
-                    fields(seen)["stake"],
-                    fields(seen)["winner_team"],
+                results[payload(seen)["lance"]] = (
+                    payload(seen)["outcome"],
+                    payload(seen)["stake"],
+                    payload(seen)["winner_team"],
                 )
         paid = [
-            (fields(e)["team"], fields(e)["points"], fields(e)["lance"])
+            (payload(e)["team"], payload(e)["points"], payload(e)["lance"])
             for e in hand_events
-            if e.kind is EventKind.POINTS_SCORED and fields(e)["reason"] == "tanteo"
+            if kind_of(e) is EventKind.POINTS_SCORED and payload(e)["reason"] == "tanteo"
         ]
         if ordago is not None and rules.ordago_resolution.value == "immediate":
             assert paid == [], paid
             results = {}
         expected = tanteo_entries(results, hands, mano, rules)
-        context = (fields(shown[0])["hands"], mano, results)
+        context = (payload(shown[0])["hands"], mano, results)
         assert paid == expected[: len(paid)], (paid, expected, context)
         if len(paid) < len(expected):
             assert ended == ["target_at_tanteo"], (paid, expected, context)
         if ordago is not None and ended == ["ordago"]:
-            decided = [fields(e)["seat"] for e in hand_events if e.kind is EventKind.LANCE_DECIDED]
+            decided = [payload(e)["seat"] for e in hand_events if kind_of(e) is EventKind.LANCE_DECIDED]
             assert decided == [best_of(ordago, hands, mano, rules)], (ordago, decided, context)
+
+
+# ------------------------------------------------------------------------------------- the battery
+
+
+def check_tanteo_after_the_show(match: Match) -> None:
+    """rules §9.1 item 2: tanteo points are counted "after all four hands are shown" (FEM C.VII-9); §8.4: at an
+    accepted órdago "all four hands are shown and the current lance is decided on cards" (then count_prior counts)."""
+    shown = False
+    for event in match.events:
+        kind = kind_of(event)
+        if kind is EventKind.HAND_STARTED:
+            shown = False
+        elif kind is EventKind.HANDS_SHOWN:
+            shown = True
+        elif kind is EventKind.LANCE_DECIDED or (
+            kind is EventKind.POINTS_SCORED and payload(event)["reason"] == "tanteo"
+        ):
+            assert shown, f"{event.to_json()} comes before the hands are shown"
+
+
+LEGAL_SET_RATE = 0.05
+"""The share of steps, drawn at random over each match, after which the legal sets are compared with `check` over
+the whole action encoding (~120 codes per seat): the dearest invariant, so it samples steps rather than take all."""
+
+FAULT_RATES = (0.0, 0.0, 0.004, 0.01, 0.02, 0.05)
+"""A third of the matches without faults; the others up to a rate that forfeits most matches."""
+
+STEP_INVARIANTS: tuple[tuple[str, Check], ...] = (
+    ("all 40 cards, four per hand (§4, §5.2)", check_cards),
+    (
+        "scores never drop; games end only at the target, by órdago or by forfeit (§9.5, §8.4, §13)",
+        check_scores_and_game_ends,
+    ),
+    ("faults counted per team; the limit forfeits at once (§13)", check_faults),
+    ("an illegal action is never applied; a timeout is its default action (§13)", check_illegal_actions_and_timeouts),
+)
+"""Checked after every step of every match: (name, check)."""
+
+LEGAL_SETS = "legal_actions agrees with check over the whole action encoding"
+
+MATCH_INVARIANTS: tuple[tuple[str, Callable[[Match], None]], ...] = (
+    ("turns, declarations and the betting state machine (§3, §5.1, §7, §8.2, §8.3)", check_hand_protocol),
+    ("discards and replacements follow the stock and the reshuffle rules (§4, §5.2)", check_discards_and_stock),
+    ("the tanteo is counted after the hands are shown (§9.1, §8.4)", check_tanteo_after_the_show),
+    ("the tanteo pays each lance what the scoring table says (§9, §8.4)", check_tanteo),
+    ("the outcome agrees with the games, the vacas and the faults (§9.5, §10, §13)", check_outcome),
+    ("the log and the replay file replay to the same events (§4.1)", check_replays),
+)
+"""Checked once each match is over: (name, check)."""
+
+
+class InvariantBroken(AssertionError):
+    """An invariant failed: the message names it, the rules variant and the scenario that reproduces it."""
+
+
+def broken(name: str, scenario: Scenario, where: str, error: AssertionError) -> InvariantBroken:
+    return InvariantBroken(
+        f"invariant broken: {name}\n  rules variant {scenario.variant}, seed {scenario.seed}, {scenario.policy} "
+        f"policy with seed {scenario.policy_seed}, fault rate {scenario.fault_rate}, setup {scenario.setup}\n"
+        f"  {where}: {error}"
+    )
+
+
+def run_battery(scenario: Scenario) -> Match:
+    """Play the scenario's match once and check every invariant on it: after each step, then over the whole match."""
+    match = Match(scenario.rules, scenario.seed, scenario.setup)
+    rng = random.Random(scenario.policy_seed)
+    sampler = random.Random(scenario.policy_seed ^ scenario.seed)  # which steps get the legal-set check
+    policy = POLICIES[scenario.policy]
+    for index in range(MAX_STEPS):
+        if match.is_over:
+            break
+        played = take_step(match, rng, policy, scenario.fault_rate)
+        for name, check in STEP_INVARIANTS:
+            try:
+                check(match, played)
+            except AssertionError as error:
+                raise broken(name, scenario, f"after step {index} ({played.record.step})", error) from error
+        if index == 0 or sampler.random() < LEGAL_SET_RATE:
+            try:
+                check_legal_sets(match, played)
+            except AssertionError as error:
+                raise broken(LEGAL_SETS, scenario, f"after step {index} ({played.record.step})", error) from error
+    assert match.is_over, f"the match did not end within {MAX_STEPS} steps: {scenario}"
+    for name, whole in MATCH_INVARIANTS:
+        try:
+            whole(match)
+        except AssertionError as error:
+            raise broken(name, scenario, f"over the match of {len(match.log)} steps", error) from error
+    return match
 
 
 # ------------------------------------------------------------------------------------- tests
 
 
-@pytest.mark.parametrize("options", MATRIX)
-@MATRIX_CASE
-@given(data=st.data())
-def test_every_step_keeps_all_40_cards_and_four_per_hand(options: Mapping[str, Any], data: st.DataObject) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
-    scenario.play([check_cards])
-
-
 @pytest.mark.parametrize(
-    "options",
-    [
-        pytest.param(options, id=name)
-        for name, options in OPTION_MATRIX
-        if any(key.startswith(("discard", "replacement", "reshuffle", "max_mus")) for key in options) or not options
-    ],
+    ("variant", "rules"), [pytest.param(name, Rules.from_options(options), id=name) for name, options in OPTION_MATRIX]
 )
-@MATRIX_CASE
+@BATTERY
 @given(data=st.data())
-def test_discards_and_replacements_follow_the_stock_and_reshuffle_rules(
-    options: Mapping[str, Any], data: st.DataObject
+def test_every_invariant_holds_on_random_matches_of_every_rules_variant(
+    variant: str, rules: Rules, data: st.DataObject
 ) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
-    check_discards_and_stock(dataclasses.replace(scenario, policy="patient").play())
+    run_battery(data.draw(scenarios(st.just(rules), variant=variant, fault_rates=FAULT_RATES)))
 
 
 @SAMPLED
@@ -1097,15 +1201,17 @@ def test_a_deck_deals_card_i_to_seat_mano_plus_i_and_replacements_from_card_16_o
     setup = Setup(decks={0: deck}, first_dealer=first_dealer)
     match = Scenario(rules, seed, "patient", policy_seed, 0.0, setup).play(max_steps=300)
     mano = (first_dealer + 1) % 4
-    first_hand = match.events[: next((e.seq for e in match.events if e.kind is EventKind.HAND_ENDED), None)]
-    dealt = {fields(e)["seat"]: cards_of(fields(e)["cards"]) for e in first_hand if e.kind is EventKind.CARDS_DEALT}
+    first_hand = match.events[: next((e.seq for e in match.events if kind_of(e) is EventKind.HAND_ENDED), None)]
+    dealt = {
+        payload(e)["seat"]: cards_of(payload(e)["cards"]) for e in first_hand if kind_of(e) is EventKind.CARDS_DEALT
+    }
     assert dealt == {seat: {str(deck[i]) for i in range(16) if (mano + i) % 4 == seat} for seat in range(4)}
     position = 16
     for event in first_hand:
-        if event.kind is EventKind.STOCK_RESHUFFLED:
+        if kind_of(event) is EventKind.STOCK_RESHUFFLED:
             break
-        if event.kind is EventKind.CARDS_REPLACED:
-            received = cards_of(fields(event)["cards"])
+        if kind_of(event) is EventKind.CARDS_REPLACED:
+            received = cards_of(payload(event)["cards"])
             assert received == {str(card) for card in deck[position : position + len(received)]}, event
             position += len(received)
 
@@ -1121,121 +1227,14 @@ def test_the_deal_of_every_hand_depends_only_on_the_seed_and_the_hand_number(
         out: dict[int, list[Any]] = {}
         hand = -1
         for event in match.events:
-            if event.kind is EventKind.HAND_STARTED:
-                hand = fields(event)["hand"]
-                out[hand] = [fields(event)["mano"]]
-            elif event.kind is EventKind.CARDS_DEALT:
-                out[hand].append((fields(event)["seat"], fields(event)["cards"]))
+            if kind_of(event) is EventKind.HAND_STARTED:
+                hand = payload(event)["hand"]
+                out[hand] = [payload(event)["mano"]]
+            elif kind_of(event) is EventKind.CARDS_DEALT:
+                out[hand].append((payload(event)["seat"], payload(event)["cards"]))
         return out
 
     first = deals(scenario.play())
     second = deals(dataclasses.replace(scenario, policy_seed=other_policy_seed, policy="patient").play())
     for hand in first.keys() & second.keys():
         assert first[hand] == second[hand], f"hand {hand} was dealt differently"
-
-
-@SAMPLED
-@given(scenario=scenarios(ALL_RULES))
-def test_legal_actions_agree_with_check_over_the_whole_action_encoding(scenario: Scenario) -> None:
-    # The whole encoding is ~120 codes per seat and step: a prefix of each match keeps this affordable.
-    scenario.play([check_legal_sets], max_steps=100)
-
-
-@pytest.mark.parametrize("options", MATRIX)
-@MATRIX_CASE
-@given(data=st.data())
-def test_hands_follow_the_turns_declarations_and_betting_state_machine_of_the_rules(
-    options: Mapping[str, Any], data: st.DataObject
-) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
-    check_hand_protocol(scenario.play())
-
-
-@pytest.mark.parametrize("options", MATRIX)
-@MATRIX_CASE
-@given(data=st.data())
-def test_scores_never_drop_and_games_end_only_at_the_target_by_ordago_or_by_forfeit(
-    options: Mapping[str, Any], data: st.DataObject
-) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
-    scenario.play([check_scores_and_game_ends])
-
-
-@SAMPLED
-@given(scenario=scenarios(ALL_RULES, faults=False))
-def test_the_tanteo_is_counted_after_the_hands_are_shown(scenario: Scenario) -> None:
-    """rules §9.1 item 2: tanteo points are counted "after all four hands are shown" (FEM C.VII-9); §8.4: at an
-    accepted órdago "all four hands are shown and the current lance is decided on cards" (then count_prior counts)."""
-    match = scenario.play()
-    shown = False
-    for event in match.events:
-        if event.kind is EventKind.HAND_STARTED:
-            shown = False
-        elif event.kind is EventKind.HANDS_SHOWN:
-            shown = True
-        elif event.kind is EventKind.LANCE_DECIDED or (
-            event.kind is EventKind.POINTS_SCORED and fields(event)["reason"] == "tanteo"
-        ):
-            assert shown, f"{event.to_json()} comes before the hands are shown"
-
-
-@pytest.mark.parametrize(
-    "options",
-    [
-        pytest.param(options, id=name)
-        for name, options in OPTION_MATRIX
-        if not options
-        or any(
-            key in options
-            for key in (
-                "deck_mode",
-                "real_31",
-                "target_score",
-                "deje_mode",
-                "refused_jugada_bonus_to",
-                "punto_bonus",
-                "ordago_resolution",
-                "max_total_stake",
-                "response_mode",
-            )
-        )
-    ],
-)
-@MATRIX_CASE
-@given(data=st.data())
-def test_the_tanteo_pays_each_lance_what_the_scoring_table_says(
-    options: Mapping[str, Any], data: st.DataObject
-) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options)), faults=False))
-    check_tanteo(dataclasses.replace(scenario, policy=data.draw(st.sampled_from(("patient", "uniform")))).play())
-
-
-@pytest.mark.parametrize("options", MATRIX)
-@MATRIX_CASE
-@given(data=st.data())
-def test_faults_are_counted_per_team_and_the_limit_forfeits_the_match_at_once(
-    options: Mapping[str, Any], data: st.DataObject
-) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
-    scenario = dataclasses.replace(scenario, fault_rate=data.draw(st.sampled_from((0.01, 0.05))))
-    scenario.play([check_faults, check_illegal_actions_and_timeouts])
-
-
-@pytest.mark.parametrize("options", MATRIX)
-@MATRIX_CASE
-@given(data=st.data())
-def test_every_match_ends_with_an_outcome_that_agrees_with_its_games_vacas_and_faults(
-    options: Mapping[str, Any], data: st.DataObject
-) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
-    check_outcome(scenario.play())
-
-
-@pytest.mark.parametrize("options", MATRIX)
-@MATRIX_CASE
-@given(data=st.data())
-def test_replaying_the_log_or_the_replay_file_gives_the_same_events(
-    options: Mapping[str, Any], data: st.DataObject
-) -> None:
-    scenario = data.draw(scenarios(st.just(Rules.from_options(options))))
-    check_replays(scenario.play())

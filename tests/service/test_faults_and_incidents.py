@@ -18,6 +18,7 @@ from referee.causes import CAUSE_FROM_PROTO, CAUSE_TO_PROTO, IncidentCause
 from referee.engine.outcome import FaultCause
 from referee.engine.rules import Rules
 from tests.service.conftest import Running, with_referee
+from tests.support.clock import FakeClock, pass_the_join_deadline
 from tests.support.seats import WireSeat
 from tests.support.wire import play_seat
 
@@ -38,8 +39,11 @@ async def admin_views(
 
 def test_an_absent_seat_is_one_incident_and_its_timeouts_are_the_faults_each_listed_once_in_order() -> None:
     async def scenario(running: Running) -> None:
-        table = running.referee.create_table(Rules(), 9, NAMES, join_timeout_s=0.3)
-        await asyncio.gather(*(play_seat(running.address, table.seats[seat].token, seat) for seat in range(3)))
+        clock = FakeClock()
+        table = running.referee.create_table(Rules(), 9, NAMES, clock=clock)
+        playing = asyncio.gather(*(play_seat(running.address, table.seats[seat].token, seat) for seat in range(3)))
+        await pass_the_join_deadline(table, clock, joined=3)
+        await playing
         outcome = table.outcome
         assert outcome is not None and outcome.termination == pb.MATCH_TERMINATION_FORFEIT
         assert list(outcome.faults) == [

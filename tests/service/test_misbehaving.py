@@ -1,20 +1,19 @@
 """Misbehaving bots as real processes against a real referee (rules §13, play.proto's status codes).
 
 Each test runs two tables on one referee at the same time: one with a misbehaving bot at seat 1 (team 1) and
-three random bots, and one with four random bots. The misbehaving seat gets its named fault or incident, its
+three random seats, and one with four random seats. The misbehaving bot is a process of its own; the random
+seats play over the wire from the test's event loop. The misbehaving seat gets its named fault or incident, its
 client gets a status code whose message names the problem (never UNKNOWN), no illegal action is ever applied
 (the engine's log replays), nobody else at its table is charged anything, and the other table finishes
-normally with no fault at all.
+normally with no fault at all. Deadlines (timeouts, the bank, the join deadline, grace periods) pass on a fake
+clock (tests/support/clock.py) where the test is not about a real bot being late.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import shutil
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 import pytest
@@ -24,6 +23,7 @@ from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
 from referee.service.table import Table, TableStatus
 from tests.service.conftest import Running, with_referee
+from tests.support.clock import FakeClock, pass_the_join_deadline, run_out_the_clock
 from tests.support.misbehaving import FLOOD_MESSAGES, BotRun, Report, collect, launch
 from tests.support.referee_checks import (
     action_steps,
@@ -58,20 +58,23 @@ SHORT_GRACE = 0.3
 
 @dataclass
 class SideBySide:
-    """The misbehaving table and the normal one, and every bot process of both, by seat."""
+    """The misbehaving table and the normal one: the culprit's process, and the honest seats of both tables."""
 
     bad: Table
     good: Table
-    bad_runs: list[BotRun]
-    good_runs: list[BotRun]
+    culprit_run: BotRun
+    bad_seats: dict[int, WireSeat]
+    """The misbehaving table's honest seats, by seat."""
+    good_seats: list[WireSeat]
+    started: dict[str, float]
     ended: dict[str, float]
-    """When each match ended, on the tables' clock."""
+    """When each match started and ended, on the event loop's clock (the misbehaving table may have a fake one)."""
 
     @property
     def culprit(self) -> Report:
-        report = self.bad_runs[BAD].report
-        assert report is not None, f"the {self.bad_runs[BAD].mode} bot printed no report: {self.bad_runs[BAD].stderr}"
-        return report
+        run = self.culprit_run
+        assert run.report is not None, f"the {run.mode} bot printed no report: {run.stderr}"
+        return run.report
 
 
 async def side_by_side(
@@ -82,76 +85,87 @@ async def side_by_side(
     seed: int,
     env: dict[str, str] | None = None,
     other_token_seat: int | None = None,
+    clock: FakeClock | None = None,
 ) -> SideBySide:
-    """Both tables at once, every seat its own process; a bot that exits non-zero is reported as crashed.
+    """Both tables at once: the culprit is a process of its own, reported as crashed when it exits non-zero (as
+    the launcher does); the seven honest seats play the random policy from the test's event loop.
 
     The normal table starts first and its seat 0 holds its first answer until the misbehaving table has started,
-    so each match starts before the other ends, however fast the misbehaving one is over.
+    so each match starts before the other ends, however fast the misbehaving one is over. With a `clock`, the
+    misbehaving table runs on it, and the clock jumps to each of the culprit's deadlines (`run_out_the_clock`).
     """
-    bad = running.referee.create_table(rules, seed, NAMES)
+    bad = running.referee.create_table(rules, seed, NAMES, clock=clock)
     good = running.referee.create_table(NORMAL, seed + 1, NAMES)
+    loop = asyncio.get_running_loop()
+    started: dict[str, float] = {}
     ended: dict[str, float] = {}
-    hold_dir = Path(tempfile.mkdtemp(prefix="mus-hold-"))
-    hold = hold_dir / "go"
-    processes: list[asyncio.subprocess.Process] = []
     extra = dict(env or {})
     if other_token_seat is not None:
         extra["MUS_OTHER_TOKEN"] = bad.seats[other_token_seat].token
+    good_seats = [WireSeat(running.address, state.token, seed=(seed + 1) * 8 + n) for n, state in enumerate(good.seats)]
+    bad_seats = {
+        n: WireSeat(running.address, state.token, seed=seed * 8 + n) for n, state in enumerate(bad.seats) if n != BAD
+    }
+    good_seats[0].gate.clear()
+    process: asyncio.subprocess.Process | None = None
 
     async def note_end(name: str, table: Table) -> None:
         await table.finished.wait()
-        ended[name] = table.clock()
+        ended[name] = loop.time()
 
-    async def supervised(table: Table, seat: int, bot_mode: str, bot_env: dict[str, str] | None) -> BotRun:
-        process = await launch(bot_mode, running.address, table.seats[seat].token, seed=seed * 8 + seat, env=bot_env)
-        processes.append(process)
-        run = await collect(bot_mode, process)
+    async def culprit() -> BotRun:
+        nonlocal process
+        process = await launch(mode, running.address, bad.seats[BAD].token, seed=seed * 8 + BAD, env=extra)
+        run = await collect(mode, process)
         if run.returncode != 0:
-            table.report_crash(seat, f"bot process exited with status {run.returncode}")  # as the launcher does
+            bad.report_crash(BAD, f"bot process exited with status {run.returncode}")
         return run
 
     try:
         ends = asyncio.gather(note_end("bad", bad), note_end("good", good))
-        good_runs = [
-            asyncio.create_task(supervised(good, seat, "random", {"MUS_HOLD_FILE": str(hold)} if seat == 0 else None))
-            for seat in range(4)
-        ]
+        playing = [asyncio.create_task(seat.run()) for seat in (*good_seats, *bad_seats.values())]
         await until(lambda: good.started_at is not None, timeout=30, what="the normal table to start")
-        modes = {seat: (mode, extra) if seat == BAD else ("random", None) for seat in range(4)}
-        bad_runs = [asyncio.create_task(supervised(bad, seat, *modes[seat])) for seat in range(4)]
+        started["good"] = loop.time()
+        culprit_run = asyncio.create_task(culprit())
         await until(lambda: bad.started_at is not None, timeout=30, what="the misbehaving table to start")
-        hold.touch()
-        runs = await asyncio.gather(*bad_runs, *good_runs)
+        started["bad"] = loop.time()
+        driver = [asyncio.create_task(run_out_the_clock(bad, clock, BAD))] if clock is not None else []
+        good_seats[0].gate.set()
+        run = await culprit_run
+        await asyncio.gather(*playing, *driver)
         await ends
     finally:
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-        shutil.rmtree(hold_dir, ignore_errors=True)
-    return SideBySide(bad, good, list(runs[:4]), list(runs[4:]), ended)
+        if process is not None and process.returncode is None:
+            process.kill()
+            await process.wait()
+    return SideBySide(bad, good, run, bad_seats, good_seats, started, ended)
 
 
 def assert_honest_seats_untouched(result: SideBySide) -> None:
     """The other table finished normally with no fault; at the bad table, only the culprit was charged."""
     good, bad = result.good, result.bad
     assert good.started_at is not None and bad.started_at is not None
-    assert max(good.started_at, bad.started_at) < min(result.ended.values()), "both matches ran at the same time"
+    assert max(result.started.values()) < min(result.ended.values()), "both matches ran at the same time"
     assert good.status is TableStatus.FINISHED
     assert good.outcome is not None and good.outcome.termination == pb.MATCH_TERMINATION_NORMAL
     assert good.faults() == [], "the normal table next to the misbehaving one must see no fault"
     assert good.incidents == []
     assert_replays_legally(good)
-    for seat, run in enumerate(result.good_runs):
-        assert_played_to_the_end(run, good, f"normal table seat {seat}")
+    for seat, wire in enumerate(result.good_seats):
+        assert_seat_played_to_the_end(wire, good, f"normal table seat {seat}")
 
     assert bad.status is TableStatus.FINISHED
     assert_replays_legally(bad)
     assert {seat for seat, _ in engine_faults(bad)} <= {BAD}, engine_faults(bad)
     assert {seat for seat, _ in incidents(bad)} <= {BAD}, incidents(bad)
-    for seat, run in enumerate(result.bad_runs):
-        if seat != BAD:
-            assert_played_to_the_end(run, bad, f"honest seat {seat} at the misbehaving table")
+    for seat, wire in result.bad_seats.items():
+        assert_seat_played_to_the_end(wire, bad, f"honest seat {seat} at the misbehaving table")
+
+
+def assert_seat_played_to_the_end(seat: WireSeat, table: Table, who: str) -> None:
+    assert [stream.code for stream in seat.streams] == ["OK"], f"{who}: {seat.streams}"
+    assert seat.of("outcome")[-1].outcome == table.outcome, f"{who} got the outcome"
+    assert seat.of("action_rejected") == [], f"{who}: an honest random seat is never rejected"
 
 
 def assert_played_to_the_end(run: BotRun, table: Table, who: str) -> None:
@@ -181,6 +195,7 @@ def assert_forfeit_by_timeouts(table: Table) -> None:
     assert all(event.kind.value != "hands_shown" for event in events[last_hand:]), "a forfeit reveals no hands"
 
 
+@pytest.mark.slow
 def test_a_slow_bot_draws_on_its_bank_then_times_out_and_its_team_forfeits() -> None:
     env = {"MUS_SLOW_EXTRA_S": str(SLOW_EXTRA_S)}
     result = with_referee(lambda running: side_by_side(running, "slow", FAST, seed=11, env=env), timeout=40)
@@ -205,8 +220,9 @@ def test_a_slow_bot_draws_on_its_bank_then_times_out_and_its_team_forfeits() -> 
     assert incidents(result.bad) == [], "a timeout is a fault, never also an incident"
 
 
+@pytest.mark.slow
 def test_a_silent_bot_times_out_and_its_team_forfeits_with_no_incident_beside_its_timeouts() -> None:
-    result = with_referee(lambda running: side_by_side(running, "silent", FAST, seed=12), timeout=40)
+    result = with_referee(lambda running: side_by_side(running, "silent", FAST, seed=12, clock=FakeClock()), timeout=40)
     assert_honest_seats_untouched(result)
     report = result.culprit
     assert report.stream("seat").code == "OK"
@@ -221,12 +237,13 @@ def test_a_silent_bot_times_out_and_its_team_forfeits_with_no_incident_beside_it
     assert [fault.cause for fault in outcome.faults] == [pb.FAULT_CAUSE_TIMEOUT] * FAST.max_faults_before_forfeit
 
 
+@pytest.mark.slow
 def test_a_crashed_bot_is_recorded_as_a_crash_and_its_team_forfeits() -> None:
     result = with_referee(
         lambda running: side_by_side(running, "crash", FAST, seed=13, env={"MUS_CRASH_AFTER": "3"}), timeout=40
     )
     assert_honest_seats_untouched(result)
-    run = result.bad_runs[BAD]
+    run = result.culprit_run
     assert run.returncode == 1, run.stderr
     assert len([act for act in result.culprit.acts if act.category == "in_turn"]) == 3
     assert len(action_steps(result.bad, BAD)) == 3
@@ -234,6 +251,7 @@ def test_a_crashed_bot_is_recorded_as_a_crash_and_its_team_forfeits() -> None:
     assert_forfeit_by_timeouts(result.bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["retry", "default_action"])
 def test_illegal_actions_are_never_applied_each_counts_a_fault_and_the_team_forfeits(policy: str) -> None:
     rules = ROOMY_LONG.with_options({"illegal_action_policy": policy})
@@ -271,6 +289,7 @@ def test_illegal_actions_are_never_applied_each_counts_a_fault_and_the_team_forf
     assert faults_before == list(range(limit)), report.timeline
 
 
+@pytest.mark.slow
 def test_acting_out_of_turn_or_with_a_made_up_decision_id_is_refused_and_counted() -> None:
     rules = ROOMY_LONG.with_options({"max_faults_before_forfeit": 5})
     result = with_referee(lambda running: side_by_side(running, "out_of_turn", rules, seed=15), timeout=40)
@@ -310,6 +329,7 @@ def test_acting_out_of_turn_or_with_a_made_up_decision_id_is_refused_and_counted
     assert incidents(result.bad) == []
 
 
+@pytest.mark.slow
 def test_a_wrong_token_is_unauthenticated_and_charges_nobody() -> None:
     result = with_referee(lambda running: side_by_side(running, "wrong_token", ROOMY_LONG, seed=16), timeout=40)
     assert_honest_seats_untouched(result)
@@ -320,11 +340,12 @@ def test_a_wrong_token_is_unauthenticated_and_charges_nobody() -> None:
         assert stream.code == "UNAUTHENTICATED", stream
         assert "token" in stream.details, stream
         assert stream.received == 0, "nothing is sent to an unauthenticated stream"
-    assert_played_to_the_end(result.bad_runs[BAD], result.bad, "the bot, once it used its own token")
+    assert_played_to_the_end(result.culprit_run, result.bad, "the bot, once it used its own token")
     assert result.bad.faults() == []
     assert result.bad.outcome is not None and result.bad.outcome.termination == pb.MATCH_TERMINATION_NORMAL
 
 
+@pytest.mark.slow
 def test_another_seats_token_cannot_take_a_live_seat_nor_act_for_it() -> None:
     victim = (BAD + 1) % 4
     result = with_referee(
@@ -338,18 +359,19 @@ def test_another_seats_token_cannot_take_a_live_seat_nor_act_for_it() -> None:
         assert stream.code == "ALREADY_EXISTS", stream
         assert "seat" in stream.details and "live stream" in stream.details, stream
         assert stream.received == 0, "a refused Join gets no Joined, no event, no decision"
-    assert_played_to_the_end(result.bad_runs[BAD], result.bad, "the bot on its own seat")
-    victim_report = result.bad_runs[victim].report
-    assert victim_report is not None
-    sent = [act.kind for act in victim_report.acts]
+    assert_played_to_the_end(result.culprit_run, result.bad, "the bot on its own seat")
+    sent = [pb.ActionKind.Name(act.action.kind) for act in result.bad_seats[victim].sent]
     applied = [f"ACTION_KIND_{action.kind.name}" for action in action_steps(result.bad, victim)]
     assert applied == sent, "every action applied for the victim's seat is one the victim sent itself"
     assert result.bad.faults() == []
 
 
+@pytest.mark.slow
 def test_garbage_bytes_are_a_protocol_error_named_by_invalid_argument() -> None:
     result = with_referee(
-        lambda running: side_by_side(running, "garbage", FAST, seed=18), timeout=40, reconnect_grace_s=SHORT_GRACE
+        lambda running: side_by_side(running, "garbage", FAST, seed=18, clock=FakeClock()),
+        timeout=40,
+        reconnect_grace_s=SHORT_GRACE,
     )
     assert_honest_seats_untouched(result)
     report = result.culprit
@@ -363,9 +385,12 @@ def test_garbage_bytes_are_a_protocol_error_named_by_invalid_argument() -> None:
     assert_forfeit_by_timeouts(result.bad)
 
 
+@pytest.mark.slow
 def test_an_oversized_message_is_a_protocol_error_named_by_resource_exhausted() -> None:
     result = with_referee(
-        lambda running: side_by_side(running, "oversized", FAST, seed=19), timeout=40, reconnect_grace_s=SHORT_GRACE
+        lambda running: side_by_side(running, "oversized", FAST, seed=19, clock=FakeClock()),
+        timeout=40,
+        reconnect_grace_s=SHORT_GRACE,
     )
     assert_honest_seats_untouched(result)
     report = result.culprit
@@ -380,9 +405,12 @@ def test_an_oversized_message_is_a_protocol_error_named_by_resource_exhausted() 
     assert_forfeit_by_timeouts(result.bad)
 
 
+@pytest.mark.slow
 def test_a_flood_is_cut_with_resource_exhausted_and_recorded_as_a_protocol_error() -> None:
     result = with_referee(
-        lambda running: side_by_side(running, "flood", FAST, seed=20), timeout=40, reconnect_grace_s=SHORT_GRACE
+        lambda running: side_by_side(running, "flood", FAST, seed=20),  # real time: the flood is cut meanwhile
+        timeout=40,
+        reconnect_grace_s=SHORT_GRACE,
     )
     assert_honest_seats_untouched(result)
     report = result.culprit
@@ -397,12 +425,15 @@ def test_a_flood_is_cut_with_resource_exhausted_and_recorded_as_a_protocol_error
     assert_forfeit_by_timeouts(result.bad)
 
 
+@pytest.mark.slow
 def test_an_act_with_more_senas_than_a_window_takes_is_a_protocol_error_and_the_other_table_plays_on() -> None:
     """Issue 9: 60,000 unknown señas in one Act (under the 64 KiB limit) froze the referee for seconds. Now an Act
     carries at most max_senas_per_window señas: more is a protocol error, refused before anything is recorded,
     and the other table's decisions go on."""
     result = with_referee(
-        lambda running: side_by_side(running, "sena_flood", FAST, seed=21), timeout=40, reconnect_grace_s=SHORT_GRACE
+        lambda running: side_by_side(running, "sena_flood", FAST, seed=21, clock=FakeClock()),
+        timeout=40,
+        reconnect_grace_s=SHORT_GRACE,
     )
     assert_honest_seats_untouched(result)
     report = result.culprit
@@ -416,15 +447,18 @@ def test_an_act_with_more_senas_than_a_window_takes_is_a_protocol_error_and_the_
 
 def test_a_seat_whose_bot_never_joins_is_absent_and_its_team_forfeits() -> None:
     """The launcher could not start the bot of seat 1: the join deadline passes, the seat is absent, its decisions
-    time out at once. The honest seats are in-process here, so that a short join deadline does not race the
-    start of their processes; the other table plays on at the same time."""
+    time out at once. The join deadline passes on a fake clock once the three others have joined; the other table
+    plays on at the same time."""
 
     async def scenario(running: Running) -> tuple[Table, Table, list[WireSeat]]:
-        bad = running.referee.create_table(FAST, 21, NAMES, join_timeout_s=0.3)
+        clock = FakeClock()
+        bad = running.referee.create_table(FAST, 21, NAMES, clock=clock)
         good = running.referee.create_table(ROOMY, 22, NAMES)
         wire = [WireSeat(running.address, bad.seats[seat].token, seed=seat) for seat in range(4) if seat != BAD]
         wire += [WireSeat(running.address, state.token, seed=10 + seat) for seat, state in enumerate(good.seats)]
-        await asyncio.gather(*(seat.run() for seat in wire))
+        playing = asyncio.gather(*(seat.run() for seat in wire))
+        await pass_the_join_deadline(bad, clock, joined=3)
+        await playing
         return bad, good, wire
 
     bad, good, wire = with_referee(scenario, timeout=30)
@@ -437,13 +471,15 @@ def test_a_seat_whose_bot_never_joins_is_absent_and_its_team_forfeits() -> None:
         assert seat.last.code == "OK" and seat.of("action_rejected") == [], seat.last
 
 
+@pytest.mark.slow
 def test_a_crash_reported_within_the_grace_period_is_recorded_once() -> None:
     """The launcher's crash report drops the seat; its grace period running out later is not a second incident."""
     holder = (BAD + 1) % 4
     rules = ROOMY_LONG.with_options({"max_faults_before_forfeit": 1000})
 
     async def scenario(running: Running) -> tuple[int, TableStatus, list[tuple[int, str]], Table]:
-        table = running.referee.create_table(rules, 30, NAMES)
+        clock = FakeClock()
+        table = running.referee.create_table(rules, 30, NAMES, clock=clock)
         seats = {
             seat: WireSeat(running.address, table.seats[seat].token, seed=seat) for seat in range(4) if seat != BAD
         }
@@ -451,8 +487,9 @@ def test_a_crash_reported_within_the_grace_period_is_recorded_once() -> None:
         process = await launch("crash", running.address, table.seats[BAD].token, seed=3, env={"MUS_CRASH_AFTER": "2"})
         run = await collect("crash", process)
         seats[holder].gate.clear()  # the match will wait on this seat while the grace period runs out
+        await until(lambda: table.seats[BAD].outbox is None, what="the referee to see the stream end")
         table.report_crash(BAD, f"bot process exited with status {run.returncode}")
-        await asyncio.sleep(3 * SHORT_GRACE)  # the grace period running out is the subject: nothing to await
+        clock.advance(3 * SHORT_GRACE)  # past the grace period the stream's end started
         status, recorded = table.status, incidents(table)
         seats[holder].gate.set()
         await asyncio.gather(*playing)
@@ -471,9 +508,12 @@ def test_a_forfeit_ends_the_match_with_fault_forfeit_game_vaca_and_match_ended()
     HandsShown"; Outcome.vacas holds "every vaca played, ... the one cut short by a forfeit included"."""
 
     async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
-        table = running.referee.create_table(FAST, 31, NAMES, join_timeout_s=0.3)
+        clock = FakeClock()
+        table = running.referee.create_table(FAST, 31, NAMES, clock=clock)
         seats = [WireSeat(running.address, table.seats[seat].token, seed=seat) for seat in range(4) if seat != BAD]
-        await asyncio.gather(*(seat.run() for seat in seats))
+        playing = asyncio.gather(*(seat.run() for seat in seats))
+        await pass_the_join_deadline(table, clock, joined=3)
+        await playing
         return table, seats
 
     table, seats = with_referee(scenario, timeout=30)

@@ -18,6 +18,7 @@ from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
 from referee.service.table import Table, TableStatus
 from tests.service.conftest import Running, with_referee
+from tests.support.clock import FakeClock
 from tests.support.referee_checks import assert_replays_legally, engine_faults, incidents, until
 from tests.support.seats import WireSeat
 from tests.support.stream import PlayStream, StreamResult
@@ -150,7 +151,8 @@ def test_a_seat_that_rejoins_after_the_grace_period_is_refused_and_a_disconnect_
     rules = ROOMY.with_options({"max_faults_before_forfeit": 1000})
 
     async def scenario(running: Running) -> tuple[Table, StreamResult, TableStatus]:
-        table = running.referee.create_table(rules, 43, NAMES)
+        clock = FakeClock()
+        table = running.referee.create_table(rules, 43, NAMES, clock=clock)
         seats = {seat: WireSeat(running.address, table.seats[seat].token, seed=seat) for seat in range(4)}
         others = [asyncio.create_task(seats[seat].run()) for seat in range(4) if seat != DROPPER]
         dropper = seats[DROPPER]
@@ -165,7 +167,9 @@ def test_a_seat_that_rejoins_after_the_grace_period_is_refused_and_a_disconnect_
         assert await dropper.play(stop)
         seats[holder].gate.clear()  # the match will wait on this seat: it must still run when the seat comes back
         await dropper.drop()
-        await until(lambda: incidents(table) != [], what="the grace period to run out")
+        await until(lambda: table.seats[DROPPER].outbox is None, what="the referee to see the stream end")
+        clock.advance(SHORT_GRACE)  # the grace period runs out
+        assert incidents(table) != []
         status = table.status
         async with grpc.aio.insecure_channel(running.address) as channel:
             late = PlayStream(channel, "late")
@@ -191,13 +195,14 @@ def test_a_seat_that_leaves_while_the_table_waits_and_returns_before_the_start_p
     deadline counts (a seat that has not come back by then is absent)."""
 
     async def scenario(running: Running) -> tuple[Table, list[WireSeat]]:
-        table = running.referee.create_table(ROOMY, 44, NAMES, join_timeout_s=20.0)
+        clock = FakeClock()
+        table = running.referee.create_table(ROOMY, 44, NAMES, join_timeout_s=20.0, clock=clock)
         early = WireSeat(running.address, table.seats[0].token, seed=0)
         await early.join()
         assert await early.play(lambda message: kind(message) == "joined")
         await early.drop()
         await until(lambda: table.seats[0].outbox is None, what="the referee to see the stream end")
-        await asyncio.sleep(3 * SHORT_GRACE)  # longer than the grace period: time passing is the subject
+        clock.advance(3 * SHORT_GRACE)  # longer than the grace period: time passing is the subject
         seats = [early] + [WireSeat(running.address, table.seats[seat].token, seed=seat) for seat in range(1, 4)]
         await asyncio.gather(*(seat.run() for seat in seats))
         return table, seats

@@ -15,6 +15,8 @@ import grpc
 from mus.v1 import play_pb2
 from referee.engine.rules import Rules
 from tests.service.conftest import Running, with_referee
+from tests.support.clock import FakeClock
+from tests.support.referee_checks import until
 from tests.support.stream import PlayStream
 from tests.support.wire import play_seat, random_wire_action
 
@@ -26,8 +28,10 @@ NEVER_ISSUED = 10**9
 
 async def rejections_around_a_newer_decision(running: Running) -> list[play_pb2.ActionRejected]:
     """Let the culprit's first decision time out; once its next decision is open, answer the closed one, then send
-    an id never issued, then answer the open decision properly and play on to the end."""
-    table = running.referee.create_table(QUICK, 7, NAMES)
+    an id never issued, then answer the open decision properly and play on to the end. The table's clock is a fake
+    one: it jumps past the first decision's deadline once the culprit alone is asked, and stands still after."""
+    clock = FakeClock()
+    table = running.referee.create_table(QUICK, 7, NAMES, clock=clock)
     others = [
         asyncio.create_task(play_seat(running.address, table.seats[seat].token, seat))
         for seat in range(4)
@@ -49,6 +53,8 @@ async def rejections_around_a_newer_decision(running: Running) -> list[play_pb2.
             request = message.decision_request
             if first is None:
                 first = request  # never answered: it times out
+                await until(lambda: set(table.decisions) == {CULPRIT}, what="the culprit to be the only seat asked")
+                clock.advance(QUICK.decision_timeout_s)
                 continue
             if not rejected:
                 stale = play_pb2.Act(decision_id=first.decision_id, action=random_wire_action(rng, first))

@@ -36,6 +36,8 @@ class WireSeat:
     open_decision: play_pb2.DecisionRequest | None = None
     asked: dict[int, play_pb2.DecisionRequest] = field(default_factory=dict)
     pending: set[asyncio.Task[None]] = field(default_factory=set)
+    sent: list[play_pb2.Act] = field(default_factory=list)
+    """Every Act this seat sent, in order."""
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -74,6 +76,7 @@ class WireSeat:
         assert stream is not None
         await self.gate.wait()
         act = play_pb2.Act(decision_id=request.decision_id, action=self.policy(self.rng, request))
+        self.sent.append(act)
         await stream.send(play_pb2.PlayRequest(act=act))
 
     async def drop(self) -> None:

@@ -62,6 +62,7 @@ def match_state(deployment: Deployment, match_id: int) -> tuple[MatchStatus, str
         return match.status, match.error or ""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
 def test_a_bot_folder_changed_since_it_was_added_is_refused_and_the_match_fails_saying_what_to_do(
     deployment: Deployment,
@@ -74,6 +75,7 @@ def test_a_bot_folder_changed_since_it_was_added_is_refused_and_the_match_fails_
     assert "'mine' version 1 changed since it was added" in error and "`mus bot add mine`" in error
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
 def test_an_unchanged_folder_bot_plays_its_league_match_in_the_sandbox(deployment: Deployment) -> None:
     match_id, _ = league_with_a_folder_bot(deployment)
@@ -92,6 +94,7 @@ def test_a_worker_without_a_sandbox_refuses_the_match_and_says_how_to_install_on
     assert "apt-get install bubblewrap" in error and "--no-sandbox" in error
 
 
+@pytest.mark.slow
 def test_a_no_sandbox_league_plays_on_a_worker_without_a_sandbox(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,6 +105,7 @@ def test_a_no_sandbox_league_plays_on_a_worker_without_a_sandbox(
     assert play.play_league_match(match_id) == "finished"
 
 
+@pytest.mark.slow
 def test_match_play_runs_unconfined_with_a_one_line_note_where_there_is_no_sandbox(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -19,6 +19,8 @@ from tests.workers.conftest import Deployment
 from workers.db.session import ensure_schema, make_engine
 from workers.league_run import run_league
 
+pytestmark = pytest.mark.slow  # a league on real workers and a real broker
+
 
 def reachable(host: str, port: int) -> bool:
     try:

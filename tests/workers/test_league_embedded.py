@@ -15,6 +15,8 @@ from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.league_run import RunReport, run_league
 
+pytestmark = pytest.mark.slow  # leagues on real worker processes
+
 
 def results_per_match(deployment: Deployment, league_id: int) -> dict[int, int]:
     with session_scope(deployment.engine) as session:

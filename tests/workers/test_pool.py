@@ -24,6 +24,8 @@ from workers.matches import PlayedMatch, play_programs
 from workers.pool import BotPool, close_pools, worker_pool
 from workers.tournament import schedule_round_robin
 
+pytestmark = pytest.mark.slow  # pools of real bot processes
+
 LIMITS = Limits() if sandbox_available() else None
 """Sandboxed where the machine allows it, as a league plays; unconfined elsewhere (the pool works the same)."""
 FAST = Rules.from_options({"games_to_win_vaca": 1, "vacas_to_win_match": 1})

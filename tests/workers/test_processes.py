@@ -22,6 +22,8 @@ from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.launcher import INSTALL_HINT, sandbox_available
 
+pytestmark = pytest.mark.slow  # real worker processes, killed and restarted
+
 
 @pytest.fixture(autouse=True)
 def fresh_database() -> Iterator[None]:

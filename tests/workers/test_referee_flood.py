@@ -23,6 +23,8 @@ from workers import matches
 from workers.launcher import Limits, resolve_program
 from workers.matches import MAX_FORWARDED_CONNECTIONS, RefereeFailure, _call, _forward, play_on_referee
 
+pytestmark = pytest.mark.slow  # real referee servers and sandboxed processes
+
 FAST = Rules.from_options({"target_score": 5, "decision_timeout_s": 1, "time_bank_s": 1})
 TOKEN = "flood-admin-token-0123456789"
 

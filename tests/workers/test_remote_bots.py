@@ -26,6 +26,8 @@ from workers.db.session import session_scope
 from workers.matches import RemoteBot, register_remote_bots
 from workers.tournament import schedule_round_robin
 
+pytestmark = pytest.mark.slow  # `mus referee serve` and bots as processes
+
 ADMIN_TOKEN = "remote-bots-admin-t0ken"
 REMOTE = "faraway"
 

@@ -35,6 +35,8 @@ from workers.launcher import (
 from workers.matches import PlayedMatch, fault_records, incident_records, play_on_referee, play_programs
 from workers.seccomp import seccomp_filter
 
+pytestmark = pytest.mark.slow  # hostile bots as sandboxed processes
+
 needs_bwrap = pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -38,6 +38,7 @@ def twins(deployment: Deployment) -> tuple[int, int]:
     return first.id, second.id
 
 
+@pytest.mark.slow
 def test_a_worker_defers_a_match_whose_twin_is_being_played_without_touching_it(deployment: Deployment) -> None:
     first, second = twins(deployment)
     with session_scope(deployment.engine) as session:
@@ -60,6 +61,7 @@ def test_the_task_sends_a_deferred_match_again_after_a_short_countdown(monkeypat
     assert 0 < play.DEFER_S <= 10, "a few seconds: soon after the twin ends, long before league run's resend"
 
 
+@pytest.mark.slow
 def test_a_real_worker_plays_a_deferred_match_soon_after_its_twin_ends_with_no_league_run(
     deployment: Deployment,
 ) -> None:
