@@ -131,15 +131,7 @@ class SeatLog:
         accepted, pending, ordago = match.betting_totals()
         return SeatView(
             seat=seat,
-            mano=match.mano,
-            dealer=match.dealer,
-            hand_number=match.hand_number,
-            vaca=match.vaca_number,
-            game=match.game_number,
-            score=(match.score[0], match.score[1]),
-            games=(match.games_won[0], match.games_won[1]),
-            vacas=(match.vacas_won[0], match.vacas_won[1]),
-            faults=(match.faults[0], match.faults[1]),
+            **_counters(match),
             cards=match.hands[seat],
             lance=match.lance,
             mus_round=match.discard_rounds,
@@ -151,6 +143,21 @@ class SeatLog:
             hand_events=tuple(self.events[seat][self.hand_start[seat] :]),
             is_over=match.is_over,
         )
+
+
+def _counters(match: Match) -> dict[str, Any]:
+    """Where the match stands, as every view (a seat's, a spectator's) shows it; every number from 0."""
+    return {
+        "mano": match.mano,
+        "dealer": match.dealer,
+        "hand_number": match.hand_number,
+        "vaca": match.vaca_number,
+        "game": match.game_number,
+        "score": (match.score[0], match.score[1]),
+        "games": (match.games_won[0], match.games_won[1]),
+        "vacas": (match.vacas_won[0], match.vacas_won[1]),
+        "faults": (match.faults[0], match.faults[1]),
+    }
 
 
 def seat_view(match: Match, seat: int) -> SeatView:
@@ -185,15 +192,7 @@ def public_view(match: Match) -> PublicView:
     events = match.events_for(None)
     start = max((index for index, event in enumerate(events) if isinstance(event.payload, HandStarted)), default=0)
     return PublicView(
-        hand_number=match.hand_number,
-        mano=match.mano,
-        dealer=match.dealer,
-        vaca=match.vaca_number,
-        game=match.game_number,
-        score=(match.score[0], match.score[1]),
-        games=(match.games_won[0], match.games_won[1]),
-        vacas=(match.vacas_won[0], match.vacas_won[1]),
-        faults=(match.faults[0], match.faults[1]),
+        **_counters(match),
         lance=match.lance,
         awaited=match.awaited(),
         events=tuple(events),
