@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from referee.engine.actions import Action, ActionKind, parse_sena
 from referee.engine.cards import Card, shuffled_deck, sort_hand
+from referee.engine.chance import Setup, deal, deal_rng, first_dealer_of, leak_rng
 from referee.engine.enums import Enum
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
 from referee.engine.events import (
@@ -75,6 +76,7 @@ from referee.engine.rules import (
     Rules,
     SenasMode,
 )
+from referee.engine.seats import partner_of, rivals_after, speaking_order, team_of
 from referee.engine.senas import (
     Sena,
     SenaRejection,
@@ -104,15 +106,6 @@ class StepKind(Enum):
     ILLEGAL = "illegal"
     UNKNOWN_SENAS = "unknown_senas"
     LIMIT = "limit"
-
-
-def team_of(seat: int) -> int:
-    """Team 0 holds seats 0 and 2, team 1 seats 1 and 3 (partners sit opposite, rules §1)."""
-    return seat % 2
-
-
-def partner_of(seat: int) -> int:
-    return (seat + 2) % 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,53 +147,6 @@ class StepRecord:
     step: Step
     events: tuple[Event, ...]
     rejected_senas: tuple[tuple[Sena, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Setup:
-    """Scripted chance, for tests and vectors: decks by hand number, a start score, the first dealer.
-
-    A deck lists 40 cards; card i of the first 16 goes to seat `(mano + i) % 4`, the rest is the stock in
-    dealing order (rules §4). `skip_mus_first_hand` starts the first hand at Grande, as the scenario
-    vectors do (they give the hands after the mus phase).
-    """
-
-    first_dealer: int | None = None
-    decks: Mapping[int, Sequence[Card]] = field(default_factory=dict)
-    start_score: tuple[int, int] = (0, 0)
-    skip_mus_first_hand: bool = False
-
-
-def deck_from_hands(hands: Sequence[Sequence[Card]], mano: int) -> list[Card]:
-    """A 40-card deck that deals `hands[k]` to seat `(mano + k) % 4`; the stock is the rest, canonical order."""
-    from referee.engine.cards import FULL_DECK
-
-    deck: list[Card] = []
-    for i in range(4):
-        for k in range(4):
-            deck.append(hands[k][i])
-    used = set(deck)
-    if len(used) != 16:
-        raise ValueError("the four hands must hold 16 different cards")
-    deck.extend(card for card in FULL_DECK if card not in used)
-    return deck
-
-
-# Streams derived from the match seed (rules §4.1). Python's `random.Random` seeded with a str hashes it
-# with SHA-512, so each stream is fixed by (seed, hand number[, seña index]) on every platform.
-def deal_rng(seed: int, hand_number: int) -> random.Random:
-    """The deal randomness of one hand: its shuffle and its reshuffles."""
-    return random.Random(f"mus/deal/{seed}/{hand_number}")
-
-
-def leak_rng(seed: int, hand_number: int, sena_index: int) -> random.Random:
-    """The leak draw of one delivered seña (rules §12.3 item 5)."""
-    return random.Random(f"mus/leak/{seed}/{hand_number}/{sena_index}")
-
-
-def first_dealer_of(seed: int) -> int:
-    """The first dealer, drawn from the match seed alone (rules §3)."""
-    return random.Random(f"mus/first_dealer/{seed}").randrange(4)
 
 
 @lru_cache(maxsize=4096)
@@ -260,11 +206,6 @@ class _LanceResult:
     participants: tuple[int, ...]
     stake: int = 0
     refusal_winner: int | None = None
-
-
-def _rivals_after(seat: int, participants: Sequence[int]) -> list[int]:
-    """The participants of the other team, in speaking order starting just after `seat` (rules §8.2)."""
-    return [other for k in range(1, 4) if (other := (seat + k) % 4) in participants and team_of(other) != team_of(seat)]
 
 
 def _check_labels(labels: Sequence[str]) -> None:
@@ -350,7 +291,7 @@ class Match:
 
     def speaking_order(self) -> tuple[int, ...]:
         """The seats from the mano in speaking order (rules §1)."""
-        return tuple((self.mano + k) % 4 for k in range(4))
+        return speaking_order(self.mano)
 
     def awaited(self) -> tuple[int, ...]:
         """The seats whose decision the match waits for, in speaking order; empty once the match is over."""
@@ -687,11 +628,7 @@ class Match:
         self._rng = deal_rng(self.seed, number)
         scripted = self.setup.decks.get(number)
         deck = list(scripted) if scripted is not None else shuffled_deck(self._rng)
-        hands: list[list[Card]] = [[], [], [], []]
-        for i in range(16):
-            hands[(self.mano + i) % 4].append(deck[i])
-        self.hands = [sort_hand(hand) for hand in hands]
-        self.stock = deck[16:]
+        self.hands, self.stock = deal(deck, self.mano)
         self.discard_pile = []
         self._senas_delivered = 0
         self._hands_shown = False
@@ -1079,7 +1016,7 @@ class Match:
         else:
             betting.ordago = True
         betting.proposer = seat
-        betting.queue = _rivals_after(seat, betting.participants)
+        betting.queue = rivals_after(seat, betting.participants)
 
     def _answer(self, betting: _Betting, seat: int, action: Action, *, final: bool) -> None:
         """Apply an answer to a pending bet. `final`: a no_quiero refuses for the whole team (both-answer mode)."""
@@ -1107,7 +1044,7 @@ class Match:
         else:
             betting.ordago = True
         betting.proposer = seat
-        betting.queue = _rivals_after(seat, betting.participants)
+        betting.queue = rivals_after(seat, betting.participants)
 
     def _refused(self, betting: _Betting) -> None:
         """rules §8.3: the refusing team concedes; the proposer's team scores the deje at once."""
