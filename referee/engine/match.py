@@ -12,10 +12,10 @@ import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from referee.engine.actions import Action, ActionKind, parse_sena
+from referee.engine.betting import Betting, LanceResult, aggression, deje_points
 from referee.engine.cards import Card, shuffled_deck, sort_hand
 from referee.engine.chance import Setup, deal, deal_rng, first_dealer_of, leak_rng
 from referee.engine.enums import Enum
@@ -51,7 +51,7 @@ from referee.engine.events import (
     VacaEnded,
 )
 from referee.engine.hands import HandFacts, Lance, best_seat, evaluate
-from referee.engine.legal import LegalAction, LegalActions
+from referee.engine.legal import LegalAction, LegalActions, describe
 from referee.engine.outcome import (
     FaultCause,
     GameResult,
@@ -65,7 +65,6 @@ from referee.engine.outcome import (
 )
 from referee.engine.rules import (
     Declarations,
-    DejeMode,
     DiscardSubmission,
     IllegalActionPolicy,
     OrdagoResolution,
@@ -76,7 +75,7 @@ from referee.engine.rules import (
     Rules,
     SenasMode,
 )
-from referee.engine.seats import partner_of, rivals_after, speaking_order, team_of
+from referee.engine.seats import partner_of, speaking_order, team_of
 from referee.engine.senas import (
     Sena,
     SenaRejection,
@@ -149,63 +148,9 @@ class StepRecord:
     rejected_senas: tuple[tuple[Sena, str], ...] = ()
 
 
-@lru_cache(maxsize=4096)
-def _betting_legal(
-    pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
-) -> LegalActions:
-    """The legal betting actions of a lance state (rules §8.2), cached: they depend on little. Uncapped bets
-    are listed up to the target score (`listed_bet_max`)."""
-    if ordago:
-        return LegalActions((_LEGAL_QUIERO, _LEGAL_NO_QUIERO))
-    capped = cap is not None
-    high = cap if cap is not None else max(target, min_bet)
-    if pending is None:
-        envido = LegalAction(ActionKind.ENVIDO, min_amount=min_bet, max_amount=high, capped=capped)
-        return LegalActions((_LEGAL_PASO, envido, _LEGAL_ORDAGO))
-    mas_high = high - pending if cap is not None else max(high, min_raise)
-    mas = LegalAction(ActionKind.MAS, min_amount=min_raise, max_amount=mas_high, capped=capped)
-    raises = (mas,) if min_raise <= mas_high else ()
-    return LegalActions((_LEGAL_QUIERO, _LEGAL_NO_QUIERO, *raises, _LEGAL_ORDAGO))
-
-
-@lru_cache(maxsize=4096)
-def _betting_menu(
-    pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
-) -> tuple[Action, ...]:
-    """The betting actions of a lance state, listed (`_betting_legal`), cached."""
-    return _betting_legal(pending, ordago, min_bet, min_raise, cap, target).expand()
-
-
-_LEGAL_PASO, _LEGAL_ORDAGO = LegalAction(ActionKind.PASO), LegalAction(ActionKind.ORDAGO)
-_LEGAL_QUIERO, _LEGAL_NO_QUIERO = LegalAction(ActionKind.QUIERO), LegalAction(ActionKind.NO_QUIERO)
 _NOTHING_LEGAL = LegalActions()
-_PASO, _NO_QUIERO = Action.paso(), Action.no_quiero()
 _NO_MUS = Action.no_mus()
 _NO_SENAS = Action.send_senas(())
-
-
-@dataclass(slots=True)
-class _Betting:
-    """The betting state of one lance (rules §8.2)."""
-
-    lance: Lance
-    participants: tuple[int, ...]
-    queue: list[int]
-    accepted: int = 0
-    pending: int | None = None
-    ordago: bool = False
-    proposer: int | None = None
-    first_answer: tuple[int, Action] | None = None
-    """In `both_answer_most_aggressive`, the first rival's answer while his partner answers."""
-
-
-@dataclass(slots=True)
-class _LanceResult:
-    lance: Lance
-    outcome: LanceOutcome
-    participants: tuple[int, ...]
-    stake: int = 0
-    refusal_winner: int | None = None
 
 
 def _check_labels(labels: Sequence[str]) -> None:
@@ -273,8 +218,8 @@ class Match:
         self._lance_index = 0
         self._declare_queue: list[int] = []
         self._sena_queue: list[int] = []
-        self._betting: _Betting | None = None
-        self._results: dict[Lance, _LanceResult] = {}
+        self._betting: Betting | None = None
+        self._results: dict[Lance, LanceResult] = {}
         # The seed fixes every deal, so it is never part of an event: seats must not learn it (rules §4.1).
         self._emit(MatchStarted(self.first_dealer, self.rules))
         self._start_game()
@@ -358,22 +303,12 @@ class Match:
             return LegalActions((LegalAction(ActionKind.SENAS, senas=senas, max_senas=rules.senas_per_window),))
         betting = self._betting
         assert betting is not None
-        return _betting_legal(
-            betting.pending, betting.ordago, rules.min_bet, rules.min_raise, rules.stake_cap, rules.target_score
-        )
+        return betting.legal(rules)
 
     def _betting_actions(self) -> tuple[Action, ...]:
         betting = self._betting
         assert betting is not None
-        rules = self.rules
-        return _betting_menu(
-            betting.pending,
-            betting.ordago,
-            rules.min_bet,
-            rules.min_raise,
-            rules.stake_cap,
-            rules.target_score,
-        )
+        return betting.menu(self.rules)
 
     def check(self, seat: int, action: Action) -> None:
         """Return if `action` is legal for `seat` now. Otherwise raise `MalformedError` when it could never be a
@@ -397,38 +332,14 @@ class Match:
         if kind is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
             return  # any list is legal: each seña is then accepted or rejected on its own (rules §12.3)
         if kind is DecisionKind.BET and action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
-            self._check_amount(action)
+            betting = self._betting
+            assert betting is not None
+            betting.check_amount(action, self.rules)
             return
         legal = self.legal_actions(seat)
         if action not in legal:
             raise IllegalActionError(
-                f"{action} is not legal for seat {seat} now ({kind.value} decision); legal: {_describe(legal)}"
-            )
-
-    def _check_amount(self, action: Action) -> None:
-        betting = self._betting
-        assert betting is not None
-        cap = self.rules.stake_cap
-        legal = f"legal: {_describe(self._betting_actions())}"
-        if action.kind is ActionKind.ENVIDO:
-            if betting.pending is not None or betting.ordago:
-                raise IllegalActionError(f"envido opens a lance; a bet is pending, {legal}")
-            if action.amount < self.rules.min_bet:
-                raise IllegalActionError(f"envido {action.amount} is below min_bet {self.rules.min_bet}; {legal}")
-            if cap is not None and action.amount > cap:
-                raise IllegalActionError(
-                    f"envido {action.amount} is above the stake cap {cap} (max_total_stake); {legal}"
-                )
-            return
-        if betting.pending is None or betting.ordago:
-            what = "an órdago cannot be raised" if betting.ordago else "no bet is pending to raise"
-            raise IllegalActionError(f"mas {action.amount}: {what}; {legal}")
-        if action.amount < self.rules.min_raise:
-            raise IllegalActionError(f"mas {action.amount} is below min_raise {self.rules.min_raise}; {legal}")
-        if cap is not None and betting.pending + action.amount > cap:
-            raise IllegalActionError(
-                f"mas {action.amount} takes the stake to {betting.pending + action.amount}, "
-                f"above the cap {cap} (max_total_stake); {legal}"
+                f"{action} is not legal for seat {seat} now ({kind.value} decision); legal: {describe(legal)}"
             )
 
     def is_legal(self, seat: int, action: Action) -> bool:
@@ -454,7 +365,7 @@ class Match:
             return _NO_SENAS
         betting = self._betting
         assert betting is not None
-        return _PASO if betting.pending is None and not betting.ordago else _NO_QUIERO
+        return betting.default_action()
 
     # ------------------------------------------------------------------ steps
 
@@ -866,9 +777,9 @@ class Match:
         teams = {team_of(seat) for seat in participants}
         if len(teams) < 2:
             outcome = LanceOutcome.SKIPPED if not participants else LanceOutcome.NO_BETTING
-            self._close_lance(_LanceResult(lance, outcome, participants))
+            self._close_lance(LanceResult(lance, outcome, participants))
             return
-        self._betting = _Betting(lance, participants, list(participants))
+        self._betting = Betting(lance, participants, list(participants))
         self._sena_queue = list(self.speaking_order())
         if self.rules.senas_mode is SenasMode.VOLUNTARY and self.rules.max_senas_per_window > 0:
             self.decision = DecisionKind.SENAS
@@ -879,7 +790,7 @@ class Match:
         self._sena_queue = []
         self.decision = DecisionKind.BET
 
-    def _close_lance(self, result: _LanceResult, deje: int = 0) -> None:
+    def _close_lance(self, result: LanceResult, deje: int = 0) -> None:
         """Close the lance, then score a refused bet's deje at once (rules §8.3): so the lance is closed even
         when the deje ends the game, as types.proto orders a hand (LanceClosed, then PointsScored)."""
         self._results[result.lance] = result
@@ -982,43 +893,28 @@ class Match:
             return
         betting.first_answer = None
         answers = [first, (seat, action)] if first is not None else [(seat, action)]
-        chosen_seat, chosen = max(answers, key=lambda answer: _aggression(answer[1]))
+        chosen_seat, chosen = max(answers, key=lambda answer: aggression(answer[1]))
         self._emit_bet(betting, seat, action, standing=chosen)
         self._answer(betting, chosen_seat, chosen, final=True)
 
-    def _emit_bet(self, betting: _Betting, seat: int, action: Action, standing: Action | None = None) -> None:
+    def _emit_bet(self, betting: Betting, seat: int, action: Action, standing: Action | None = None) -> None:
         """Publish a betting action with the totals it leaves on the table (accepted, pending, órdago).
 
         `standing`: in both-answer mode, the answer that prevails once the second rival has answered; the
         second answer's event carries the totals of that answer, which may be the partner's (rules §8.2).
         """
-        pending, accepted, ordago = betting.pending, betting.accepted, betting.ordago
-        totals = standing or action
-        kind = totals.kind
-        if kind is ActionKind.ENVIDO:
-            pending = totals.amount
-        elif kind is ActionKind.MAS:
-            accepted, pending = pending or 0, (pending or 0) + totals.amount
-        elif kind is ActionKind.ORDAGO:
-            accepted, ordago = pending or 0, True
-        elif kind is ActionKind.QUIERO and not ordago:
-            accepted = pending or 0
+        pending, accepted, ordago = betting.totals_after(standing or action)
         self._emit(Bet(betting.lance, seat, action.kind, action.amount, pending, accepted, ordago))
 
-    def _open_action(self, betting: _Betting, seat: int, action: Action) -> None:
+    def _open_action(self, betting: Betting, seat: int, action: Action) -> None:
         if action.kind is ActionKind.PASO:
             betting.queue.pop(0)
             if not betting.queue:
-                self._close_lance(_LanceResult(betting.lance, LanceOutcome.PASSED, betting.participants))
+                self._close_lance(LanceResult(betting.lance, LanceOutcome.PASSED, betting.participants))
             return
-        if action.kind is ActionKind.ENVIDO:
-            betting.pending = action.amount
-        else:
-            betting.ordago = True
-        betting.proposer = seat
-        betting.queue = rivals_after(seat, betting.participants)
+        betting.open(seat, action)
 
-    def _answer(self, betting: _Betting, seat: int, action: Action, *, final: bool) -> None:
+    def _answer(self, betting: Betting, seat: int, action: Action, *, final: bool) -> None:
         """Apply an answer to a pending bet. `final`: a no_quiero refuses for the whole team (both-answer mode)."""
         kind = action.kind
         if kind is ActionKind.QUIERO:
@@ -1027,7 +923,7 @@ class Match:
                 return
             assert betting.pending is not None
             self._close_lance(
-                _LanceResult(betting.lance, LanceOutcome.ACCEPTED, betting.participants, stake=betting.pending)
+                LanceResult(betting.lance, LanceOutcome.ACCEPTED, betting.participants, stake=betting.pending)
             )
             return
         if kind is ActionKind.NO_QUIERO:
@@ -1037,35 +933,20 @@ class Match:
                     return
             self._refused(betting)
             return
-        assert betting.pending is not None
-        betting.accepted = betting.pending
-        if kind is ActionKind.MAS:
-            betting.pending += action.amount
-        else:
-            betting.ordago = True
-        betting.proposer = seat
-        betting.queue = rivals_after(seat, betting.participants)
+        betting.raise_stake(seat, action)
 
-    def _refused(self, betting: _Betting) -> None:
+    def _refused(self, betting: Betting) -> None:
         """rules §8.3: the refusing team concedes; the proposer's team scores the deje at once."""
         assert betting.proposer is not None
         winner = team_of(betting.proposer)
-        points = self._deje(betting.lance, betting.accepted)
-        result = _LanceResult(betting.lance, LanceOutcome.REJECTED, betting.participants, refusal_winner=winner)
+        points = deje_points(self.rules.deje_mode, betting.lance, betting.accepted)
+        result = LanceResult(betting.lance, LanceOutcome.REJECTED, betting.participants, refusal_winner=winner)
         self._close_lance(result, deje=points)
 
-    def _deje(self, lance: Lance, accepted: int) -> int:
-        mode = self.rules.deje_mode
-        if mode is DejeMode.ALWAYS_ONE or accepted == 0:
-            return 1
-        if mode is DejeMode.FEM_PLUS_ONE and lance in (Lance.PARES, Lance.JUEGO, Lance.PUNTO):
-            return accepted + 1
-        return accepted
-
-    def _ordago_accepted(self, betting: _Betting) -> None:
+    def _ordago_accepted(self, betting: Betting) -> None:
         """rules §8.4: hands shown, the lance decided on cards, the game won at once."""
         lance = betting.lance
-        self._results[lance] = _LanceResult(lance, LanceOutcome.ORDAGO_ACCEPTED, betting.participants)
+        self._results[lance] = LanceResult(lance, LanceOutcome.ORDAGO_ACCEPTED, betting.participants)
         self._emit(LanceClosed(lance, LanceOutcome.ORDAGO_ACCEPTED, 0, None))
         self._show_hands()  # rules §8.4: play stops and all four hands are shown
         if self.rules.ordago_resolution is OrdagoResolution.COUNT_PRIOR:
@@ -1141,7 +1022,7 @@ class Match:
             if refusal_team is not None:
                 self._add_points(refusal_team, self._team_values(refusal_team, lance), lance, ScoreReason.TANTEO)
 
-    def _refused_bonus_team(self, result: _LanceResult, best: int) -> int | None:
+    def _refused_bonus_team(self, result: LanceResult, best: int) -> int | None:
         mode = self.rules.refused_jugada_bonus_to
         if mode is RefusedJugadaBonusTo.BETTOR_TEAM:
             return result.refusal_winner
@@ -1191,25 +1072,3 @@ class Match:
         """
         visible = (event for event in self.events if event.to is None or (seat is not None and seat in event.to))
         return [event.seen_by(seat, index) for index, event in enumerate(visible)]
-
-
-_AGGRESSION = {ActionKind.NO_QUIERO: 0, ActionKind.QUIERO: 1, ActionKind.MAS: 2, ActionKind.ORDAGO: 3}
-
-
-def _aggression(action: Action) -> tuple[int, int]:
-    """Rank of an answer in both-answer mode: órdago > larger raise > quiero > no quiero (rules §8.2)."""
-    return (_AGGRESSION[action.kind], action.amount)
-
-
-def _describe(actions: Sequence[Action]) -> str:
-    """A short description of a legal set: amounts given as ranges."""
-    parts: list[str] = []
-    amounts: dict[ActionKind, list[int]] = {}
-    for action in actions:
-        if action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
-            amounts.setdefault(action.kind, []).append(action.amount)
-            continue
-        parts.append(str(action))
-    for kind, values in amounts.items():
-        parts.append(f"{kind.value} {min(values)}..{max(values)}")
-    return ", ".join(parts) if parts else "nothing"
