@@ -68,13 +68,13 @@ from referee.engine.rules import (
     DiscardSubmission,
     IllegalActionPolicy,
     OrdagoResolution,
-    RefusedJugadaBonusTo,
     ReplacementOrder,
     ReshufflePool,
     ResponseMode,
     Rules,
     SenasMode,
 )
+from referee.engine.scoring import tanteo_entry
 from referee.engine.seats import partner_of, speaking_order, team_of
 from referee.engine.senas import (
     Sena,
@@ -971,64 +971,11 @@ class Match:
         self._emit(HandEnded(self.hand_number))
         self._start_hand()
 
-    def _team_values(self, team: int, lance: Lance) -> int:
-        seats = (team, team + 2)
-        if lance is Lance.PARES:
-            return sum(self.facts[seat].pares_value for seat in seats)
-        return sum(self.facts[seat].juego_value for seat in seats)
-
     def _tanteo_entry(self, lance: Lance) -> None:
         """One lance's entry: everything it pays at the tanteo, to one team (rules §9.2, §9.5)."""
-        result = self._results.get(lance)
-        if result is None or result.outcome is LanceOutcome.SKIPPED:
-            return
-        rules = self.rules
-        outcome = result.outcome
-        best = best_seat(self.facts, lance, self.mano, result.participants)
-        if lance in (Lance.GRANDE, Lance.CHICA):
-            assert best is not None
-            if outcome is LanceOutcome.PASSED:
-                self._add_points(team_of(best), 1, lance, ScoreReason.TANTEO)
-            elif outcome is LanceOutcome.ACCEPTED:
-                self._add_points(team_of(best), result.stake, lance, ScoreReason.TANTEO)
-            return
-        if lance is Lance.PUNTO:
-            assert best is not None
-            bonus = 1 if rules.punto_bonus else 0
-            if outcome is LanceOutcome.PASSED:
-                self._add_points(team_of(best), 1, lance, ScoreReason.TANTEO)
-            elif outcome is LanceOutcome.ACCEPTED:
-                self._add_points(team_of(best), result.stake + bonus, lance, ScoreReason.TANTEO)
-            elif outcome is LanceOutcome.REJECTED and bonus:
-                team = self._refused_bonus_team(result, best)
-                if team is not None:
-                    self._add_points(team, bonus, lance, ScoreReason.TANTEO)
-            return
-        # Pares and Juego: values of the holders of one team.
-        if outcome is LanceOutcome.NO_BETTING:
-            team = team_of(result.participants[0])
-            self._add_points(team, self._team_values(team, lance), lance, ScoreReason.TANTEO)
-            return
-        assert best is not None
-        if outcome is LanceOutcome.PASSED:
-            team = team_of(best)
-            paso = 1 if rules.paso_point_in_pares_juego else 0
-            self._add_points(team, self._team_values(team, lance) + paso, lance, ScoreReason.TANTEO)
-        elif outcome is LanceOutcome.ACCEPTED:
-            team = team_of(best)
-            self._add_points(team, result.stake + self._team_values(team, lance), lance, ScoreReason.TANTEO)
-        elif outcome is LanceOutcome.REJECTED:
-            refusal_team = self._refused_bonus_team(result, best)
-            if refusal_team is not None:
-                self._add_points(refusal_team, self._team_values(refusal_team, lance), lance, ScoreReason.TANTEO)
-
-    def _refused_bonus_team(self, result: LanceResult, best: int) -> int | None:
-        mode = self.rules.refused_jugada_bonus_to
-        if mode is RefusedJugadaBonusTo.BETTOR_TEAM:
-            return result.refusal_winner
-        if mode is RefusedJugadaBonusTo.BEST_CARDS:
-            return team_of(best)
-        return None
+        entry = tanteo_entry(self._results.get(lance), self.facts, self.mano, self.rules)
+        if entry is not None:
+            self._add_points(entry[0], entry[1], lance, ScoreReason.TANTEO)
 
     def betting_totals(self) -> tuple[int, int, bool]:
         """The current lance's accepted and pending totals and whether an órdago is pending (0, 0, False)."""
