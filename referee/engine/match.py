@@ -18,6 +18,7 @@ from referee.engine.actions import Action, ActionKind, parse_sena
 from referee.engine.betting import Betting, LanceResult, aggression, deje_points
 from referee.engine.cards import Card, shuffled_deck, sort_hand
 from referee.engine.chance import Setup, deal, deal_rng, first_dealer_of, leak_rng
+from referee.engine.discards import cards_in_transit, dealing_order, reshuffle_pool, settled_discards
 from referee.engine.enums import Enum
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
 from referee.engine.events import (
@@ -68,8 +69,6 @@ from referee.engine.rules import (
     DiscardSubmission,
     IllegalActionPolicy,
     OrdagoResolution,
-    ReplacementOrder,
-    ReshufflePool,
     ResponseMode,
     Rules,
     SenasMode,
@@ -646,16 +645,10 @@ class Match:
             self._mus_turn += 1
         return rejected
 
-    def _dealing_order(self) -> list[int]:
-        order = list(self.speaking_order())
-        if self.rules.replacement_order is ReplacementOrder.DEALER_FIRST:
-            order.reverse()
-        return order
-
     def _start_discards(self) -> None:
         self.decision = DecisionKind.DISCARD
         self._round_discards = {}
-        self._discard_order = self._dealing_order()
+        self._discard_order = dealing_order(self.speaking_order(), self.rules.replacement_order)
         self._set_aside = []
         self._consumed = set()
 
@@ -690,25 +683,17 @@ class Match:
         self._emit(CardsReplaced(seat, sort_hand(received)), frozenset({seat}))
 
     def _reshuffle(self, due: int) -> None:
-        order = self._discard_order
-        waiting = set(order[order.index(due) :])
-        pool = list(self.discard_pile)
+        """The stock ran out before `due` was served: reshuffle the pool into a new stock (rules §5.2)."""
+        pool = reshuffle_pool(
+            self.discard_pile, self._discard_order, due, self._round_discards, self._consumed, self.rules.reshuffle_pool
+        )
         self.discard_pile = []
-        for seat in order:
-            if seat not in self._round_discards or seat in self._consumed:
-                continue
-            if self.rules.reshuffle_pool is ReshufflePool.EXCLUDE_PENDING_OWN and seat in waiting:
-                continue
-            pool.extend(self._round_discards[seat])
-            self._consumed.add(seat)
         self._rng.shuffle(pool)
         self.stock = pool
         self._emit(StockReshuffled())
 
     def _finish_discard_round(self) -> None:
-        for seat in self._discard_order:
-            if seat not in self._consumed:
-                self.discard_pile.extend(self._round_discards[seat])
+        self.discard_pile.extend(settled_discards(self._discard_order, self._round_discards, self._consumed))
         self._round_discards = {}
         self._discards_done += 1
         limit = self.rules.max_mus_rounds
@@ -1004,10 +989,7 @@ class Match:
         """
         cards = [card for hand in self.hands for card in hand]
         cards += self.stock + self.discard_pile
-        for seat, thrown in self._round_discards.items():
-            replaced = not set(thrown) & set(self.hands[seat])
-            if replaced and seat not in self._consumed:
-                cards += thrown
+        cards += cards_in_transit(self.hands, self._round_discards, self._consumed)
         return cards
 
     # ------------------------------------------------------------------ views
