@@ -80,8 +80,10 @@ from referee.engine.senas import (
     SenaRejection,
     SenaRejectionCode,
     accepted_senas,
-    sena_rejection,
+    check_unknown_labels,
+    sena_verdicts,
     true_hand_senas,
+    unknown_rejections,
 )
 
 
@@ -150,18 +152,6 @@ class StepRecord:
 _NOTHING_LEGAL = LegalActions()
 _NO_MUS = Action.no_mus()
 _NO_SENAS = Action.send_senas(())
-
-
-def _check_labels(labels: Sequence[str]) -> None:
-    if any(not label or " " in label for label in labels):
-        raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
-
-
-def _unknown_rejections(labels: Sequence[str]) -> list[tuple[Sena | str, SenaRejection]]:
-    text = "not in the vocabulary (rules §12.1)"
-    return [
-        (label, SenaRejection(SenaRejectionCode.NOT_IN_VOCABULARY, f"unknown seña {label}: {text}")) for label in labels
-    ]
 
 
 class _GameOver(Exception):
@@ -379,13 +369,13 @@ class Match:
         the rejections of one action are one event, before any other event of the step.
         """
         self.check(seat, action)
-        _check_labels(unknown_senas)
+        check_unknown_labels(unknown_senas)
         start = len(self.events)
         step = Step(seat, StepKind.ACTION, action, unknown_senas=tuple(unknown_senas))
         self.log.append(step)
         self._rejection = None
         if unknown_senas:
-            self._note_rejections(seat, _unknown_rejections(unknown_senas))
+            self._note_rejections(seat, unknown_rejections(unknown_senas))
         stray = action.stray_senas
         if stray:
             text = "señas ride only on a mus call or in a seña round (rules §12.3 item 3)"
@@ -450,12 +440,12 @@ class Match:
             raise IllegalActionError(f"seat {seat} is not asked to act now")
         if not labels:
             raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
-        _check_labels(labels)
+        check_unknown_labels(labels)
         start = len(self.events)
         step = Step(seat, StepKind.UNKNOWN_SENAS, reason=" ".join(labels))
         self.log.append(step)
         self._rejection = None
-        self._note_rejections(seat, _unknown_rejections(labels))
+        self._note_rejections(seat, unknown_rejections(labels))
         return StepRecord(step, tuple(self.events[start:]))
 
     def forfeit_for_limit(self, seat: int, reason: str) -> StepRecord:
@@ -798,15 +788,7 @@ class Match:
     def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
         """For each seña of a list, why it is rejected, or None when it is delivered (rules §12.3)."""
         facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-        limit = self.rules.max_senas_per_window
-        verdicts: list[SenaRejection | None] = []
-        for index, sena in enumerate(senas):
-            reason = sena_rejection(sena, facts, self.rules, lance)
-            if reason is None and index >= limit:
-                text = f"beyond the first {limit} señas of the list (max_senas_per_window)"
-                reason = SenaRejection(SenaRejectionCode.OVER_LIMIT, text)
-            verdicts.append(reason)
-        return verdicts
+        return sena_verdicts(senas, facts, self.rules, lance)
 
     def _sena_answer(self, seat: int, senas: tuple[Sena, ...]) -> tuple[tuple[Sena, str], ...]:
         self._sena_queue.pop(0)
