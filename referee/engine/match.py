@@ -4,6 +4,10 @@ A `Match` is a pure function of its rules, its seed, an optional scripted setup 
 Seats are absolute (0..3); team 0 is seats 0 and 2, team 1 is seats 1 and 3. Every decision is asked of the
 seats in `awaited()`; `apply` takes a legal action, `check` says why one is not legal, `apply_timeout` and
 `record_illegal_action` carry out rules §13. Nothing here does I/O or reads a clock.
+
+`Match` keeps the phases; the rules they apply live beside it: seats and teams in `seats`, chance and
+dealing in `chance`, discards in `discards`, the betting of a lance in `betting`, the tanteo's counting in
+`scoring`, señas in `senas`, results in `outcome`.
 """
 
 from __future__ import annotations
