@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.engine.actions import Action, ActionKind, parse_sena
-from referee.engine.betting import Betting, LanceResult, aggression, deje_points
+from referee.engine.betting import Betting, LanceResult, aggression, betting_menu, deje_points
 from referee.engine.cards import Card, shuffled_deck, sort_hand
 from referee.engine.chance import Setup, deal, deal_rng, first_dealer_of, leak_rng
 from referee.engine.discards import cards_in_transit, dealing_order, reshuffle_pool, settled_discards
@@ -301,7 +301,10 @@ class Match:
     def _betting_actions(self) -> tuple[Action, ...]:
         betting = self._betting
         assert betting is not None
-        return betting.menu(self.rules)
+        rules = self.rules  # betting_menu called directly: this is the engine's hottest query
+        return betting_menu(
+            betting.pending, betting.ordago, rules.min_bet, rules.min_raise, rules.stake_cap, rules.target_score
+        )
 
     def check(self, seat: int, action: Action) -> None:
         """Return if `action` is legal for `seat` now. Otherwise raise `MalformedError` when it could never be a
