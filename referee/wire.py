@@ -55,7 +55,7 @@ from referee.engine.events import (
 )
 from referee.engine.hands import Lance
 from referee.engine.legal import KIND_ORDER, LegalAction, LegalActions, listed_bet_max
-from referee.engine.match import DecisionKind, Match, partner_of, team_of
+from referee.engine.match import DecisionKind, Match
 from referee.engine.outcome import (
     FaultCause,
     GameResult,
@@ -68,6 +68,7 @@ from referee.engine.outcome import (
     VacaResult,
 )
 from referee.engine.rules import Rules, rules_from_assignments
+from referee.engine.seats import partner_of, team_of
 from referee.engine.senas import Sena, SenaRejectionCode
 from referee.engine.views import SeatView
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from referee.engine.match import team_of
+from referee.engine.seats import team_of
 from workers.db import repo
 from workers.db.models import DealMode, League, Match, MatchStatus
 from workers.tournament import MatchScore, StandingRow, fit_elo, schedule_round_robin, standings

@@ -17,9 +17,10 @@ from clients.sdk.bot import Bot
 from clients.sdk.view import BotView, bot_view
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import sort_hand
+from referee.engine.chance import Setup
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
 from referee.engine.events import Event
-from referee.engine.match import Match, Setup
+from referee.engine.match import Match
 from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import IllegalActionPolicy, Rules
 from referee.engine.views import SeatLog

@@ -16,8 +16,9 @@ from referee.engine.cards import Card
 from referee.engine.events import Declared, Event, SenaDelivered
 from referee.engine.hands import HandFacts, Lance, evaluate
 from referee.engine.legal import LegalActions
-from referee.engine.match import DecisionKind, partner_of, team_of
+from referee.engine.match import DecisionKind
 from referee.engine.rules import Rules
+from referee.engine.seats import partner_of, team_of
 from referee.engine.senas import Sena
 from referee.engine.views import SeatView
 

@@ -21,8 +21,8 @@ from referee.engine.actions import Action, ActionKind, parse_sena
 from referee.engine.cards import parse_cards, sort_hand
 from referee.engine.errors import MalformedError
 from referee.engine.events import Event
-from referee.engine.match import team_of
 from referee.engine.outcome import MatchOutcome
+from referee.engine.seats import team_of
 
 PROTOCOL = 1
 """The version of the line protocol, sent in the `hello` line; a change an old program could not read bumps it."""

@@ -7,6 +7,7 @@ concrete actions, in the engine's order, for bots that pick from a list.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -141,3 +142,17 @@ def _expand(legal: LegalActions) -> tuple[Action, ...]:
         else:
             out.append(Action(kind))
     return tuple(out)
+
+
+def describe(actions: Sequence[Action]) -> str:
+    """A short description of a legal set: amounts given as ranges."""
+    parts: list[str] = []
+    amounts: dict[ActionKind, list[int]] = {}
+    for action in actions:
+        if action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
+            amounts.setdefault(action.kind, []).append(action.amount)
+            continue
+        parts.append(str(action))
+    for kind, values in amounts.items():
+        parts.append(f"{kind.value} {min(values)}..{max(values)}")
+    return ", ".join(parts) if parts else "nothing"

@@ -4,6 +4,10 @@ A `Match` is a pure function of its rules, its seed, an optional scripted setup 
 Seats are absolute (0..3); team 0 is seats 0 and 2, team 1 is seats 1 and 3. Every decision is asked of the
 seats in `awaited()`; `apply` takes a legal action, `check` says why one is not legal, `apply_timeout` and
 `record_illegal_action` carry out rules §13. Nothing here does I/O or reads a clock.
+
+`Match` keeps the phases; the rules they apply live beside it: seats and teams in `seats`, chance and
+dealing in `chance`, discards in `discards`, the betting of a lance in `betting`, the tanteo's counting in
+`scoring`, señas in `senas`, results in `outcome`.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any
 
 from referee.engine.actions import Action, ActionKind, parse_sena
+from referee.engine.betting import Betting, LanceResult, aggression, betting_menu, deje_points
 from referee.engine.cards import Card, shuffled_deck, sort_hand
+from referee.engine.chance import Setup, deal, deal_rng, first_dealer_of, leak_rng
+from referee.engine.discards import cards_in_transit, dealing_order, reshuffle_pool, settled_discards
 from referee.engine.enums import Enum
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
 from referee.engine.events import (
@@ -50,7 +56,7 @@ from referee.engine.events import (
     VacaEnded,
 )
 from referee.engine.hands import HandFacts, Lance, best_seat, evaluate
-from referee.engine.legal import LegalAction, LegalActions
+from referee.engine.legal import LegalAction, LegalActions, describe
 from referee.engine.outcome import (
     FaultCause,
     GameResult,
@@ -64,24 +70,24 @@ from referee.engine.outcome import (
 )
 from referee.engine.rules import (
     Declarations,
-    DejeMode,
     DiscardSubmission,
     IllegalActionPolicy,
     OrdagoResolution,
-    RefusedJugadaBonusTo,
-    ReplacementOrder,
-    ReshufflePool,
     ResponseMode,
     Rules,
     SenasMode,
 )
+from referee.engine.scoring import tanteo_entry
+from referee.engine.seats import partner_of, speaking_order, team_of
 from referee.engine.senas import (
     Sena,
     SenaRejection,
     SenaRejectionCode,
     accepted_senas,
-    sena_rejection,
+    check_unknown_labels,
+    sena_verdicts,
     true_hand_senas,
+    unknown_rejections,
 )
 
 
@@ -104,15 +110,6 @@ class StepKind(Enum):
     ILLEGAL = "illegal"
     UNKNOWN_SENAS = "unknown_senas"
     LIMIT = "limit"
-
-
-def team_of(seat: int) -> int:
-    """Team 0 holds seats 0 and 2, team 1 seats 1 and 3 (partners sit opposite, rules §1)."""
-    return seat % 2
-
-
-def partner_of(seat: int) -> int:
-    return (seat + 2) % 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,127 +153,9 @@ class StepRecord:
     rejected_senas: tuple[tuple[Sena, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Setup:
-    """Scripted chance, for tests and vectors: decks by hand number, a start score, the first dealer.
-
-    A deck lists 40 cards; card i of the first 16 goes to seat `(mano + i) % 4`, the rest is the stock in
-    dealing order (rules §4). `skip_mus_first_hand` starts the first hand at Grande, as the scenario
-    vectors do (they give the hands after the mus phase).
-    """
-
-    first_dealer: int | None = None
-    decks: Mapping[int, Sequence[Card]] = field(default_factory=dict)
-    start_score: tuple[int, int] = (0, 0)
-    skip_mus_first_hand: bool = False
-
-
-def deck_from_hands(hands: Sequence[Sequence[Card]], mano: int) -> list[Card]:
-    """A 40-card deck that deals `hands[k]` to seat `(mano + k) % 4`; the stock is the rest, canonical order."""
-    from referee.engine.cards import FULL_DECK
-
-    deck: list[Card] = []
-    for i in range(4):
-        for k in range(4):
-            deck.append(hands[k][i])
-    used = set(deck)
-    if len(used) != 16:
-        raise ValueError("the four hands must hold 16 different cards")
-    deck.extend(card for card in FULL_DECK if card not in used)
-    return deck
-
-
-# Streams derived from the match seed (rules §4.1). Python's `random.Random` seeded with a str hashes it
-# with SHA-512, so each stream is fixed by (seed, hand number[, seña index]) on every platform.
-def deal_rng(seed: int, hand_number: int) -> random.Random:
-    """The deal randomness of one hand: its shuffle and its reshuffles."""
-    return random.Random(f"mus/deal/{seed}/{hand_number}")
-
-
-def leak_rng(seed: int, hand_number: int, sena_index: int) -> random.Random:
-    """The leak draw of one delivered seña (rules §12.3 item 5)."""
-    return random.Random(f"mus/leak/{seed}/{hand_number}/{sena_index}")
-
-
-def first_dealer_of(seed: int) -> int:
-    """The first dealer, drawn from the match seed alone (rules §3)."""
-    return random.Random(f"mus/first_dealer/{seed}").randrange(4)
-
-
-@lru_cache(maxsize=4096)
-def _betting_legal(
-    pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
-) -> LegalActions:
-    """The legal betting actions of a lance state (rules §8.2), cached: they depend on little. Uncapped bets
-    are listed up to the target score (`listed_bet_max`)."""
-    if ordago:
-        return LegalActions((_LEGAL_QUIERO, _LEGAL_NO_QUIERO))
-    capped = cap is not None
-    high = cap if cap is not None else max(target, min_bet)
-    if pending is None:
-        envido = LegalAction(ActionKind.ENVIDO, min_amount=min_bet, max_amount=high, capped=capped)
-        return LegalActions((_LEGAL_PASO, envido, _LEGAL_ORDAGO))
-    mas_high = high - pending if cap is not None else max(high, min_raise)
-    mas = LegalAction(ActionKind.MAS, min_amount=min_raise, max_amount=mas_high, capped=capped)
-    raises = (mas,) if min_raise <= mas_high else ()
-    return LegalActions((_LEGAL_QUIERO, _LEGAL_NO_QUIERO, *raises, _LEGAL_ORDAGO))
-
-
-@lru_cache(maxsize=4096)
-def _betting_menu(
-    pending: int | None, ordago: bool, min_bet: int, min_raise: int, cap: int | None, target: int
-) -> tuple[Action, ...]:
-    """The betting actions of a lance state, listed (`_betting_legal`), cached."""
-    return _betting_legal(pending, ordago, min_bet, min_raise, cap, target).expand()
-
-
-_LEGAL_PASO, _LEGAL_ORDAGO = LegalAction(ActionKind.PASO), LegalAction(ActionKind.ORDAGO)
-_LEGAL_QUIERO, _LEGAL_NO_QUIERO = LegalAction(ActionKind.QUIERO), LegalAction(ActionKind.NO_QUIERO)
 _NOTHING_LEGAL = LegalActions()
-_PASO, _NO_QUIERO = Action.paso(), Action.no_quiero()
 _NO_MUS = Action.no_mus()
 _NO_SENAS = Action.send_senas(())
-
-
-@dataclass(slots=True)
-class _Betting:
-    """The betting state of one lance (rules §8.2)."""
-
-    lance: Lance
-    participants: tuple[int, ...]
-    queue: list[int]
-    accepted: int = 0
-    pending: int | None = None
-    ordago: bool = False
-    proposer: int | None = None
-    first_answer: tuple[int, Action] | None = None
-    """In `both_answer_most_aggressive`, the first rival's answer while his partner answers."""
-
-
-@dataclass(slots=True)
-class _LanceResult:
-    lance: Lance
-    outcome: LanceOutcome
-    participants: tuple[int, ...]
-    stake: int = 0
-    refusal_winner: int | None = None
-
-
-def _rivals_after(seat: int, participants: Sequence[int]) -> list[int]:
-    """The participants of the other team, in speaking order starting just after `seat` (rules §8.2)."""
-    return [other for k in range(1, 4) if (other := (seat + k) % 4) in participants and team_of(other) != team_of(seat)]
-
-
-def _check_labels(labels: Sequence[str]) -> None:
-    if any(not label or " " in label for label in labels):
-        raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
-
-
-def _unknown_rejections(labels: Sequence[str]) -> list[tuple[Sena | str, SenaRejection]]:
-    text = "not in the vocabulary (rules §12.1)"
-    return [
-        (label, SenaRejection(SenaRejectionCode.NOT_IN_VOCABULARY, f"unknown seña {label}: {text}")) for label in labels
-    ]
 
 
 class _GameOver(Exception):
@@ -332,8 +211,8 @@ class Match:
         self._lance_index = 0
         self._declare_queue: list[int] = []
         self._sena_queue: list[int] = []
-        self._betting: _Betting | None = None
-        self._results: dict[Lance, _LanceResult] = {}
+        self._betting: Betting | None = None
+        self._results: dict[Lance, LanceResult] = {}
         # The seed fixes every deal, so it is never part of an event: seats must not learn it (rules §4.1).
         self._emit(MatchStarted(self.first_dealer, self.rules))
         self._start_game()
@@ -350,7 +229,7 @@ class Match:
 
     def speaking_order(self) -> tuple[int, ...]:
         """The seats from the mano in speaking order (rules §1)."""
-        return tuple((self.mano + k) % 4 for k in range(4))
+        return speaking_order(self.mano)
 
     def awaited(self) -> tuple[int, ...]:
         """The seats whose decision the match waits for, in speaking order; empty once the match is over."""
@@ -417,21 +296,14 @@ class Match:
             return LegalActions((LegalAction(ActionKind.SENAS, senas=senas, max_senas=rules.senas_per_window),))
         betting = self._betting
         assert betting is not None
-        return _betting_legal(
-            betting.pending, betting.ordago, rules.min_bet, rules.min_raise, rules.stake_cap, rules.target_score
-        )
+        return betting.legal(rules)
 
     def _betting_actions(self) -> tuple[Action, ...]:
         betting = self._betting
         assert betting is not None
-        rules = self.rules
-        return _betting_menu(
-            betting.pending,
-            betting.ordago,
-            rules.min_bet,
-            rules.min_raise,
-            rules.stake_cap,
-            rules.target_score,
+        rules = self.rules  # betting_menu called directly: this is the engine's hottest query
+        return betting_menu(
+            betting.pending, betting.ordago, rules.min_bet, rules.min_raise, rules.stake_cap, rules.target_score
         )
 
     def check(self, seat: int, action: Action) -> None:
@@ -456,38 +328,14 @@ class Match:
         if kind is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
             return  # any list is legal: each seña is then accepted or rejected on its own (rules §12.3)
         if kind is DecisionKind.BET and action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
-            self._check_amount(action)
+            betting = self._betting
+            assert betting is not None
+            betting.check_amount(action, self.rules)
             return
         legal = self.legal_actions(seat)
         if action not in legal:
             raise IllegalActionError(
-                f"{action} is not legal for seat {seat} now ({kind.value} decision); legal: {_describe(legal)}"
-            )
-
-    def _check_amount(self, action: Action) -> None:
-        betting = self._betting
-        assert betting is not None
-        cap = self.rules.stake_cap
-        legal = f"legal: {_describe(self._betting_actions())}"
-        if action.kind is ActionKind.ENVIDO:
-            if betting.pending is not None or betting.ordago:
-                raise IllegalActionError(f"envido opens a lance; a bet is pending, {legal}")
-            if action.amount < self.rules.min_bet:
-                raise IllegalActionError(f"envido {action.amount} is below min_bet {self.rules.min_bet}; {legal}")
-            if cap is not None and action.amount > cap:
-                raise IllegalActionError(
-                    f"envido {action.amount} is above the stake cap {cap} (max_total_stake); {legal}"
-                )
-            return
-        if betting.pending is None or betting.ordago:
-            what = "an órdago cannot be raised" if betting.ordago else "no bet is pending to raise"
-            raise IllegalActionError(f"mas {action.amount}: {what}; {legal}")
-        if action.amount < self.rules.min_raise:
-            raise IllegalActionError(f"mas {action.amount} is below min_raise {self.rules.min_raise}; {legal}")
-        if cap is not None and betting.pending + action.amount > cap:
-            raise IllegalActionError(
-                f"mas {action.amount} takes the stake to {betting.pending + action.amount}, "
-                f"above the cap {cap} (max_total_stake); {legal}"
+                f"{action} is not legal for seat {seat} now ({kind.value} decision); legal: {describe(legal)}"
             )
 
     def is_legal(self, seat: int, action: Action) -> bool:
@@ -513,7 +361,7 @@ class Match:
             return _NO_SENAS
         betting = self._betting
         assert betting is not None
-        return _PASO if betting.pending is None and not betting.ordago else _NO_QUIERO
+        return betting.default_action()
 
     # ------------------------------------------------------------------ steps
 
@@ -528,13 +376,13 @@ class Match:
         the rejections of one action are one event, before any other event of the step.
         """
         self.check(seat, action)
-        _check_labels(unknown_senas)
+        check_unknown_labels(unknown_senas)
         start = len(self.events)
         step = Step(seat, StepKind.ACTION, action, unknown_senas=tuple(unknown_senas))
         self.log.append(step)
         self._rejection = None
         if unknown_senas:
-            self._note_rejections(seat, _unknown_rejections(unknown_senas))
+            self._note_rejections(seat, unknown_rejections(unknown_senas))
         stray = action.stray_senas
         if stray:
             text = "señas ride only on a mus call or in a seña round (rules §12.3 item 3)"
@@ -599,12 +447,12 @@ class Match:
             raise IllegalActionError(f"seat {seat} is not asked to act now")
         if not labels:
             raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
-        _check_labels(labels)
+        check_unknown_labels(labels)
         start = len(self.events)
         step = Step(seat, StepKind.UNKNOWN_SENAS, reason=" ".join(labels))
         self.log.append(step)
         self._rejection = None
-        self._note_rejections(seat, _unknown_rejections(labels))
+        self._note_rejections(seat, unknown_rejections(labels))
         return StepRecord(step, tuple(self.events[start:]))
 
     def forfeit_for_limit(self, seat: int, reason: str) -> StepRecord:
@@ -687,11 +535,7 @@ class Match:
         self._rng = deal_rng(self.seed, number)
         scripted = self.setup.decks.get(number)
         deck = list(scripted) if scripted is not None else shuffled_deck(self._rng)
-        hands: list[list[Card]] = [[], [], [], []]
-        for i in range(16):
-            hands[(self.mano + i) % 4].append(deck[i])
-        self.hands = [sort_hand(hand) for hand in hands]
-        self.stock = deck[16:]
+        self.hands, self.stock = deal(deck, self.mano)
         self.discard_pile = []
         self._senas_delivered = 0
         self._hands_shown = False
@@ -798,16 +642,10 @@ class Match:
             self._mus_turn += 1
         return rejected
 
-    def _dealing_order(self) -> list[int]:
-        order = list(self.speaking_order())
-        if self.rules.replacement_order is ReplacementOrder.DEALER_FIRST:
-            order.reverse()
-        return order
-
     def _start_discards(self) -> None:
         self.decision = DecisionKind.DISCARD
         self._round_discards = {}
-        self._discard_order = self._dealing_order()
+        self._discard_order = dealing_order(self.speaking_order(), self.rules.replacement_order)
         self._set_aside = []
         self._consumed = set()
 
@@ -842,25 +680,17 @@ class Match:
         self._emit(CardsReplaced(seat, sort_hand(received)), frozenset({seat}))
 
     def _reshuffle(self, due: int) -> None:
-        order = self._discard_order
-        waiting = set(order[order.index(due) :])
-        pool = list(self.discard_pile)
+        """The stock ran out before `due` was served: reshuffle the pool into a new stock (rules §5.2)."""
+        pool = reshuffle_pool(
+            self.discard_pile, self._discard_order, due, self._round_discards, self._consumed, self.rules.reshuffle_pool
+        )
         self.discard_pile = []
-        for seat in order:
-            if seat not in self._round_discards or seat in self._consumed:
-                continue
-            if self.rules.reshuffle_pool is ReshufflePool.EXCLUDE_PENDING_OWN and seat in waiting:
-                continue
-            pool.extend(self._round_discards[seat])
-            self._consumed.add(seat)
         self._rng.shuffle(pool)
         self.stock = pool
         self._emit(StockReshuffled())
 
     def _finish_discard_round(self) -> None:
-        for seat in self._discard_order:
-            if seat not in self._consumed:
-                self.discard_pile.extend(self._round_discards[seat])
+        self.discard_pile.extend(settled_discards(self._discard_order, self._round_discards, self._consumed))
         self._round_discards = {}
         self._discards_done += 1
         limit = self.rules.max_mus_rounds
@@ -929,9 +759,9 @@ class Match:
         teams = {team_of(seat) for seat in participants}
         if len(teams) < 2:
             outcome = LanceOutcome.SKIPPED if not participants else LanceOutcome.NO_BETTING
-            self._close_lance(_LanceResult(lance, outcome, participants))
+            self._close_lance(LanceResult(lance, outcome, participants))
             return
-        self._betting = _Betting(lance, participants, list(participants))
+        self._betting = Betting(lance, participants, list(participants))
         self._sena_queue = list(self.speaking_order())
         if self.rules.senas_mode is SenasMode.VOLUNTARY and self.rules.max_senas_per_window > 0:
             self.decision = DecisionKind.SENAS
@@ -942,7 +772,7 @@ class Match:
         self._sena_queue = []
         self.decision = DecisionKind.BET
 
-    def _close_lance(self, result: _LanceResult, deje: int = 0) -> None:
+    def _close_lance(self, result: LanceResult, deje: int = 0) -> None:
         """Close the lance, then score a refused bet's deje at once (rules §8.3): so the lance is closed even
         when the deje ends the game, as types.proto orders a hand (LanceClosed, then PointsScored)."""
         self._results[result.lance] = result
@@ -965,15 +795,7 @@ class Match:
     def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
         """For each seña of a list, why it is rejected, or None when it is delivered (rules §12.3)."""
         facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-        limit = self.rules.max_senas_per_window
-        verdicts: list[SenaRejection | None] = []
-        for index, sena in enumerate(senas):
-            reason = sena_rejection(sena, facts, self.rules, lance)
-            if reason is None and index >= limit:
-                text = f"beyond the first {limit} señas of the list (max_senas_per_window)"
-                reason = SenaRejection(SenaRejectionCode.OVER_LIMIT, text)
-            verdicts.append(reason)
-        return verdicts
+        return sena_verdicts(senas, facts, self.rules, lance)
 
     def _sena_answer(self, seat: int, senas: tuple[Sena, ...]) -> tuple[tuple[Sena, str], ...]:
         self._sena_queue.pop(0)
@@ -1045,43 +867,28 @@ class Match:
             return
         betting.first_answer = None
         answers = [first, (seat, action)] if first is not None else [(seat, action)]
-        chosen_seat, chosen = max(answers, key=lambda answer: _aggression(answer[1]))
+        chosen_seat, chosen = max(answers, key=lambda answer: aggression(answer[1]))
         self._emit_bet(betting, seat, action, standing=chosen)
         self._answer(betting, chosen_seat, chosen, final=True)
 
-    def _emit_bet(self, betting: _Betting, seat: int, action: Action, standing: Action | None = None) -> None:
+    def _emit_bet(self, betting: Betting, seat: int, action: Action, standing: Action | None = None) -> None:
         """Publish a betting action with the totals it leaves on the table (accepted, pending, órdago).
 
         `standing`: in both-answer mode, the answer that prevails once the second rival has answered; the
         second answer's event carries the totals of that answer, which may be the partner's (rules §8.2).
         """
-        pending, accepted, ordago = betting.pending, betting.accepted, betting.ordago
-        totals = standing or action
-        kind = totals.kind
-        if kind is ActionKind.ENVIDO:
-            pending = totals.amount
-        elif kind is ActionKind.MAS:
-            accepted, pending = pending or 0, (pending or 0) + totals.amount
-        elif kind is ActionKind.ORDAGO:
-            accepted, ordago = pending or 0, True
-        elif kind is ActionKind.QUIERO and not ordago:
-            accepted = pending or 0
+        pending, accepted, ordago = betting.totals_after(standing or action)
         self._emit(Bet(betting.lance, seat, action.kind, action.amount, pending, accepted, ordago))
 
-    def _open_action(self, betting: _Betting, seat: int, action: Action) -> None:
+    def _open_action(self, betting: Betting, seat: int, action: Action) -> None:
         if action.kind is ActionKind.PASO:
             betting.queue.pop(0)
             if not betting.queue:
-                self._close_lance(_LanceResult(betting.lance, LanceOutcome.PASSED, betting.participants))
+                self._close_lance(LanceResult(betting.lance, LanceOutcome.PASSED, betting.participants))
             return
-        if action.kind is ActionKind.ENVIDO:
-            betting.pending = action.amount
-        else:
-            betting.ordago = True
-        betting.proposer = seat
-        betting.queue = _rivals_after(seat, betting.participants)
+        betting.open(seat, action)
 
-    def _answer(self, betting: _Betting, seat: int, action: Action, *, final: bool) -> None:
+    def _answer(self, betting: Betting, seat: int, action: Action, *, final: bool) -> None:
         """Apply an answer to a pending bet. `final`: a no_quiero refuses for the whole team (both-answer mode)."""
         kind = action.kind
         if kind is ActionKind.QUIERO:
@@ -1090,7 +897,7 @@ class Match:
                 return
             assert betting.pending is not None
             self._close_lance(
-                _LanceResult(betting.lance, LanceOutcome.ACCEPTED, betting.participants, stake=betting.pending)
+                LanceResult(betting.lance, LanceOutcome.ACCEPTED, betting.participants, stake=betting.pending)
             )
             return
         if kind is ActionKind.NO_QUIERO:
@@ -1100,35 +907,20 @@ class Match:
                     return
             self._refused(betting)
             return
-        assert betting.pending is not None
-        betting.accepted = betting.pending
-        if kind is ActionKind.MAS:
-            betting.pending += action.amount
-        else:
-            betting.ordago = True
-        betting.proposer = seat
-        betting.queue = _rivals_after(seat, betting.participants)
+        betting.raise_stake(seat, action)
 
-    def _refused(self, betting: _Betting) -> None:
+    def _refused(self, betting: Betting) -> None:
         """rules §8.3: the refusing team concedes; the proposer's team scores the deje at once."""
         assert betting.proposer is not None
         winner = team_of(betting.proposer)
-        points = self._deje(betting.lance, betting.accepted)
-        result = _LanceResult(betting.lance, LanceOutcome.REJECTED, betting.participants, refusal_winner=winner)
+        points = deje_points(self.rules.deje_mode, betting.lance, betting.accepted)
+        result = LanceResult(betting.lance, LanceOutcome.REJECTED, betting.participants, refusal_winner=winner)
         self._close_lance(result, deje=points)
 
-    def _deje(self, lance: Lance, accepted: int) -> int:
-        mode = self.rules.deje_mode
-        if mode is DejeMode.ALWAYS_ONE or accepted == 0:
-            return 1
-        if mode is DejeMode.FEM_PLUS_ONE and lance in (Lance.PARES, Lance.JUEGO, Lance.PUNTO):
-            return accepted + 1
-        return accepted
-
-    def _ordago_accepted(self, betting: _Betting) -> None:
+    def _ordago_accepted(self, betting: Betting) -> None:
         """rules §8.4: hands shown, the lance decided on cards, the game won at once."""
         lance = betting.lance
-        self._results[lance] = _LanceResult(lance, LanceOutcome.ORDAGO_ACCEPTED, betting.participants)
+        self._results[lance] = LanceResult(lance, LanceOutcome.ORDAGO_ACCEPTED, betting.participants)
         self._emit(LanceClosed(lance, LanceOutcome.ORDAGO_ACCEPTED, 0, None))
         self._show_hands()  # rules §8.4: play stops and all four hands are shown
         if self.rules.ordago_resolution is OrdagoResolution.COUNT_PRIOR:
@@ -1153,64 +945,11 @@ class Match:
         self._emit(HandEnded(self.hand_number))
         self._start_hand()
 
-    def _team_values(self, team: int, lance: Lance) -> int:
-        seats = (team, team + 2)
-        if lance is Lance.PARES:
-            return sum(self.facts[seat].pares_value for seat in seats)
-        return sum(self.facts[seat].juego_value for seat in seats)
-
     def _tanteo_entry(self, lance: Lance) -> None:
         """One lance's entry: everything it pays at the tanteo, to one team (rules §9.2, §9.5)."""
-        result = self._results.get(lance)
-        if result is None or result.outcome is LanceOutcome.SKIPPED:
-            return
-        rules = self.rules
-        outcome = result.outcome
-        best = best_seat(self.facts, lance, self.mano, result.participants)
-        if lance in (Lance.GRANDE, Lance.CHICA):
-            assert best is not None
-            if outcome is LanceOutcome.PASSED:
-                self._add_points(team_of(best), 1, lance, ScoreReason.TANTEO)
-            elif outcome is LanceOutcome.ACCEPTED:
-                self._add_points(team_of(best), result.stake, lance, ScoreReason.TANTEO)
-            return
-        if lance is Lance.PUNTO:
-            assert best is not None
-            bonus = 1 if rules.punto_bonus else 0
-            if outcome is LanceOutcome.PASSED:
-                self._add_points(team_of(best), 1, lance, ScoreReason.TANTEO)
-            elif outcome is LanceOutcome.ACCEPTED:
-                self._add_points(team_of(best), result.stake + bonus, lance, ScoreReason.TANTEO)
-            elif outcome is LanceOutcome.REJECTED and bonus:
-                team = self._refused_bonus_team(result, best)
-                if team is not None:
-                    self._add_points(team, bonus, lance, ScoreReason.TANTEO)
-            return
-        # Pares and Juego: values of the holders of one team.
-        if outcome is LanceOutcome.NO_BETTING:
-            team = team_of(result.participants[0])
-            self._add_points(team, self._team_values(team, lance), lance, ScoreReason.TANTEO)
-            return
-        assert best is not None
-        if outcome is LanceOutcome.PASSED:
-            team = team_of(best)
-            paso = 1 if rules.paso_point_in_pares_juego else 0
-            self._add_points(team, self._team_values(team, lance) + paso, lance, ScoreReason.TANTEO)
-        elif outcome is LanceOutcome.ACCEPTED:
-            team = team_of(best)
-            self._add_points(team, result.stake + self._team_values(team, lance), lance, ScoreReason.TANTEO)
-        elif outcome is LanceOutcome.REJECTED:
-            refusal_team = self._refused_bonus_team(result, best)
-            if refusal_team is not None:
-                self._add_points(refusal_team, self._team_values(refusal_team, lance), lance, ScoreReason.TANTEO)
-
-    def _refused_bonus_team(self, result: _LanceResult, best: int) -> int | None:
-        mode = self.rules.refused_jugada_bonus_to
-        if mode is RefusedJugadaBonusTo.BETTOR_TEAM:
-            return result.refusal_winner
-        if mode is RefusedJugadaBonusTo.BEST_CARDS:
-            return team_of(best)
-        return None
+        entry = tanteo_entry(self._results.get(lance), self.facts, self.mano, self.rules)
+        if entry is not None:
+            self._add_points(entry[0], entry[1], lance, ScoreReason.TANTEO)
 
     def betting_totals(self) -> tuple[int, int, bool]:
         """The current lance's accepted and pending totals and whether an órdago is pending (0, 0, False)."""
@@ -1239,10 +978,7 @@ class Match:
         """
         cards = [card for hand in self.hands for card in hand]
         cards += self.stock + self.discard_pile
-        for seat, thrown in self._round_discards.items():
-            replaced = not set(thrown) & set(self.hands[seat])
-            if replaced and seat not in self._consumed:
-                cards += thrown
+        cards += cards_in_transit(self.hands, self._round_discards, self._consumed)
         return cards
 
     # ------------------------------------------------------------------ views
@@ -1254,25 +990,3 @@ class Match:
         """
         visible = (event for event in self.events if event.to is None or (seat is not None and seat in event.to))
         return [event.seen_by(seat, index) for index, event in enumerate(visible)]
-
-
-_AGGRESSION = {ActionKind.NO_QUIERO: 0, ActionKind.QUIERO: 1, ActionKind.MAS: 2, ActionKind.ORDAGO: 3}
-
-
-def _aggression(action: Action) -> tuple[int, int]:
-    """Rank of an answer in both-answer mode: órdago > larger raise > quiero > no quiero (rules §8.2)."""
-    return (_AGGRESSION[action.kind], action.amount)
-
-
-def _describe(actions: Sequence[Action]) -> str:
-    """A short description of a legal set: amounts given as ranges."""
-    parts: list[str] = []
-    amounts: dict[ActionKind, list[int]] = {}
-    for action in actions:
-        if action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
-            amounts.setdefault(action.kind, []).append(action.amount)
-            continue
-        parts.append(str(action))
-    for kind, values in amounts.items():
-        parts.append(f"{kind.value} {min(values)}..{max(values)}")
-    return ", ".join(parts) if parts else "nothing"

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from referee.engine.cards import parse_cards
-from referee.engine.match import Match, Setup, Step, StepKind
+from referee.engine.chance import Setup
+from referee.engine.match import Match, Step, StepKind
 from referee.engine.rules import Rules
 
 

@@ -6,7 +6,8 @@ import random
 from collections.abc import Sequence
 
 from referee.engine.actions import Action
-from referee.engine.match import Match, Setup
+from referee.engine.chance import Setup
+from referee.engine.match import Match
 from referee.engine.rules import Rules
 
 

@@ -1,11 +1,13 @@
-"""Señas: the closed vocabulary and the truth predicates (rules §12.1, §12.3)."""
+"""Señas: the closed vocabulary, the truth predicates and the verdicts on a list sent (rules §12.1, §12.3)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from referee.engine.enums import Enum
+from referee.engine.errors import IllegalActionError
 from referee.engine.hands import HandFacts, Lance, ParesClass
 from referee.engine.rules import Rules, SenasMode, SenaTruth
 
@@ -150,3 +152,33 @@ def _accepted(
 def true_hand_senas(facts: HandFacts, rules: Rules, lance: Lance | None) -> tuple[Sena, ...]:
     """The hand-fact señas (ciego included, intentions not) that are true and allowed now, in table order."""
     return tuple(sena for sena in Sena if sena not in INTENTIONS and sena_rejection(sena, facts, rules, lance) is None)
+
+
+def sena_verdicts(
+    senas: Sequence[Sena], facts: HandFacts, rules: Rules, lance: Lance | None
+) -> list[SenaRejection | None]:
+    """For each seña of a list, why it is rejected, or None when it is delivered (rules §12.3 item 4): a
+    false seña, or one beyond the first `max_senas_per_window` of the list."""
+    limit = rules.max_senas_per_window
+    verdicts: list[SenaRejection | None] = []
+    for index, sena in enumerate(senas):
+        reason = sena_rejection(sena, facts, rules, lance)
+        if reason is None and index >= limit:
+            text = f"beyond the first {limit} señas of the list (max_senas_per_window)"
+            reason = SenaRejection(SenaRejectionCode.OVER_LIMIT, text)
+        verdicts.append(reason)
+    return verdicts
+
+
+def check_unknown_labels(labels: Sequence[str]) -> None:
+    """Raise `IllegalActionError` unless the labels of señas outside the vocabulary are words (rules §12.1)."""
+    if any(not label or " " in label for label in labels):
+        raise IllegalActionError("give the unknown señas as non-empty labels without spaces")
+
+
+def unknown_rejections(labels: Sequence[str]) -> list[tuple[Sena | str, SenaRejection]]:
+    """Each seña outside the vocabulary, rejected (rules §12.1, §12.3 item 4)."""
+    text = "not in the vocabulary (rules §12.1)"
+    return [
+        (label, SenaRejection(SenaRejectionCode.NOT_IN_VOCABULARY, f"unknown seña {label}: {text}")) for label in labels
+    ]

@@ -11,9 +11,10 @@ from typing import Any
 
 from referee.engine.actions import Action
 from referee.engine.cards import parse_cards
+from referee.engine.chance import Setup, deck_from_hands
 from referee.engine.errors import MalformedError, MusError
 from referee.engine.hands import Lance, best_seat, evaluate
-from referee.engine.match import DecisionKind, Match, Setup, deck_from_hands
+from referee.engine.match import DecisionKind, Match
 from referee.engine.rules import Rules
 
 TEAM_NAMES = ("A", "B")

@@ -13,7 +13,7 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner, Result
 
-from referee.engine.match import first_dealer_of
+from referee.engine.chance import first_dealer_of
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from referee.engine.actions import Action, ActionEncoding, ActionKind
 from referee.engine.cards import FULL_DECK, RANKS, SUITS, Card, Suit, format_cards, parse_cards, sort_hand
+from referee.engine.chance import Setup, deck_from_hands
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError, MusError, RulesError
-from referee.engine.match import DecisionKind, Match, Setup, deck_from_hands
+from referee.engine.match import DecisionKind, Match
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules, parse_option_assignment, rules_from_assignments
 from referee.engine.selfplay import play_random_match, random_action

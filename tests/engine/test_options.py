@@ -15,9 +15,10 @@ import pytest
 
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import FULL_DECK, Card, parse_cards
+from referee.engine.chance import Setup, deck_from_hands
 from referee.engine.errors import IllegalActionError, MatchOverError, RulesError
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, Match, Setup, deck_from_hands
+from referee.engine.match import DecisionKind, Match
 from referee.engine.outcome import GameTermination, MatchTermination
 from referee.engine.rules import OPTION_KEYS, Rules
 from referee.engine.selfplay import play_random_match

@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 
 from referee.engine.actions import Action, ActionEncoding, ActionKind
 from referee.engine.cards import FULL_DECK, Card
+from referee.engine.chance import Setup
 from referee.engine.errors import IllegalActionError
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, Match, Setup, StepKind, StepRecord
+from referee.engine.match import DecisionKind, Match, StepKind, StepRecord
 from referee.engine.outcome import GameTermination, MatchTermination
 from referee.engine.replay import match_record, replay, replay_record
 from referee.engine.rules import IllegalActionPolicy, OrdagoResolution, Rules

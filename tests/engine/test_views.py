@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 
 from referee.engine.actions import Action, ActionEncoding, ActionKind
 from referee.engine.cards import FULL_DECK, Card
+from referee.engine.chance import Setup
 from referee.engine.errors import IllegalActionError
 from referee.engine.events import EventKind
-from referee.engine.match import DecisionKind, Match, Setup, Step, StepKind
+from referee.engine.match import DecisionKind, Match, Step, StepKind
 from referee.engine.replay import apply_step
 from referee.engine.rules import Rules, SenasMode
 from referee.engine.senas import Sena

@@ -12,9 +12,10 @@ from clients.sdk.local import LocalTable, play_duplicate
 from clients.sdk.view import BotView
 from referee.engine.actions import Action, ActionKind
 from referee.engine.events import Event, EventKind
-from referee.engine.match import DecisionKind, StepKind, team_of
+from referee.engine.match import DecisionKind, StepKind
 from referee.engine.outcome import MatchOutcome, MatchTermination
 from referee.engine.rules import Rules
+from referee.engine.seats import team_of
 from referee.engine.views import seat_view
 from tests.support.events import fields
 

@@ -25,8 +25,8 @@ from google.protobuf.message import Message
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, watch_pb2, watch_pb2_grpc
 from mus.v1 import types_pb2 as pb
 from referee.engine.events import EventKind
-from referee.engine.match import partner_of, team_of
 from referee.engine.rules import Rules, SenasMode
+from referee.engine.seats import partner_of, team_of
 from referee.service.table import Table
 from referee.wire import card_to_proto, event_to_proto
 from tests.service.conftest import Running, with_referee

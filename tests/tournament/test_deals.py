@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.engine.match import first_dealer_of
+from referee.engine.chance import first_dealer_of
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
 from workers.tournament.deals import (

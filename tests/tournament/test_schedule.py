@@ -8,7 +8,7 @@ from itertools import combinations
 
 import pytest
 
-from referee.engine.match import first_dealer_of
+from referee.engine.chance import first_dealer_of
 from workers.tournament.errors import TournamentError
 from workers.tournament.schedule import MatchPlan, duplicate_seed, schedule_round_robin
 

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from referee.engine.errors import MusError
-from referee.engine.match import team_of
 from referee.engine.rules import Rules
+from referee.engine.seats import team_of
 from referee.engine.transcript import render_transcript
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options

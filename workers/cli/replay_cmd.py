@@ -16,12 +16,14 @@ from typing import Annotated, Any
 import typer
 from sqlmodel import Session
 
+from referee.engine.chance import Setup
 from referee.engine.errors import MusError
 from referee.engine.events import Event, Fault, GameStarted, HandStarted
-from referee.engine.match import Match, Setup, team_of
+from referee.engine.match import Match
 from referee.engine.outcome import MatchOutcome
 from referee.engine.replay import EVENTS_VERSION, replay_record, setup_to_json
 from referee.engine.rules import Rules
+from referee.engine.seats import team_of
 from referee.engine.transcript import TEAM_LABEL, render_transcript
 from workers.cli.db import echo_json, one_line, open_session
 from workers.cli.errors import fail

@@ -10,7 +10,7 @@ that it hashes to the commitment and that every match's seed derives from it (`m
     HMAC-SHA256(key=secret, message=seed_message(league, deal_key, deal, attempt))[:8] as a big-endian
     unsigned integer, shifted right by one bit (63 bits, so it fits a signed 64-bit database column)
 
-whose first dealer (`referee.engine.match.first_dealer_of`) is the match's `first_dealer_target`. The message is
+whose first dealer (`referee.engine.chance.first_dealer_of`) is the match's `first_dealer_target`. The message is
 the UTF-8 text
 
     mus-arena/match-seed/v1\\n<league name>\\n<deal key>\\ndeal <deal>\\nattempt <attempt>
@@ -37,7 +37,7 @@ import hmac
 import secrets
 from itertools import count
 
-from referee.engine.match import first_dealer_of
+from referee.engine.chance import first_dealer_of
 from workers.tournament.errors import TournamentError
 
 SECRET_BYTES = 32

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations, count
 
-from referee.engine.match import first_dealer_of
+from referee.engine.chance import first_dealer_of
 from workers.tournament.errors import TournamentError
 
 MAX_MATCHES_PER_PAIRING = 1000
