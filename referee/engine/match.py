@@ -90,6 +90,9 @@ from referee.engine.senas import (
     unknown_rejections,
 )
 
+_MUS_CALLS = (Action(ActionKind.MUS), Action(ActionKind.NO_MUS))
+"""The mus decision's listed actions: what `LegalActions.expand` gives for it, without the señas' verdicts."""
+
 
 class DecisionKind(Enum):
     """What an awaited seat is asked to decide."""
@@ -265,8 +268,11 @@ class Match:
         uncapped stake (`max_total_stake = null`) bets are listed up to the target score; larger ones are legal
         too and decide the game the same way (rules §8.1).
         """
-        if self.decision is DecisionKind.BET and seat in self.awaited():
-            return self._betting_actions()
+        if seat in self.awaited():
+            if self.decision is DecisionKind.BET:
+                return self._betting_actions()
+            if self.decision is DecisionKind.MUS:  # no seña is listed on a call: skip judging them (`legal`)
+                return _MUS_CALLS
         return self.legal(seat).expand()
 
     def legal(self, seat: int) -> LegalActions:
