@@ -106,8 +106,8 @@ async def play_programs(
     bots run unconfined (a `--no-sandbox` league, or a machine without bwrap).
 
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
-    live processes (`workers.pool`) instead of launched: the referee's socket is then made in the pool's
-    folder, which those processes' sandboxes bind, under a name of this match's own."""
+    live processes (`workers.pool`) instead of launched: the referee then also listens on a socket of this
+    match's own in each such process's folder, which only that process's sandbox binds."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
     admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
