@@ -39,7 +39,14 @@ def _requests(outbox: queue.SimpleQueue[play_pb2.PlayRequest | None]) -> Iterato
 def play(address: str, token: str, think_s: float = 0.0) -> bool:
     """Play one seat to the end; True when the outcome arrived."""
     outbox: queue.SimpleQueue[play_pb2.PlayRequest | None] = queue.SimpleQueue()
-    join = play_pb2.Join(seat_token=token, bot_name=BOT_NAME, bot_version="1", protocol_version=1)
+    join = play_pb2.Join(
+        seat_token=token,
+        bot_name=BOT_NAME,
+        bot_version="1",
+        protocol_version=1,
+        batch_events=True,
+        omit_hand_events=True,
+    )
     outbox.put(play_pb2.PlayRequest(join=join))
     seat = -1
     rng: random.Random | None = None
@@ -48,8 +55,8 @@ def play(address: str, token: str, think_s: float = 0.0) -> bool:
         try:
             for response in play_pb2_grpc.PlayServiceStub(channel).Play(_requests(outbox)):
                 kind = response.WhichOneof("message")
-                if kind == "decision_request":
-                    request = response.decision_request
+                if kind == "update" and response.update.HasField("decision_request"):
+                    request = response.update.decision_request
                     if rng is None:
                         cards = " ".join(f"{card.rank}/{card.suit}" for card in request.view.cards)
                         rng = random.Random(f"mus/bench/instant/{seat}/{cards}")

@@ -114,7 +114,7 @@ class LocalTable:
 
     def events_seen(self, seat: int) -> tuple[Event, ...]:
         """Every event delivered to `seat` so far, numbered as that seat saw them."""
-        return tuple(self._log.events[seat])
+        return tuple(self._log.events(seat))
 
     def _vet(self, seat: int, chosen: object) -> tuple[Action | None, str | None]:
         """The action to apply, or why the bot's answer is a fault, as the referee would judge it on the wire.
@@ -136,10 +136,10 @@ class LocalTable:
     def _deliver_events(self) -> None:
         """Give each seat the new events it may see, numbered per seat as on the wire, and call `on_event`."""
         self._log.update()
-        for seat, seen in enumerate(self._log.events):
-            for event in seen[self._delivered[seat] :]:
+        for seat in range(4):
+            for event in self._log.events(seat, self._delivered[seat]):
                 _hook(seat, self.bots[seat].on_event, event)
-            self._delivered[seat] = len(seen)
+            self._delivered[seat] = self._log.seen(seat)
 
 
 def _hook(seat: int, hook: Callable[[Any], None], argument: object) -> None:

@@ -331,8 +331,10 @@ class Match:
         action = action.without_senas() if action.stray_senas else action  # rejected on their own in `apply`
         if kind is DecisionKind.MUS and action.kind in (ActionKind.MUS, ActionKind.NO_MUS):
             return
-        if kind is DecisionKind.SENAS and action.kind is ActionKind.SENAS:
-            return  # any list is legal: each seña is then accepted or rejected on its own (rules §12.3)
+        if kind is DecisionKind.SENAS:
+            if action.kind is ActionKind.SENAS:
+                return  # any list is legal: each seña is then accepted or rejected on its own (rules §12.3)
+            raise IllegalActionError(f"{action} is not an answer to a seña round: send a list of señas")
         if kind is DecisionKind.BET and action.kind in (ActionKind.ENVIDO, ActionKind.MAS):
             betting = self._betting
             assert betting is not None

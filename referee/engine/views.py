@@ -7,7 +7,6 @@ the hidden-information tests check is what a bot is sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,30 +99,51 @@ class SeatView:
 
 
 class SeatLog:
-    """The events each seat of one match has been shown, in order and numbered per seat, kept up to date from
-    the events since the last `update` (the log is never read twice)."""
+    """Which events each seat of one match has been shown, numbered as it saw them, kept up to date from the
+    events since the last `update` (the log is never read twice).
+
+    The match's own log is the only copy of the events: per seat this keeps where each of its events sits in
+    that log (`positions`, its seq is the index) and the current hand's events as it saw them (`hand`), which
+    its views carry. `events` rebuilds a seat's whole stream on demand (a rejoin, a test)."""
 
     def __init__(self, match: Match) -> None:
         self.match = match
-        self.events: tuple[list[Event], list[Event], list[Event], list[Event]] = ([], [], [], [])
-        """Per seat, every event it has seen, numbered as it saw them."""
-        self.hand_start = [0, 0, 0, 0]
-        """Per seat, where its current hand begins in `events`."""
+        self.positions: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+        """Per seat, the index in `match.events` of each event it has seen: its seq is the position here."""
+        self.hand: tuple[list[Event], list[Event], list[Event], list[Event]] = ([], [], [], [])
+        """Per seat, the events of its current hand, numbered as it saw them, from its HandStarted on."""
         self._read = 0
 
-    def update(self) -> Sequence[Event]:
-        """Route the match's new events to their seats; returns them (numbered match-wide)."""
+    def update(self) -> list[tuple[Event, tuple[int, ...]]]:
+        """Route the match's new events to their seats; returns each new event (numbered match-wide) with its
+        seq in each seat's stream, by seat (-1 for a seat that does not see it)."""
         log = self.match.events
-        new = log[self._read :]
+        start = self._read
         self._read = len(log)
-        for event in new:
+        routed: list[tuple[Event, tuple[int, ...]]] = []
+        for index in range(start, len(log)):
+            event = log[index]
             to = event.to
+            seqs = [-1, -1, -1, -1]
+            starts_hand = isinstance(event.payload, HandStarted)
             for seat in range(4) if to is None else sorted(to):
-                seen = self.events[seat]
-                if isinstance(event.payload, HandStarted):
-                    self.hand_start[seat] = len(seen)
-                seen.append(event.seen_by(seat, len(seen)))
-        return new
+                positions = self.positions[seat]
+                seq = seqs[seat] = len(positions)
+                positions.append(index)
+                if starts_hand:
+                    self.hand[seat].clear()
+                self.hand[seat].append(event.seen_by(seat, seq))
+            routed.append((event, tuple(seqs)))
+        return routed
+
+    def seen(self, seat: int) -> int:
+        """How many events `seat` has been shown: the seq its next one gets."""
+        return len(self.positions[seat])
+
+    def events(self, seat: int, start: int = 0) -> list[Event]:
+        """The events `seat` has seen from seq `start` on, numbered as it saw them."""
+        log = self.match.events
+        return [log[index].seen_by(seat, seq) for seq, index in enumerate(self.positions[seat][start:], start)]
 
     def view(self, seat: int) -> SeatView:
         """The view of `seat` now (call `update` first to include the latest events)."""
@@ -140,7 +160,7 @@ class SeatLog:
             ordago_pending=ordago,
             decision=match.decision_kind(seat),
             legal=match.legal(seat),
-            hand_events=tuple(self.events[seat][self.hand_start[seat] :]),
+            hand_events=tuple(self.hand[seat]),
             is_over=match.is_over,
         )
 

@@ -318,19 +318,19 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                     f"table {table.table_id} is {table.status.value}: the omniscient log opens only once the match"
                     " has finished, never for a cancelled table",
                 )
-            for event in table.omniscient_events:
+            for event in table.omniscient_messages():
                 yield watch_pb2.WatchResponse(event=event)
             if table.outcome is not None:
                 yield watch_pb2.WatchResponse(outcome=table.outcome)
             return
         queue: asyncio.Queue[pb.Event | pb.Outcome | None] = asyncio.Queue()
         if table.status is TableStatus.FINISHED and table.outcome is not None:
-            for event in table.public_events:  # over: the senas that leaked may be shown
+            for event in table.public_messages():  # over: the senas that leaked may be shown
                 queue.put_nowait(event)
             queue.put_nowait(table.outcome)
             queue.put_nowait(None)
         else:
-            for event in table.live_events:  # live: no sena at all (rules §12.3 item 5)
+            for event in table.live_messages():  # live: no sena at all (rules §12.3 item 5)
                 queue.put_nowait(event)
             if table.status is TableStatus.CANCELLED:
                 queue.put_nowait(None)

@@ -23,8 +23,9 @@ from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee import wire
 from referee.causes import CAUSE_TO_PROTO, IncidentCause
-from referee.engine.actions import ActionKind
+from referee.engine import clocks
 from referee.engine.errors import IllegalActionError, MalformedError
+from referee.engine.events import Event, SenaDelivered
 from referee.engine.match import DecisionKind, Match
 from referee.engine.rules import IllegalActionPolicy, Rules
 from referee.engine.views import SeatLog
@@ -51,6 +52,14 @@ may grow to before the seat whose message crosses it forfeits (FAULT_CAUSE_LIMIT
 replay with a 16 MiB message limit (workers/matches.py REPLAY_MESSAGE_BYTES): staying well under it, with room
 for what one message adds past the cap and the forfeit's own events, no replay a table produces can be too big
 to fetch, so no seat can turn its own flood into a voided match. A legal match writes under 100 KiB."""
+
+EVENT_JSON_FACTOR = 6
+EVENT_JSON_SLACK = 256
+"""An event's JSON in the record is at most EVENT_JSON_FACTOR times its wire bytes plus EVENT_JSON_SLACK (a
+string's character escapes at worst 6 to 1, field names and zero values that the wire omits; the largest excess
+over the factor in random matches with long fault reasons is under 80 bytes). The table adds this bound as it
+publishes and JSON-encodes the events only when the bound could cross MAX_RECORD_BYTES: a legal match never
+pays for encoding its events twice, and the cap is still checked on the exact bytes."""
 
 MAX_INCIDENTS = 1_000
 """The most incidents a table records (a seat reconnecting to break the protocol again and again)."""
@@ -98,6 +107,11 @@ class TableError(Exception):
         self.code = code
 
 
+def _json_bytes(entry: dict[str, object]) -> int:
+    """The length of one line of a replay record's steps or events, as `dumps_record` writes it."""
+    return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))) + 1
+
+
 @dataclass(slots=True)
 class _Decision:
     """An open decision of one seat."""
@@ -105,7 +119,6 @@ class _Decision:
     decision_id: int
     kind: DecisionKind
     asked_at: float
-    uses_bank: bool
 
 
 @dataclass(slots=True)
@@ -176,29 +189,32 @@ class Table:
         self.match: Match | None = None
         self.views: SeatLog | None = None
         """What each seat has been shown: its views are built from it (the engine's, as the local table's)."""
-        self.seat_events: list[list[pb.Event]] = [[], [], [], []]
         self._hand_view: list[list[bytes]] = [[], [], [], []]
-        """Per seat, what the events of the current hand add to its SeatView, as wire bytes (`wire.view_entries`)."""
-        self.public_events: list[pb.Event] = []
-        """What all four seats see, the señas that leaked included: the spectators' log once the match is over."""
-        self.live_events: list[pb.Event] = []
-        """The public events less every seña, numbered in this list: what a live Watch shows. A seña on a live
-        stream would tell anyone watching, the sender's team included, that it leaked (rules §12.3 item 5)."""
-        self.omniscient_events: list[pb.Event] = []
+        """Per seat that wants them in its views (not `omit_hand_events`), what the events of the current hand add
+        to its SeatView, as wire bytes (`wire.view_entries`). The match's log is the only copy of the events: a
+        seat's stream, the spectators' and the replay are converted from it when asked (`SeatLog`)."""
+        self._live_seq = 0
+        """How many public events a live Watch has been shown: the seq of the next one (`live_messages`)."""
         self.watchers: set[asyncio.Queue[pb.Event | pb.Outcome | None]] = set()
         self.incidents: list[Incident] = []
         self.decisions: dict[int, _Decision] = {}
         self._next_decision_id = 1
         self._published = 0
         self._timer: Timer | None = None
+        self._timer_at = 0.0
+        """The clock time `_timer` fires at."""
         self._event_timer: asyncio.TimerHandle | None = None
         self._on_finish = on_finish
         self.finished = asyncio.Event()
         self.outcome: pb.Outcome | None = None
         self.created_at = self.clock.now()
         self.started_at: float | None = None
-        self.record_bytes = 0
-        """What the table's replay record has grown to (`MAX_RECORD_BYTES`), counted as events and steps come."""
+        self._record_known = 0
+        """Bytes of replay record counted exactly: the steps, the events up to `_events_measured`, the incidents
+        and the decision times (`MAX_RECORD_BYTES`)."""
+        self._record_bound = 0
+        """An upper bound on the JSON of the events published past `_events_measured` (EVENT_JSON_FACTOR)."""
+        self._events_measured = 0
         self._steps_counted = 0
         self._join_timer = self.clock.call_later(join_timeout_s, self._join_timeout)
 
@@ -246,22 +262,31 @@ class Table:
                 )
             )
         )
-        for event in self.seat_events[seat][next_seq:]:
-            self._send_event(state, event, event.SerializeToString())
+        for message in self.seat_messages(seat, next_seq):
+            self._send_event(state, message.SerializeToString())
+        if (
+            self.views is not None and not omit_hand_events
+        ):  # its views carry the hand's events, whatever it asked before
+            self._hand_view[seat] = [self._view_entry(event, seat) for event in self.views.hand[seat]]
         if not self._maybe_start():
             decision = self.decisions.get(seat)
             if decision is not None:
                 self._send_decision(seat, decision)
         self._flush(everyone=True)  # a (re)joining seat gets what it missed at once
 
-    def _send_event(self, state: _Seat, event: pb.Event, data: bytes) -> None:
+    def _send_event(self, state: _Seat, data: bytes) -> None:
         """`data` is the event's wire bytes: a batching seat's Update is parsed from them."""
         if state.outbox is None:
             return
         if state.batch:
             state.pending_events.append(wire.update_entry(data))
         else:
-            state.outbox.put_nowait(play_pb2.PlayResponse(event=event))
+            state.outbox.put_nowait(play_pb2.PlayResponse(event=pb.Event.FromString(data)))
+
+    def _view_entry(self, event: Event, seat: int) -> bytes:
+        """What one event of the hand adds to `seat`'s SeatView, as wire bytes (numbered as the seat saw it)."""
+        message = wire.event_to_proto(event, event.seq, seat, bot_names=self.bot_names)
+        return wire.view_entries(message, message.SerializeToString(), seat)
 
     def _flush(self, *, everyone: bool = False) -> None:
         """Send batching seats their pending events and decision as one Update message each.
@@ -328,7 +353,7 @@ class Table:
         if len(self.incidents) >= MAX_INCIDENTS:
             return  # counted as over the cap by `_check_limits`; nothing more is kept
         self.incidents.append(Incident(seat, cause, detail))
-        self.record_bytes += len(detail.encode()) + 32
+        self._record_known += len(detail.encode()) + 32
 
     def act_problem(self, message: pb.Action) -> str | None:
         """Why an Act's action breaks the protocol before any rule is asked (more señas than a window takes, more
@@ -340,16 +365,39 @@ class Table:
             return f"an Act carries {len(message.cards)} cards: at most {MAX_CARDS_PER_ACT}"
         return None
 
-    def _over_limit(self) -> str | None:
+    @property
+    def record_bytes(self) -> int:
+        """What the table's replay record has grown to, counted exactly (`MAX_RECORD_BYTES`)."""
+        self._count_steps()
+        self._measure_events()
+        return self._record_known
+
+    def _count_steps(self) -> None:
         match = self.match
         if match is not None:
             for step in match.log[self._steps_counted :]:
-                self.record_bytes += len(json.dumps(step.to_json(), ensure_ascii=False, separators=(",", ":"))) + 1
+                self._record_known += _json_bytes(step.to_json())
             self._steps_counted = len(match.log)
+
+    def _measure_events(self) -> None:
+        """Count the JSON of the events not counted yet exactly, in place of their bound."""
+        match = self.match
+        if match is not None:
+            for event in match.events[self._events_measured :]:
+                self._record_known += _json_bytes(event.to_json())
+            self._events_measured = len(match.events)
+        self._record_bound = 0
+
+    def _over_limit(self) -> str | None:
+        match = self.match
+        if match is not None:
+            self._count_steps()
             if len(match.events) > MAX_TABLE_EVENTS:
                 return f"the match record holds {len(match.events)} events: the cap is {MAX_TABLE_EVENTS}"
-        if self.record_bytes > MAX_RECORD_BYTES:
-            return f"the match record has grown to {self.record_bytes} bytes: the cap is {MAX_RECORD_BYTES}"
+        if self._record_known + self._record_bound > MAX_RECORD_BYTES:
+            self._measure_events()  # the bound could cross the cap: count exactly
+        if self._record_known > MAX_RECORD_BYTES:
+            return f"the match record has grown to {self._record_known} bytes: the cap is {MAX_RECORD_BYTES}"
         if len(self.incidents) >= MAX_INCIDENTS:
             return f"the table recorded {len(self.incidents)} incidents: the cap is {MAX_INCIDENTS}"
         return None
@@ -406,47 +454,39 @@ class Table:
         self._sync()
 
     def _publish(self) -> None:
-        """Convert new engine events once per recipient and route them: seats, spectators, the replay."""
-        match = self.match
-        assert match is not None
-        for event in match.events[self._published :]:
-            # Converted and serialized once; each recipient gets it with its own seq. Only a seña's `leaked`
-            # flag depends on the recipient, so those are converted per recipient.
+        """Route the match's new events to the seats and live spectators, each converted and serialized once.
+
+        Each seat gets an event with its own seq (`SeatLog`); only a seña's `leaked` flag depends on the
+        recipient, so those are converted per recipient. Nothing is copied: the match's log stays the one copy."""
+        views = self.views
+        assert views is not None
+        for event, seqs in views.update():
             base = wire.event_to_proto(event, 0, None, bot_names=self.bot_names)
             payload = base.WhichOneof("payload")
             per_recipient = payload == "sena_delivered"
+            starts_hand = payload == "hand_started"
             base_data = base.SerializeToString()
-            for seat in range(4):
-                if not event.visible_to(seat):
+            for seat, seq in enumerate(seqs):
+                if seq < 0:
                     continue
-                events = self.seat_events[seat]
+                state = self.seats[seat]
                 if per_recipient:
-                    message = wire.event_to_proto(event, len(events), seat, bot_names=self.bot_names)
+                    message = wire.event_to_proto(event, seq, seat, bot_names=self.bot_names)
                     data = message.SerializeToString()
                 else:
-                    data = wire.event_bytes(base_data, len(events))
-                    message = pb.Event.FromString(data)
-                if payload == "hand_started":
-                    self._hand_view[seat] = []
-                self._hand_view[seat].append(wire.view_entries(message, data, seat))
-                events.append(message)
-                self._send_event(self.seats[seat], message, data)
-            if event.to is None:
-                public = pb.Event()
-                public.CopyFrom(base)
-                public.seq = len(self.public_events)
-                self.public_events.append(public)
-                if payload != "sena_delivered":
-                    live = pb.Event()
-                    live.CopyFrom(base)
-                    live.seq = len(self.live_events)
-                    self.live_events.append(live)
+                    message, data = base, wire.event_bytes(base_data, seq)
+                if not state.omit_hand_events:
+                    if starts_hand:
+                        self._hand_view[seat] = []
+                    self._hand_view[seat].append(wire.view_entries(message, data, seat))
+                self._send_event(state, data)
+            if event.to is None and not per_recipient:  # live: no seña at all (rules §12.3 item 5)
+                if self.watchers:
+                    live = pb.Event.FromString(wire.event_bytes(base_data, self._live_seq))
                     for watcher in self.watchers:
                         watcher.put_nowait(live)
-            base.seq = len(self.omniscient_events)
-            self.omniscient_events.append(base)
-            self.record_bytes += len(json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))) + 1
-        self._published = len(match.events)
+                self._live_seq += 1
+            self._record_bound += EVENT_JSON_FACTOR * len(base_data) + EVENT_JSON_SLACK
 
     def _sync(self) -> None:
         """After any step: publish events, close and open decisions, time out dropped seats, re-arm the clock."""
@@ -478,7 +518,7 @@ class Table:
         assert match is not None
         kind = match.decision_kind(seat)
         assert kind is not None
-        decision = _Decision(self._next_decision_id, kind, self.clock.now(), uses_bank=kind is not DecisionKind.SENAS)
+        decision = _Decision(self._next_decision_id, kind, self.clock.now())
         self._next_decision_id += 1
         self.seats[seat].last_decision_id = decision.decision_id
         self.seats[seat].asked.add(decision.decision_id)
@@ -488,15 +528,10 @@ class Table:
     def _time_left(self, seat: int, decision: _Decision) -> tuple[float, float]:
         """(decision time left, bank left) in seconds for an open decision."""
         elapsed = self.clock.now() - decision.asked_at
-        timeout = self.rules.decision_timeout_s
-        bank = self.seats[seat].bank if decision.uses_bank else 0.0
-        if elapsed <= timeout:
-            return timeout - elapsed, bank
-        return 0.0, max(bank - (elapsed - timeout), 0.0)
+        return clocks.time_left(decision.kind, elapsed, self.seats[seat].bank, self.rules)
 
     def _deadline(self, seat: int, decision: _Decision) -> float:
-        bank = self.seats[seat].bank if decision.uses_bank else 0.0
-        return decision.asked_at + self.rules.decision_timeout_s + bank
+        return decision.asked_at + clocks.allowed_s(decision.kind, self.seats[seat].bank, self.rules)
 
     def _send_decision(self, seat: int, decision: _Decision) -> None:
         outbox = self.seats[seat].outbox
@@ -504,8 +539,7 @@ class Table:
             return
         views = self.views
         assert views is not None
-        views.update()
-        view = views.view(seat)
+        view = views.view(seat)  # the events are routed (`_publish`) before any decision is sent
         left, bank = self._time_left(seat, decision)
         request = play_pb2.DecisionRequest(
             decision_id=decision.decision_id,
@@ -531,14 +565,19 @@ class Table:
             outbox.put_nowait(response)
 
     def _arm_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        """Make sure the clock wakes the table by the earliest deadline of its open decisions.
+
+        A timer already set for that time or earlier is kept: it wakes the table early at worst, and
+        `_on_timer` then sets the next one. So an instant bot's decision costs no timer of its own."""
         if not self.decisions:
             return
         deadline = min(self._deadline(seat, decision) for seat, decision in self.decisions.items())
-        delay = max(deadline - self.clock.now(), 0.0)
-        self._timer = self.clock.call_later(delay, self._on_timer)
+        if self._timer is not None and self._timer_at <= deadline:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = self.clock.call_later(max(deadline - self.clock.now(), 0.0), self._on_timer)
 
     def _on_timer(self) -> None:
         """Time out every decision past its deadline, in speaking order (rules §13)."""
@@ -547,11 +586,16 @@ class Table:
         if match is None or self.status is not TableStatus.RUNNING:
             return
         now = self.clock.now()
-        for seat in match.awaited():
-            decision = self.decisions.get(seat)
-            if decision is None or now < self._deadline(seat, decision):
-                continue
-            self._timeout(seat, decision)
+        due = [
+            seat
+            for seat in match.awaited()
+            if (decision := self.decisions.get(seat)) is not None and now >= self._deadline(seat, decision)
+        ]
+        if not due:  # woken before the earliest deadline (`_arm_timer` keeps an earlier timer)
+            self._arm_timer()
+            return
+        for seat in due:
+            self._timeout(seat, self.decisions[seat])
             if match.is_over:
                 break
         self._sync()
@@ -560,8 +604,7 @@ class Table:
         match = self.match
         assert match is not None
         state = self.seats[seat]
-        if decision.uses_bank:
-            state.bank = 0.0
+        state.bank = clocks.bank_after(decision.kind, self.clock.now() - decision.asked_at, state.bank, self.rules)
         del self.decisions[seat]  # the engine charges the timeout (rules §13); it is no incident as well
         match.apply_timeout(seat)
 
@@ -614,20 +657,15 @@ class Table:
             self._sync()
             return None
         try:
-            action = wire.action_from_proto(message)
-            unknown = wire.unknown_senas(message)
-            if decision.kind is DecisionKind.SENAS and action.kind is not ActionKind.SENAS:
-                raise IllegalActionError(f"{action} is not an answer to a seña round: send a list of señas")
-            match.check(seat, action)
+            # The engine checks first: an illegal action changes nothing. The rejected señas of one Act are one event.
+            match.apply(seat, wire.action_from_proto(message), wire.unknown_senas(message))
         except (MalformedError, IllegalActionError) as error:
             self._illegal(seat, decision_id, str(error), play_pb2.REJECTION_CODE_ILLEGAL_ACTION)
             return None
-        if decision.uses_bank and elapsed > self.rules.decision_timeout_s:
-            state.bank = max(state.bank - (elapsed - self.rules.decision_timeout_s), 0.0)
+        state.bank = clocks.bank_after(decision.kind, elapsed, state.bank, self.rules)
         state.decision_seconds.append(elapsed)
-        self.record_bytes += 12  # one double of GetTableReplayResponse.decision_times
+        self._record_known += 12  # one double of GetTableReplayResponse.decision_times
         del self.decisions[seat]
-        match.apply(seat, action, unknown)  # the rejected señas of one Act are one event
         self._sync()
         self._check_limits(seat)
         return None
@@ -717,6 +755,36 @@ class Table:
             self._on_finish(self)
 
     # ------------------------------------------------------------------ reports
+
+    def seat_messages(self, seat: int, start: int = 0) -> list[pb.Event]:
+        """The events `seat` has been sent from seq `start` on, as the wire carried them (a rejoin's resend)."""
+        if self.views is None or self.match is None:
+            return []
+        events = self.match.events
+        positions = self.views.positions[seat][start:]
+        return [
+            wire.event_to_proto(events[index], seq, seat, bot_names=self.bot_names)
+            for seq, index in enumerate(positions, start)
+        ]
+
+    def omniscient_messages(self) -> list[pb.Event]:
+        """Every event of the match, numbered match-wide: the omniscient log (for the admin, once it is over)."""
+        events = self.match.events if self.match is not None else []
+        return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(events)]
+
+    def public_messages(self) -> list[pb.Event]:
+        """What all four seats see, the señas that leaked included, numbered in this list: the spectators' log
+        once the match is over."""
+        events = self.match.events if self.match is not None else []
+        public = (event for event in events if event.to is None)
+        return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(public)]
+
+    def live_messages(self) -> list[pb.Event]:
+        """The public events less every seña, numbered in this list: what a live Watch shows. A seña on a live
+        stream would tell anyone watching, the sender's team included, that it leaked (rules §12.3 item 5)."""
+        events = self.match.events if self.match is not None else []
+        live = (event for event in events if event.to is None and not isinstance(event.payload, SenaDelivered))
+        return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(live)]
 
     def faults(self) -> list[pb.Fault]:
         """Every fault charged so far (rules §13), in order: the engine's Fault events. Never an incident."""

@@ -207,7 +207,7 @@ def resampled_world(
 def view_of(match: Match, seat: int) -> dict[str, Any]:
     log = SeatLog(match)
     log.update()
-    return {**log.view(seat).to_json(), "events": [seen.to_json() for seen in log.events[seat]]}
+    return {**log.view(seat).to_json(), "events": [seen.to_json() for seen in log.events(seat)]}
 
 
 def spectator_view_of(match: Match) -> dict[str, Any]:

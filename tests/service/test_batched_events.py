@@ -94,10 +94,10 @@ def test_a_batching_seat_that_is_not_asked_gets_its_events_with_its_next_decisio
                 watching = [other for other in range(4) if other not in table.decisions]
                 assert all(drain(other) <= 1 for other in watching)
                 for other in watching:
-                    assert len(events[other]) == len(table.seat_events[other]), "the delay delivered every event"
+                    assert len(events[other]) == len(table.seat_messages(other)), "the delay delivered every event"
         for seat in range(4):
             drain(seat)
-            assert events[seat] == table.seat_events[seat], f"seat {seat}: every event exactly once, in order"
+            assert events[seat] == table.seat_messages(seat), f"seat {seat}: every event exactly once, in order"
         assert timer_checks == 5
 
     asyncio.run(scenario())

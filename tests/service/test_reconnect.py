@@ -70,7 +70,7 @@ def assert_resumed_without_gap_or_duplicate(result: Rejoined) -> None:
     assert not result.first_stream[0].joined.resumed, "a first join is not a resumption"
     events = [message.event for message in result.first_stream + result.second_stream if kind(message) == "event"]
     assert [event.seq for event in events] == list(range(len(events))), "per-seat seq: no gap, no duplicate"
-    assert events == result.table.seat_events[DROPPER], "exactly the events the referee gave this seat"
+    assert events == result.table.seat_messages(DROPPER), "exactly the events the referee gave this seat"
     resent = [message.event.seq for message in result.second_stream if kind(message) == "event"]
     assert resent[0] == result.next_seq
 
@@ -103,7 +103,7 @@ def drop_and_rejoin(*, drop_with_decision_open: bool) -> Rejoined:
         if not drop_with_decision_open:
             # Stay away while the others play on, until the match needs this seat again.
             await until(lambda: DROPPER in table.decisions, what="the next decision of the dropped seat")
-            assert len(table.seat_events[DROPPER]) > next_seq, "events happened while the seat was away"
+            assert len(table.seat_messages(DROPPER)) > next_seq, "events happened while the seat was away"
         await dropper.join(next_seq)
         await dropper.play()
         await asyncio.gather(*others)

@@ -118,7 +118,7 @@ def test_views_events_and_outcomes_survive_the_wire(variant: dict[str, Any], see
             match.apply(seat, action)
     log.update()
     for seat in range(4):
-        seen = log.events[seat]
+        seen = log.events(seat)
         sent = [wire.event_to_proto(event, event.seq, seat) for event in seen]
         assert [wire.event_from_proto(pb.Event.FromString(m.SerializeToString()), seat) for m in sent] == seen
     outcome = match.outcome
