@@ -36,8 +36,8 @@ def _requests(outbox: queue.SimpleQueue[play_pb2.PlayRequest | None]) -> Iterato
         yield message
 
 
-def play(address: str, token: str, think_s: float = 0.0) -> bool:
-    """Play one seat to the end; True when the outcome arrived."""
+def play(channel: grpc.Channel, token: str, think_s: float = 0.0) -> bool:
+    """Play one seat to the end on `channel`; True when the outcome arrived."""
     outbox: queue.SimpleQueue[play_pb2.PlayRequest | None] = queue.SimpleQueue()
     join = play_pb2.Join(
         seat_token=token,
@@ -51,26 +51,25 @@ def play(address: str, token: str, think_s: float = 0.0) -> bool:
     seat = -1
     rng: random.Random | None = None
     finished = False
-    with grpc.insecure_channel(address) as channel:
-        try:
-            for response in play_pb2_grpc.PlayServiceStub(channel).Play(_requests(outbox)):
-                kind = response.WhichOneof("message")
-                if kind == "update" and response.update.HasField("decision_request"):
-                    request = response.update.decision_request
-                    if rng is None:
-                        cards = " ".join(f"{card.rank}/{card.suit}" for card in request.view.cards)
-                        rng = random.Random(f"mus/bench/instant/{seat}/{cards}")
-                    if think_s:
-                        time.sleep(think_s)
-                    action = random_wire_action(rng, request, senas=False)
-                    act = play_pb2.Act(decision_id=request.decision_id, action=action)
-                    outbox.put(play_pb2.PlayRequest(act=act))
-                elif kind == "joined":
-                    seat = response.joined.seat
-                elif kind == "outcome":
-                    finished = True
-        finally:
-            outbox.put(None)
+    try:
+        for response in play_pb2_grpc.PlayServiceStub(channel).Play(_requests(outbox)):
+            kind = response.WhichOneof("message")
+            if kind == "update" and response.update.HasField("decision_request"):
+                request = response.update.decision_request
+                if rng is None:
+                    cards = " ".join(f"{card.rank}/{card.suit}" for card in request.view.cards)
+                    rng = random.Random(f"mus/bench/instant/{seat}/{cards}")
+                if think_s:
+                    time.sleep(think_s)
+                action = random_wire_action(rng, request, senas=False)
+                act = play_pb2.Act(decision_id=request.decision_id, action=action)
+                outbox.put(play_pb2.PlayRequest(act=act))
+            elif kind == "joined":
+                seat = response.joined.seat
+            elif kind == "outcome":
+                finished = True
+    finally:
+        outbox.put(None)
     return finished
 
 
@@ -79,12 +78,16 @@ def play_seats(think_s: float) -> int:
     until the input ends. A seat that fails is logged; the next one is played."""
     import json
 
+    channels: dict[str, grpc.Channel] = {}  # the address stays the same from seat to seat: one channel serves all
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
             seat = json.loads(line)
-            play(seat["referee"], seat["seat_token"], think_s)
+            address = str(seat["referee"])
+            if address not in channels:
+                channels[address] = grpc.insecure_channel(address)
+            play(channels[address], seat["seat_token"], think_s)
         except (ValueError, KeyError, TypeError) as error:
             print(f"instant bot: not a seat line ({error}): {line.strip()[:200]}", file=sys.stderr)
         except grpc.RpcError as error:
@@ -99,7 +102,8 @@ def main() -> int:
         think_s = float(os.environ.get(THINK_ENV) or 0) / 1000
         if os.environ.get("MUS_SEATS") == "stdin":
             return play_seats(think_s)
-        finished = play(os.environ["MUS_REFEREE"], os.environ["MUS_TOKEN"], think_s)
+        with grpc.insecure_channel(os.environ["MUS_REFEREE"]) as channel:
+            finished = play(channel, os.environ["MUS_TOKEN"], think_s)
     except ValueError:
         print(f"instant bot: {THINK_ENV} must be a number of milliseconds", file=sys.stderr)
         return 1

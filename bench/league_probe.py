@@ -22,7 +22,6 @@ between two matches in the league runs (`gap_ms` of each configuration).
 
 from __future__ import annotations
 
-import asyncio
 import resource
 import statistics
 import time
@@ -36,7 +35,14 @@ from referee.engine.rules import Rules
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import BotProgram, Limits, sandbox_available
-from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
+from workers.matches import (
+    EmbeddedReferee,
+    PlayedMatch,
+    fault_records,
+    incident_records,
+    play_programs,
+    run_on_worker_referee,
+)
 from workers.pool import BotPool
 
 PROBE_WORKER = "bench-probe:0"
@@ -60,10 +66,13 @@ def _cpu_seconds(who: int) -> float:
 
 
 async def _play(
-    program: BotProgram, rules: Rules, seed: int, log_dir: Path, pool: BotPool | None
+    program: BotProgram, rules: Rules, seed: int, log_dir: Path, pool: BotPool | None, referee: EmbeddedReferee
 ) -> tuple[PlayedMatch, float, float, float]:
-    """One match played by `workers.matches.play_programs`; returns it with its start-up, play and exit times."""
-    played = await play_programs((program, program), rules, seed, log_dir=log_dir, sandbox=probe_limits(), pool=pool)
+    """One match played by `workers.matches.play_programs` on this process's long-lived referee, as a worker
+    plays it; returns it with its start-up, play and exit times."""
+    played = await play_programs(
+        (program, program), rules, seed, log_dir=log_dir, sandbox=probe_limits(), pool=pool, referee=referee
+    )
     startup = played.started_at - played.launched_at
     return played, startup, played.ended_at - played.started_at, played.exited_at - played.ended_at
 
@@ -86,7 +95,9 @@ def probe_match(
         setup = repo.match_setup(session, match_id)
     claimed = time.perf_counter()
     rules = Rules.from_options(setup.rules)
-    played, startup_s, play_s, exit_s = asyncio.run(_play(program, rules, setup.seed, log_dir, pool))
+    played, startup_s, play_s, exit_s = run_on_worker_referee(
+        lambda referee: _play(program, rules, setup.seed, log_dir, pool, referee)
+    )
     outcome = played.match.outcome
     assert outcome is not None
     recording = time.perf_counter()

@@ -11,14 +11,14 @@ use this.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import logging
 import shutil
 import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -88,6 +88,66 @@ class PlayedMatch:
     """CPU-seconds of the hosted seats' processes, from their cgroups; None where a seat had none."""
 
 
+class EmbeddedReferee:
+    """A referee in this process, on unix sockets in private folders, that outlives the matches played on it.
+
+    A league worker keeps one for its life (`worker_referee`): a match then starts no server, and a pooled
+    process is served on one socket in its own folder for its whole life (the same address in every seat line,
+    so the bot may keep its channel open from seat to seat). The bots' socket is in a folder that the sandbox of
+    each launched seat binds; the admin API listens on a second socket, in a folder no bot sees, under an admin
+    token of this referee's own (never in a bot's environment). `play_programs` makes a short-lived one when it
+    is given none (`mus match play`, `mus bot check`).
+    """
+
+    def __init__(self) -> None:
+        self.referee = Referee()
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
+        self.admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
+        self.host_address = f"unix:{self.socket_dir / 'referee.sock'}"
+        self.admin_address = f"unix:{self.admin_dir / 'admin.sock'}"
+        self._servers: list[grpc.aio.Server] = []
+        self._pooled: dict[Path, grpc.aio.Server] = {}
+        """The server listening in each pooled process's folder, by folder."""
+
+    async def start(self) -> EmbeddedReferee:
+        referee, host = self.referee, self.host_address
+        self._servers.append((await start_server(referee, host, public_address=host))[0])
+        self._servers.append((await start_admin_server(referee, self.admin_address))[0])
+        return self
+
+    async def serve(self, member: PooledProcess) -> str:
+        """Listen in `member`'s own folder (once for its life); the address of that socket on this host."""
+        socket = member.socket_dir / POOLED_SOCKET
+        if member.socket_dir not in self._pooled:
+            self._pooled[member.socket_dir] = (
+                await start_server(self.referee, f"unix:{socket}", public_address=self.host_address)
+            )[0]
+        return f"unix:{socket}"
+
+    async def forget(self, live: Iterable[PooledProcess]) -> None:
+        """Stop listening in the folders of pooled processes that are no longer `live` (the pool retired them)."""
+        kept = {member.socket_dir for member in live}
+        gone = [folder for folder in self._pooled if folder not in kept]
+        await asyncio.gather(*(self._pooled.pop(folder).stop(grace=0.5) for folder in gone))
+        for folder in gone:
+            (folder / POOLED_SOCKET).unlink(missing_ok=True)
+
+    async def close(self) -> None:
+        """Stop every server and remove its sockets (those in pooled processes' folders included)."""
+        folders = list(self._pooled)
+        servers = [*self._servers, *self._pooled.values()]
+        self._servers, self._pooled = [], {}
+        await asyncio.gather(*(server.stop(grace=1.0) for server in servers))
+        for folder in folders:
+            (folder / POOLED_SOCKET).unlink(missing_ok=True)
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
+        shutil.rmtree(self.admin_dir, ignore_errors=True)
+
+
+POOLED_SOCKET = "referee.sock"
+"""The referee's socket in a pooled process's own folder (bound at SOCKET_DIR in its sandbox)."""
+
+
 async def play_programs(
     programs: tuple[BotProgram, BotProgram],
     rules: Rules,
@@ -97,64 +157,77 @@ async def play_programs(
     join_timeout_s: float = 30.0,
     sandbox: Limits | None = None,
     pool: BotPool | None = None,
+    referee: EmbeddedReferee | None = None,
 ) -> PlayedMatch:
-    """Run a referee in this process on a unix socket in a private folder, and play the match on it as on the
+    """Play the match on a referee in this process (`referee`, or one made for this match alone) as on the
     standalone referee (`play_on_referee`, the same code): the table is created, watched and fetched through the
-    admin API, on a second socket, in a folder no bot sees, under an admin token of this referee's own.
+    admin API.
 
     With `sandbox` limits each seat runs in its own sandbox, which sees only the referee's socket; with None the
     bots run unconfined (a `--no-sandbox` league, or a machine without bwrap).
 
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
-    live processes (`workers.pool`) instead of launched: the referee then also listens on a socket of this
-    match's own in each such process's folder, which only that process's sandbox binds."""
+    live processes (`workers.pool`) instead of launched: the referee listens on a socket in each such process's
+    own folder, which only that process's sandbox binds."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
-    socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
-    admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
-    # Pooled seats: their processes are acquired first, for the server to listen in their folders from its start.
-    members = {
-        seat: pool.acquire(programs[seat % 2], seat)
-        for seat in range(4)
-        if pool is not None and pool.accepts(programs[seat % 2])
-    }
-    pooled_socket = f"match-{uuid.uuid4().hex[:16]}.sock"
-    referee = Referee()  # a random admin token, held by this process alone: never in a bot's environment
-    servers: list[grpc.aio.Server] = []
+    own = referee is None
+    embedded = await EmbeddedReferee().start() if referee is None else referee
+    members: dict[int, PooledProcess] = {}
     try:
-        host_address = f"unix:{socket_dir / 'referee.sock'}"
-        also = [f"unix:{member.socket_dir / pooled_socket}" for member in members.values()]
-        servers.append((await start_server(referee, host_address, public_address=host_address, also=also))[0])
-        admin_address = f"unix:{admin_dir / 'admin.sock'}"
-        servers.append((await start_admin_server(referee, admin_address))[0])
-        confined = Sandbox(socket_dir, sandbox) if sandbox is not None else None
+        # Pooled seats: a live process of the bot's for each, served in its own folder.
+        for seat in range(4):
+            if pool is not None and pool.accepts(programs[seat % 2]):
+                members[seat] = pool.acquire(programs[seat % 2], seat)
+        pooled = {}
+        for seat, member in members.items():
+            host_address = await embedded.serve(member)
+            pooled[seat] = (member, f"unix:{SOCKET_DIR}/{POOLED_SOCKET}" if sandbox is not None else host_address)
+        confined = Sandbox(embedded.socket_dir, sandbox) if sandbox is not None else None
         return await _play(
             programs,
             rules,
             seed,
-            bot_address=f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else host_address,
-            admin_address=admin_address,
-            admin_token=referee.admin_token,
+            bot_address=f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else embedded.host_address,
+            admin_address=embedded.admin_address,
+            admin_token=embedded.referee.admin_token,
             external_id="",
             join_timeout_s=join_timeout_s,
             log_dir=log_dir,
             sandboxes=[confined] * 4,
             pool=pool,
-            pooled={
-                seat: (member, f"unix:{SOCKET_DIR if confined is not None else member.socket_dir}/{pooled_socket}")
-                for seat, member in members.items()
-            },
+            pooled=pooled,
         )
     finally:
-        await asyncio.gather(*(server.stop(grace=1.0) for server in servers))
-        _remove_sockets(socket_dir, members.values(), pooled_socket)
-        shutil.rmtree(admin_dir, ignore_errors=True)
+        if own:
+            await embedded.close()
+        else:
+            await embedded.forget(pool.processes() if pool is not None else ())
 
 
-def _remove_sockets(socket_dir: Path, members: Iterable[PooledProcess], pooled_socket: str) -> None:
-    """The match's private socket folder, and its socket in each pooled seat's folder."""
-    shutil.rmtree(socket_dir, ignore_errors=True)
-    for member in members:
-        (member.socket_dir / pooled_socket).unlink(missing_ok=True)
+_WORKER: tuple[asyncio.AbstractEventLoop, EmbeddedReferee] | None = None
+_Result = TypeVar("_Result")
+
+
+def run_on_worker_referee(play: Callable[[EmbeddedReferee], Awaitable[_Result]]) -> _Result:
+    """Run `play(referee)` to its end on this process's long-lived referee and event loop (made at the first
+    call, closed at exit): a league worker's matches share them, so a match starts no server."""
+    global _WORKER
+    if _WORKER is None:
+        loop = asyncio.new_event_loop()
+        _WORKER = (loop, loop.run_until_complete(EmbeddedReferee().start()))
+        atexit.register(_close_worker_referee)
+    loop, referee = _WORKER
+    return loop.run_until_complete(play(referee))
+
+
+def _close_worker_referee() -> None:
+    global _WORKER
+    if _WORKER is not None:
+        loop, referee = _WORKER
+        _WORKER = None
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(referee.close())
+        loop.close()
 
 
 # ------------------------------------------------------------------------------ on the standalone referee

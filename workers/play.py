@@ -44,7 +44,15 @@ from workers.db.models import BotVersion, Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import database_url, ensure_schema, make_engine, session_scope
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
-from workers.matches import PlayedMatch, RemoteBot, fault_records, incident_records, play_on_referee, play_programs
+from workers.matches import (
+    PlayedMatch,
+    RemoteBot,
+    fault_records,
+    incident_records,
+    play_on_referee,
+    play_programs,
+    run_on_worker_referee,
+)
 from workers.pool import worker_pool
 
 log = logging.getLogger(__name__)
@@ -224,21 +232,23 @@ def _limits(setup: MatchSetup) -> Limits | None:
 
 
 def _play_hosted(setup: MatchSetup) -> _Played:
-    """Both sides are programs: play them against a referee embedded in this worker."""
+    """Both sides are programs: play them against the referee embedded in this worker, which outlives the match
+    (`run_on_worker_referee`)."""
     programs = tuple(_program(team) for team in setup.teams)
     rules = Rules.from_options(setup.rules)
     limits = _limits(setup)
     pool = None
     if any(program.persistent for program in programs):
         pool = worker_pool(limits, Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / "pool")
-    played = asyncio.run(
-        play_programs(
+    played = run_on_worker_referee(
+        lambda referee: play_programs(
             (programs[0], programs[1]),
             rules,
             setup.seed,
             log_dir=logs_dir(setup.match_id),
             sandbox=limits,
             pool=pool,
+            referee=referee,
         )
     )
     return _to_store(played)

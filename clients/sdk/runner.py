@@ -8,6 +8,7 @@ statuses into a `RefereeError` that says what went wrong.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -236,16 +237,18 @@ def run_bot(
     *,
     grace_s: float = 10.0,
     credentials: grpc.ChannelCredentials | None = None,
+    channel: grpc.Channel | None = None,
 ) -> MatchOutcome:
     """Play one seat of one match with `bot` and return the outcome.
 
     `address` and `token` default to the environment variables MUS_REFEREE and MUS_TOKEN. A dropped stream
     (UNAVAILABLE, INTERNAL) is joined again with `Join.next_seq`, with a growing pause, for up to `grace_s`
-    seconds without a successful join; any other error status is raised as a `RefereeError`.
+    seconds without a successful join; any other error status is raised as a `RefereeError`. `channel`: an
+    open channel to `address` to play on (left open), instead of one opened for this seat.
     """
     target = _setting(address, ENV_REFEREE, "referee address")
     seat = _Seat(bot, _setting(token, ENV_TOKEN, "seat token"))
-    with _channel(target, credentials) as channel:
+    with contextlib.nullcontext(channel) if channel is not None else _channel(target, credentials) as channel:
         stub = play_pb2_grpc.PlayServiceStub(channel)
         pause, lost_since = 0.1, 0.0
         while True:
@@ -466,18 +469,27 @@ def run_seats(bot_factory: Callable[[], Bot], lines: Iterator[str] | None = None
     import sys
 
     results: list[MatchOutcome | BaseException] = []
-    for line in lines if lines is not None else sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            offer = SeatOffer.from_line(line)
-            outcome = run_bot(bot_factory(), offer.referee, offer.seat_token)
-        except SdkError as error:
-            logger.error("%s", error)
-            results.append(error)
-        else:
-            logger.info("match over: team %d won (%s)", outcome.winner, outcome.termination.value)
-            results.append(outcome)
+    channels: dict[str, grpc.Channel] = {}  # a league worker's address stays the same: one channel, seat after seat
+    try:
+        for line in lines if lines is not None else sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                offer = SeatOffer.from_line(line)
+                if offer.referee not in channels:
+                    for old in channels.values():
+                        old.close()
+                    channels = {offer.referee: grpc.insecure_channel(offer.referee)}
+                outcome = run_bot(bot_factory(), offer.referee, offer.seat_token, channel=channels[offer.referee])
+            except SdkError as error:
+                logger.error("%s", error)
+                results.append(error)
+            else:
+                logger.info("match over: team %d won (%s)", outcome.winner, outcome.termination.value)
+                results.append(outcome)
+    finally:
+        for channel in channels.values():
+            channel.close()
     return results
 
 

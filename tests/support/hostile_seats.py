@@ -41,7 +41,7 @@ def look(own: str, targets: list[str]) -> None:
     tried = [str(RUN_DIR / name) for name in seen if (RUN_DIR / name).exists()] + targets
     results = {path: reachable(path) for path in tried}
     others = [name for name in seen if name != own]
-    reached = [path for path, result in results.items() if result == "connected" and Path(path).name != own]
+    reached = [path for path, result in results.items() if result == "connected" and path != str(RUN_DIR / own)]
     breached = bool(others or reached)
     shown = ",".join(f"{path}:{result}" for path, result in results.items())
     print(

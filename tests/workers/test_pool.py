@@ -158,13 +158,13 @@ def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(p
     idle = BotProgram("idle", (sys.executable, str(idle_folder / "idle.py")), idle_folder, persistent=True)
 
     async def scenario() -> tuple[list[PlayedMatch], list[str]]:
-        # Another match of this worker, under way the whole time: its referee listens in its four seats' folders.
+        # Another match, under way the whole time: its referee listens in its four seats' folders.
         other = asyncio.create_task(play_programs((idle, idle), FAST, 1, sandbox=LIMITS, pool=pool, join_timeout_s=60))
         for _ in range(2000):
-            if len(list(pool.root.glob("*/match-*.sock"))) == 4:
+            if len(list(pool.root.glob("*/referee.sock"))) == 4:
                 break
             await asyncio.sleep(0.01)
-        elsewhere = sorted(str(path) for path in pool.root.glob("*/match-*.sock"))
+        elsewhere = sorted(str(path) for path in pool.root.glob("*/referee.sock"))
         assert len(elsewhere) == 4, "the other match listens in each of its pooled seats' folders"
         command = [sys.executable, str(hostile_folder / "hostile_seats.py")]
         for path in [*elsewhere, str(pool.root)]:
@@ -182,7 +182,7 @@ def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(p
     assert all(one.match.outcome is not None and not one.incidents for one in played)
     hostile_pids = {member.pid for member in pool.processes() if member.program.name == "hostile"}
     assert len(hostile_pids) == 2, "two processes (seats 0 and 2) played both matches"
-    assert list(pool.root.glob("*/*")) == [], "every match removed its sockets from its seats' folders"
+    assert list(pool.root.glob("*/*")) == [], "every referee removed its sockets from its seats' folders"
     pool.close()
     lines = [
         line
