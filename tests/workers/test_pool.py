@@ -20,7 +20,7 @@ from workers import play
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import EXAMPLE_BOTS, INSTALL_HINT, BotProgram, Limits, sandbox_available
-from workers.matches import PlayedMatch, play_programs
+from workers.matches import EmbeddedReferee, PlayedMatch, play_programs
 from workers.pool import BotPool, close_pools, worker_pool
 from workers.tournament import schedule_round_robin
 
@@ -239,3 +239,38 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
     finally:
         play.database.cache_clear()
         close_pools()
+
+
+def test_a_long_lived_referee_serves_each_pooled_process_on_one_socket_until_the_pool_retires_it(
+    tmp_path: Path,
+) -> None:
+    """A worker's referee outlives its matches (`EmbeddedReferee`): no server per match, one socket per pooled
+    process for its life, gone when the pool retires the process."""
+    pool = BotPool(LIMITS, log_dir=tmp_path / "pool", max_seats=2)
+    loop = asyncio.new_event_loop()
+
+    def match(referee: EmbeddedReferee, seed: int) -> PlayedMatch:
+        programs = (instant("a"), instant("b"))
+        return loop.run_until_complete(play_programs(programs, FAST, seed, sandbox=LIMITS, pool=pool, referee=referee))
+
+    def served() -> list[Path]:
+        return sorted(path.parent for path in pool.root.glob("*/referee.sock"))
+
+    try:
+        referee = loop.run_until_complete(EmbeddedReferee().start())
+        played = [match(referee, 0)]
+        first = sorted(member.socket_dir for member in pool.processes())
+        assert served() == first, "one socket in each pooled process's folder"
+        played += [match(referee, 1)]
+        assert served() == first, "the same sockets serve the processes' next seats"
+        played += [match(referee, 2)]  # two seats each: the pool replaces all four processes
+        assert pool.started == 8
+        assert served() == sorted(member.socket_dir for member in pool.processes()) != first, (
+            "the retired processes' sockets are gone; the new ones are served"
+        )
+        loop.run_until_complete(referee.close())
+        assert served() == [], "a closed referee leaves no socket behind"
+    finally:
+        loop.close()
+        pool.close()
+    assert all(one.match.outcome is not None and not one.incidents for one in played)
