@@ -9,6 +9,7 @@ game's or vaca's end, whether an órdago stands after a bet), so no edge works a
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -321,7 +322,14 @@ def legal_from_proto(entries: Iterable[pb.LegalAction], cards: tuple[Card, ...],
 
 def rules_to_map(rules: Rules) -> dict[str, str]:
     """Every option as wire text: names as they are, other values as JSON."""
-    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in rules.to_options().items()}
+    return dict(_rules_items(rules))
+
+
+@functools.lru_cache(maxsize=64)
+def _rules_items(rules: Rules) -> tuple[tuple[str, str], ...]:
+    """`rules_to_map`'s entries, made once per rules (a table sends them in every Joined and its MatchStarted)."""
+    options = rules.to_options().items()
+    return tuple((key, value if isinstance(value, str) else json.dumps(value)) for key, value in options)
 
 
 def rules_from_map(options: Mapping[str, str]) -> Rules:

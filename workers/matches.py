@@ -494,12 +494,13 @@ async def _play(
                             timeout=RPC_TIMEOUT_S,
                         )
     finally:  # every pooled process goes back, also when the table was never made
+        cpu_after = {seat: member.cpu_s() for seat, (member, _) in pooled.items()}
         if pool is not None:
             for seat, (member, _) in pooled.items():
-                pool.release(member, seat, healthy=seat in healthy)
+                pool.release(member, seat, healthy=seat in healthy, cpu_s=cpu_after[seat])
     counted: list[float | None] = [process.cpu_s for process in processes]
     for seat, before in cpu_before.items():
-        after = pooled[seat][0].cpu_s()
+        after = cpu_after[seat]
         counted.append(after - before if after is not None and before is not None else None)
     match, record = _resimulated(replay)
     return PlayedMatch(

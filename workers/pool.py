@@ -96,19 +96,22 @@ class BotPool:
         self._processes.move_to_end(key)
         return current
 
-    def release(self, process: PooledProcess, seat: int, *, healthy: bool) -> None:
-        """After a match: count the seat, and replace the process if it is not `healthy` or has played enough."""
+    def release(self, process: PooledProcess, seat: int, *, healthy: bool, cpu_s: float | None = None) -> None:
+        """After a match: count the seat, and replace the process if it is not `healthy` or has played enough.
+        `cpu_s`: its CPU-seconds so far, when the caller has just read them (else they are read here)."""
         process.seats_played += 1
         key = (process.program.name, seat)
-        if self._processes.get(key) is process and (not healthy or not process.alive or self._near_cpu_limit(process)):
+        if self._processes.get(key) is process and (
+            not healthy or not process.alive or self._near_cpu_limit(process, cpu_s)
+        ):
             self._retire(key)
 
-    def _near_cpu_limit(self, process: PooledProcess) -> bool:
+    def _near_cpu_limit(self, process: PooledProcess, used: float | None) -> bool:
         """Past half its CPU-time limit (an rlimit counts a process's whole life, not a match's): replaced now,
         so that SIGXCPU never lands in the middle of a later match."""
         if self.retire_cpu_s is None:
             return False
-        used = process.cpu_s()
+        used = process.cpu_s() if used is None else used
         return used is not None and used > self.retire_cpu_s
 
     def processes(self) -> list[PooledProcess]:
