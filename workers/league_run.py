@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
 from sqlalchemy.engine import Engine
@@ -166,11 +167,7 @@ def run_league(
         while True:
             with session_scope(engine) as session:
                 repo.requeue_expired(session, league_id)
-                queued = [
-                    (match.id, match.attempt)
-                    for match in send_order(repo.list_matches(session, league_id, status=MatchStatus.QUEUED))
-                    if match.id is not None
-                ]
+                queued = [(match.id, match.attempt) for match in send_order(repo.queued_matches(session, league_id))]
                 progress = repo.league_progress(session, league_id)
             now = time.monotonic()
             for match_id, attempt in queued:
@@ -205,7 +202,10 @@ def run_league(
     )
 
 
-def send_order(matches: Sequence[Match]) -> list[Match]:
+_Queued = TypeVar("_Queued", Match, repo.QueuedMatch)
+
+
+def send_order(matches: Sequence[_Queued]) -> list[_Queued]:
     """The order to send queued matches in: one match of every duplicate pair first (in plan order), then the
     other twins (in plan order).
 
@@ -214,8 +214,8 @@ def send_order(matches: Sequence[Match]) -> list[Match]:
     keeps workers from blocking each other: by the time a second half is taken, its first half has long ended.
     """
     seen: set[int] = set()
-    first: list[Match] = []
-    second: list[Match] = []
+    first: list[_Queued] = []
+    second: list[_Queued] = []
     for match in sorted(matches, key=lambda match: match.index):
         if match.duplicate_pair is not None and match.duplicate_pair in seen:
             second.append(match)

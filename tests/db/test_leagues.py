@@ -162,3 +162,19 @@ def test_match_setup_gives_a_worker_everything_to_play(engine: Engine, tmp_path:
     assert (team0.bot_name, team0.remote, team0.command) == ("faraway", True, ())
     assert (team1.bot_name, team1.remote, team1.command) == ("alpha", False, ("python", "bot.py"))
     assert team1.folder == str((tmp_path / "alpha").resolve())
+
+
+def test_queued_matches_lists_only_the_queued_ones_in_plan_order_with_their_attempts(
+    engine: Engine, tmp_path: Path
+) -> None:
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, "alpha", "bravo", "charlie")
+        make_league(session, "spring", ["alpha", "bravo", "charlie"])
+        matches = repo.list_matches(session, "spring")
+        assert repo.claim_match(session, matches[0].id or 0, "w:1", 60.0) is not None
+        queued = repo.queued_matches(session, "spring")
+        rest = repo.list_matches(session, "spring")[1:]
+        assert [match.id for match in queued] == [match.id for match in rest], "the claimed one is not queued"
+        assert [(match.attempt, match.index, match.duplicate_pair) for match in queued] == [
+            (match.attempt, match.index, match.duplicate_pair) for match in rest
+        ]

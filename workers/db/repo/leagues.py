@@ -370,6 +370,30 @@ def list_matches(session: Session, league: LeagueRef, *, status: MatchStatus | N
     return list(session.exec(query).all())
 
 
+@dataclass(frozen=True, slots=True)
+class QueuedMatch:
+    """What the scheduler needs of a queued match to send it (`workers.league_run`)."""
+
+    id: int
+    attempt: int
+    index: int
+    duplicate_pair: int | None
+
+
+def queued_matches(session: Session, league: LeagueRef) -> list[QueuedMatch]:
+    """The league's queued matches in plan order, four columns each: the scheduler reads them on every poll, and
+    a large league's rows would cost it more than its workers' results."""
+    league_id = league_id_of(session, league)
+    rows = session.exec(
+        select(Match.id, Match.attempt, Match.index, Match.duplicate_pair)
+        .where(col(Match.league_id) == league_id, col(Match.status) == MatchStatus.QUEUED)
+        .order_by(col(Match.index))
+    ).all()
+    return [
+        QueuedMatch(match_id, attempt, index, pair) for match_id, attempt, index, pair in rows if match_id is not None
+    ]
+
+
 def get_match(session: Session, match_id: int) -> Match:
     """A match by id, read afresh (a worker elsewhere may have changed it since this session last looked)."""
     match = session.get(Match, match_id, populate_existing=True)
