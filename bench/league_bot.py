@@ -2,10 +2,12 @@
 
 `python bench/league_bot.py` plays the seat named by `MUS_REFEREE` and `MUS_TOKEN`, like any hosted bot. It
 imports only grpc, the generated messages and the random wire policy (clients/bots/wire_random.py; no SDK, no
-rules engine), answers every DecisionRequest as soon as
-it arrives with a random legal action built from the request's structured legal actions (a legal kind
-uniformly, then its bounds), and once it has the outcome leaves with `os._exit`, skipping the interpreter's
-teardown of grpc (about 80 ms in which the worker would wait for it).
+rules engine), answers every DecisionRequest as soon as it arrives with a random legal action built from the
+request's structured legal actions (a legal kind uniformly, then its bounds), and once it has the outcome leaves
+with `os._exit`, skipping the interpreter's teardown of grpc (about 80 ms in which the worker would wait for it).
+It asks for what a fast bot would (docs/protocol.md): `Join.batch_events` (a step's events and its request in
+one Update) and `Join.omit_hand_events` (it keeps no view, so the hand's events need not ride in each request).
+Under MUS_SEATS=stdin (a persistent bot, docs/pool.md) it keeps one channel per referee address, seat after seat.
 
 Its choices are seeded from its seat and the cards of its first decision, which the match seed fixes: the same
 league plays exactly the same matches (same decisions, same results) in every configuration of the benchmark,
