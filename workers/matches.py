@@ -18,7 +18,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -208,16 +208,28 @@ _WORKER: tuple[asyncio.AbstractEventLoop, EmbeddedReferee] | None = None
 _Result = TypeVar("_Result")
 
 
-def run_on_worker_referee(play: Callable[[EmbeddedReferee], Awaitable[_Result]]) -> _Result:
+def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, _Result]]) -> _Result:
     """Run `play(referee)` to its end on this process's long-lived referee and event loop (made at the first
-    call, closed at exit): a league worker's matches share them, so a match starts no server."""
+    call, closed at exit): a league worker's matches share them, so a match starts no server.
+
+    Whatever interrupts the call (a time limit, Ctrl-C) also ends the match: it is cancelled and its clean-up
+    runs (its bots killed, its pooled seats given back) before this raises, so no match plays on in the
+    background of the next one."""
     global _WORKER
     if _WORKER is None:
         loop = asyncio.new_event_loop()
         _WORKER = (loop, loop.run_until_complete(EmbeddedReferee().start()))
         atexit.register(_close_worker_referee)
     loop, referee = _WORKER
-    return loop.run_until_complete(play(referee))
+    task = loop.create_task(play(referee))
+    try:
+        return loop.run_until_complete(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
 
 
 def _close_worker_referee() -> None:

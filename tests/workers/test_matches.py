@@ -21,6 +21,7 @@ from referee.service.servicer import Context, Referee, TableAdminServicer
 from referee.service.table import Incident
 from workers.launcher import BotProgram, resolve_program
 from workers.matches import (
+    EmbeddedReferee,
     PlayedMatch,
     RefereeFailure,
     _incidents,
@@ -28,6 +29,7 @@ from workers.matches import (
     incident_records,
     play_on_referee,
     play_programs,
+    run_on_worker_referee,
 )
 
 FAST = Rules.from_options({"games_to_win_vaca": 1, "vacas_to_win_match": 1})
@@ -144,3 +146,28 @@ def test_a_replay_whose_incident_has_the_cause_of_a_fault_is_the_referees_failur
         replay.incidents[0].cause = wrong
         with pytest.raises(RefereeFailure, match="names no incident"):
             _incidents(replay)
+
+
+def test_matches_on_the_worker_referee_share_it_and_an_interrupted_one_is_cleaned_up_before_the_next() -> None:
+    cleaned: list[EmbeddedReferee] = []
+
+    async def interrupted(referee: EmbeddedReferee) -> None:
+        def interrupt() -> None:  # what a time limit or Ctrl-C does to a worker in the middle of a match
+            raise KeyboardInterrupt
+
+        asyncio.get_running_loop().call_later(0.01, interrupt)
+        try:
+            await asyncio.sleep(30)
+        finally:
+            cleaned.append(referee)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_on_worker_referee(interrupted)
+    assert len(cleaned) == 1, "the interrupted match was cancelled and its clean-up ran before the call raised"
+
+    async def played(referee: EmbeddedReferee) -> PlayedMatch:
+        return await play_programs((instant("a"), instant("b")), FAST, 5, referee=referee)
+
+    first, second = run_on_worker_referee(played), run_on_worker_referee(played)
+    assert first.match.outcome is not None and first.match.outcome == second.match.outcome, "seeded bots, one deal"
+    assert first.table_id != second.table_id, "two tables of one referee, which outlived both matches"
