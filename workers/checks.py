@@ -43,7 +43,7 @@ from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import Context, PlayServicer, Referee
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus
 from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
-from workers.matches import RefereeFailure, play_programs
+from workers.matches import EmbeddedReferee, RefereeFailure, play_programs
 from workers.pool import BotPool
 
 REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
@@ -1023,14 +1023,18 @@ its next seat as it exits, it would crash in the second match instead)."""
 
 
 async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, seed: int) -> CheckResult:
-    """Two short matches against the reference bot with the bot's seats played from a pool, as a league worker
-    plays a persistent bot: its processes for seats 0 and 2 must each play a seat of both matches."""
+    """Two short matches against the reference bot with the bot's seats played from a pool, on one referee that
+    outlives them, as a league worker plays a persistent bot: its processes for seats 0 and 2 must each play a
+    seat of both matches (given the same referee address twice)."""
     check, title = PERSISTENT
     folder = log_dir / "persistent"
     pool = BotPool(config.sandbox, log_dir=folder)
+    referee = await EmbeddedReferee().start()
     problems: list[str] = []
     try:
         for number in range(2):
+            if number:
+                await asyncio.sleep(PERSISTENT_PAUSE_S)
             match_logs = folder / f"match{number + 1}"
             match_logs.mkdir(parents=True, exist_ok=True)
             where = f"match {number + 1} of 2"
@@ -1043,6 +1047,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
                     join_timeout_s=config.join_timeout_s,
                     sandbox=config.sandbox,
                     pool=pool,
+                    referee=referee,
                 )
             except RefereeFailure as failure:
                 problems.append(f"{where}: the match was stopped: {failure}")
@@ -1052,11 +1057,10 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
                 for incident in played.incidents
                 if incident.seat in (0, 2) and incident.cause is not IncidentCause.STALL
             ]
-            if number == 0:
-                await asyncio.sleep(PERSISTENT_PAUSE_S)
         started = pool.started
     finally:
         pool.close()
+        await referee.close()
     if not problems and started > 2:
         problems.append(
             f"its processes did not last: {started} were started for 2 seats each of 2 processes (a persistent bot"
