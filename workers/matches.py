@@ -108,11 +108,15 @@ class EmbeddedReferee:
         self._servers: list[grpc.aio.Server] = []
         self._pooled: dict[Path, grpc.aio.Server] = {}
         """The server listening in each pooled process's folder, by folder."""
+        self.admin_channel: grpc.aio.Channel | None = None
+        """The worker's channel to the admin API, open as long as the referee."""
 
     async def start(self) -> EmbeddedReferee:
         referee, host = self.referee, self.host_address
         self._servers.append((await start_server(referee, host, public_address=host))[0])
         self._servers.append((await start_admin_server(referee, self.admin_address))[0])
+        options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
+        self.admin_channel = grpc.aio.insecure_channel(self.admin_address, options=options)
         return self
 
     async def serve(self, member: PooledProcess) -> str:
@@ -137,6 +141,9 @@ class EmbeddedReferee:
         folders = list(self._pooled)
         servers = [*self._servers, *self._pooled.values()]
         self._servers, self._pooled = [], {}
+        if self.admin_channel is not None:
+            await self.admin_channel.close()
+            self.admin_channel = None
         await asyncio.gather(*(server.stop(grace=1.0) for server in servers))
         for folder in folders:
             (folder / POOLED_SOCKET).unlink(missing_ok=True)
@@ -196,6 +203,7 @@ async def play_programs(
             sandboxes=[confined] * 4,
             pool=pool,
             pooled=pooled,
+            admin_channel=embedded.admin_channel,
         )
     finally:
         if own:
@@ -426,11 +434,13 @@ async def _play(
     sandboxes: Sequence[Sandbox | None],
     pool: BotPool | None,
     pooled: Mapping[int, tuple[PooledProcess, str]],
+    admin_channel: grpc.aio.Channel | None = None,
 ) -> PlayedMatch:
     """A match on the referee whose admin API is at `admin_address`, whichever it is: register the remote bots,
     create the table, start each hosted seat with its token from CreateTableResponse, report a seat whose
     process exits (ReportCrash), wait for the end (WaitTable), fetch the replay (GetTableReplay) and rebuild the
-    result from it. The hosted seats reach the referee at `bot_address`."""
+    result from it. The hosted seats reach the referee at `bot_address`; `admin_channel`, when given, is an open
+    channel to `admin_address` (a referee that outlives its matches keeps one)."""
     names = [teams[seat % 2].name for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
     options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
@@ -440,7 +450,11 @@ async def _play(
     healthy: set[int] = set()
     cpu_before: dict[int, float | None] = {}
     try:
-        async with grpc.aio.insecure_channel(admin_address, options=options) as channel:
+        async with (
+            grpc.aio.insecure_channel(admin_address, options=options)
+            if admin_channel is None
+            else contextlib.nullcontext(admin_channel)
+        ) as channel:
             admin = admin_pb2_grpc.TableAdminServiceStub(channel)
             for bot in {team.name: team for team in teams if isinstance(team, RemoteBot)}.values():
                 await _call(
