@@ -128,10 +128,11 @@ class EmbeddedReferee:
             )[0]
         return f"unix:{socket}"
 
-    async def forget(self, live: Iterable[PooledProcess]) -> None:
-        """Stop listening in the folders of pooled processes that are no longer `live` (the pool retired them)."""
-        kept = {member.socket_dir for member in live}
-        gone = [folder for folder in self._pooled if folder not in kept]
+    async def forget(self, pool: BotPool) -> None:
+        """Stop listening in the folders of `pool`'s processes that it has retired (a worker may have two pools,
+        one for sandboxed leagues and one for unconfined ones: the other's processes are left alone)."""
+        kept = {member.socket_dir for member in pool.processes()}
+        gone = [folder for folder in self._pooled if folder.parent == pool.root and folder not in kept]
         await asyncio.gather(*(self._pooled.pop(folder).stop(grace=0.5) for folder in gone))
         for folder in gone:
             (folder / POOLED_SOCKET).unlink(missing_ok=True)
@@ -208,8 +209,8 @@ async def play_programs(
     finally:
         if own:
             await embedded.close()
-        else:
-            await embedded.forget(pool.processes() if pool is not None else ())
+        elif pool is not None:
+            await embedded.forget(pool)
 
 
 _WORKER: tuple[asyncio.AbstractEventLoop, EmbeddedReferee] | None = None

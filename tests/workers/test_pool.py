@@ -247,6 +247,7 @@ def test_a_long_lived_referee_serves_each_pooled_process_on_one_socket_until_the
     """A worker's referee outlives its matches (`EmbeddedReferee`): no server per match, one socket per pooled
     process for its life, gone when the pool retires the process."""
     pool = BotPool(LIMITS, log_dir=tmp_path / "pool", max_seats=2)
+    other = BotPool(None, log_dir=tmp_path / "unconfined")
     loop = asyncio.new_event_loop()
 
     def match(referee: EmbeddedReferee, seed: int) -> PlayedMatch:
@@ -268,9 +269,16 @@ def test_a_long_lived_referee_serves_each_pooled_process_on_one_socket_until_the
         assert served() == sorted(member.socket_dir for member in pool.processes()) != first, (
             "the retired processes' sockets are gone; the new ones are served"
         )
+        # A worker's other pool (unconfined leagues) shares the referee: neither pool's matches touch the other's.
+        played += [
+            loop.run_until_complete(play_programs((instant("c"), instant("d")), FAST, 3, pool=other, referee=referee))
+        ]
+        played += [match(referee, 4)]
+        assert len(list(other.root.glob("*/referee.sock"))) == 4, "the other pool's processes are still served"
         loop.run_until_complete(referee.close())
-        assert served() == [], "a closed referee leaves no socket behind"
+        assert served() == [] and list(other.root.glob("*/*")) == [], "a closed referee leaves no socket behind"
     finally:
         loop.close()
         pool.close()
+        other.close()
     assert all(one.match.outcome is not None and not one.incidents for one in played)
