@@ -18,6 +18,7 @@ from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee
+from workers import matches
 from workers.launcher import (
     INSTALL_HINT,
     SANDBOX_HOME,
@@ -43,6 +44,13 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 FAST = Rules.from_options({"target_score": 5, "decision_timeout_s": 1, "time_bank_s": 1})
 """Short games and clocks: a seat that never answers forfeits its team within a few seconds."""
+
+
+@pytest.fixture(autouse=True)
+def prompt_reaping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seats that never exit on their own (a sleeper, one that ignores SIGTERM, forked children) are terminated
+    half a second after the outcome instead of EXIT_WAIT_S's 5: every check here is on what happened before."""
+    monkeypatch.setattr(matches, "EXIT_WAIT_S", 0.5)
 
 
 def hostile(tmp_path: Path, modes: str, *arguments: str) -> tuple[BotProgram, str]:
