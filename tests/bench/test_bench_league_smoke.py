@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 from typer.testing import CliRunner
 
+from bench import league
 from clients.cpp.build import missing_toolchain
 from workers.cli.main import app
 
@@ -62,3 +64,13 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         assert data["per_match"][probed]["startup_ms"] > 0, probed
     pooled = data["per_match"]["instant_pooled"]
     assert pooled["decisions_per_match"] > 0 and pooled["bot_cpu_ms"] >= 0
+
+
+def test_the_default_bench_builds_nothing_and_probes_the_instant_and_example_random_bots_only() -> None:
+    """What the one run above leaves out, for `--bot instant` without `--pool` (the benchmark's default): nothing
+    to build, and a per-match probe of the instant bot and the example random bot alone."""
+    assert league.prepare("instant") is None
+    per_match = league.probe(replace(league.QUICK, bot="instant", pool=False))
+    assert per_match.keys() == {"instant", "example_random"}
+    for probed, phases in per_match.items():
+        assert phases["startup_ms"] > 0 and phases["decisions_per_match"] > 0, (probed, phases)
