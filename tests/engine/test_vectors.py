@@ -133,6 +133,12 @@ GOOD_HANDS = [
     ["10c", "10e", "7c", "4e"],
 ]
 
+PASSED_HAND = {
+    **{lance: ["S0 paso", "S1 paso", "S2 paso", "S3 paso"] for lance in ("grande", "chica", "pares")},
+    "juego": ["S0 paso"],
+}
+"""Every lance passed; one team alone has juego, so the hand is over before the juego line."""
+
 
 @pytest.mark.parametrize(
     ("key", "case", "message"),
@@ -144,6 +150,9 @@ GOOD_HANDS = [
         ("scoring_scenarios", {"hands": GOOD_HANDS, "start_score": {"A": True, "B": 0}}, "'start_score' must be"),
         ("scoring_scenarios", {"hands": GOOD_HANDS, "actions": {"grand": ["S0 paso"]}}, "unknown lance 'grand'"),
         ("scoring_scenarios", {"hands": GOOD_HANDS, "actions": {"grande": "S0 paso"}}, "must be a list of strings"),
+        ("hand_vectors", {"lance": "punto", "hands": GOOD_HANDS}, "punto is only played when nobody has juego"),
+        ("scoring_scenarios", {"hands": GOOD_HANDS, "actions": PASSED_HAND}, "'S0 paso': the hand is already over"),
+        ("scoring_scenarios", {"hands": GOOD_HANDS, "actions": {"chica": ["S0 paso"]}}, "listed under chica, but the"),
     ],
 )
 def test_a_malformed_case_is_an_error_line_that_says_what_is_wrong_and_the_next_case_is_answered(

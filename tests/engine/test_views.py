@@ -83,6 +83,27 @@ def patient(scenario: Scenario) -> Scenario:
 # ------------------------------------------------------------------------------------- seat views
 
 
+_live: list[SeatLog] = []
+
+
+def live_log(match: Match) -> SeatLog:
+    """The seat log of the match being played, brought up to date with its latest step: one log a match, kept as
+    a table keeps it. A fresh `seat_view` at every step would route the whole match's events again each time,
+    which made these property tests quadratic in a match's length (`check_live_views` compares the two)."""
+    if not _live or _live[0].match is not match:
+        _live[:] = [SeatLog(match)]
+    log = _live[0]
+    log.update()
+    return log
+
+
+def check_live_views(match: Match) -> None:
+    """Each seat's view from the log kept step by step is the view of a fresh log (`seat_view`)."""
+    log = live_log(match)
+    for seat in range(4):
+        assert log.view(seat).to_json() == seat_view(match, seat).to_json(), f"seat {seat}"
+
+
 def check_seat_views(match: Match, played: Played) -> None:
     """rules §11: a seat's cards are its own; before the hands are shown, no event it can see carries another
     seat's cards; the show reveals the four hands as they were."""
@@ -94,8 +115,9 @@ def check_seat_views(match: Match, played: Played) -> None:
             assert [parse_hand(text) for text in fields(seen)["hands"]] == list(played.before.hands)
         elif seen.kind is EventKind.SENA_REJECTED:
             assert seen.to == frozenset({fields(seen)["seat"]}), seen
+    log = live_log(match)
     for seat in range(4):
-        view = seat_view(match, seat)
+        view = log.view(seat)
         assert view.cards == match.hands[seat]
         assert view.legal_actions == match.legal_actions(seat)
         for seen in view.hand_events:
@@ -116,7 +138,7 @@ def check_public_view(match: Match, played: Played) -> None:
 @VIEWS
 @given(scenario=scenarios(VIEW_RULES))
 def test_a_seat_never_sees_another_seats_cards_before_the_hands_are_shown(scenario: Scenario) -> None:
-    scenario.play([check_seat_views], max_steps=600)
+    check_live_views(scenario.play([check_seat_views], max_steps=600))
 
 
 @VIEWS
@@ -355,7 +377,8 @@ def check_delivery_audience(match: Match, played: Played) -> None:
         if rules.sena_leak_probability == 1.0:
             assert seen.to is None, seen
         for seat in (sender, (sender + 2) % 4):  # a view renumbers its events: the same one has the same payload
-            assert any(mine.payload is seen.payload for mine in seat_view(match, seat).hand_events), (seat, seen)
+            hand_events = live_log(match).view(seat).hand_events
+            assert any(mine.payload is seen.payload for mine in hand_events), (seat, seen)
 
 
 @dataclasses.dataclass
@@ -415,7 +438,7 @@ def test_a_sena_is_delivered_when_true_in_its_window_and_otherwise_rejected_to_t
 @VIEWS
 @given(scenario=scenarios(SENA_RULES))
 def test_a_delivered_sena_reaches_the_senders_team_and_both_rivals_or_neither(scenario: Scenario) -> None:
-    patient(scenario).play([check_delivery_audience], max_steps=800)
+    check_live_views(patient(scenario).play([check_delivery_audience], max_steps=800))
 
 
 @VIEWS
@@ -447,7 +470,9 @@ def test_with_senas_off_nothing_is_ever_delivered(scenario: Scenario) -> None:
 def test_automatic_senas_are_true_sent_once_per_seat_and_hand_and_mus_call_senas_are_rejected(
     scenario: Scenario,
 ) -> None:
-    patient(scenario).play([AutomaticSenas(), check_sena_verdicts, check_delivery_audience], max_steps=800)
+    check_live_views(
+        patient(scenario).play([AutomaticSenas(), check_sena_verdicts, check_delivery_audience], max_steps=800)
+    )
 
 
 def check_acceptable_senas(match: Match, played: Played) -> None:

@@ -3,8 +3,11 @@ line or a refused seat is reported and the next seat is still played. Real match
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+from clients.sdk import runner
 from clients.sdk.bot import Bot
 from clients.sdk.errors import SdkError
 from clients.sdk.runner import SeatOffer, run_seats
@@ -21,7 +24,11 @@ def test_a_line_that_is_not_a_seat_is_an_sdk_error_that_quotes_it(line: str) -> 
         SeatOffer.from_line(line)
 
 
-def test_run_seats_reports_a_bad_line_and_an_unreachable_referee_and_goes_on_to_the_end_of_its_input() -> None:
+def test_run_seats_reports_a_bad_line_and_an_unreachable_referee_and_goes_on_to_the_end_of_its_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The unreachable referee is tried again for a short grace, not run_bot's 10 s: how long is not the point here.
+    monkeypatch.setattr(runner, "run_bot", functools.partial(runner.run_bot, grace_s=0.5))
     made: list[Bot] = []
 
     def factory() -> Bot:

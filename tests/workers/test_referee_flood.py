@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import struct
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,35 @@ def test_a_seats_forwarder_holds_only_so_many_connections_and_refuses_the_rest(t
     assert again == b"again"
 
 
+def test_a_referee_connection_reset_ends_its_pipe_quietly_and_frees_its_slot(tmp_path: Path) -> None:
+    """A connection the referee's side resets (RST, not a clean close) ends at the forwarder without an error, and
+    its slot is free again: the bot's side sees its end of file."""
+
+    async def scenario() -> tuple[bytes, bytes]:
+        async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read(1024)
+            # SO_LINGER with a zero timeout: close() sends RST, so the forwarder's read fails with ECONNRESET.
+            writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+
+        referee = await asyncio.start_server(reset, "127.0.0.1", 0)
+        port = referee.sockets[0].getsockname()[1]
+        folder = Path(tempfile.mkdtemp(dir=tmp_path))
+        forwarder = await _forward(folder / "referee.sock", f"127.0.0.1:{port}", max_connections=1)
+        ends = []
+        for attempt in (b"first", b"second"):  # one slot: the second connection gets it only once the first ended
+            reader, writer = await asyncio.open_unix_connection(str(folder / "referee.sock"))
+            writer.write(attempt)
+            with contextlib.suppress(ConnectionError):
+                ends.append(await asyncio.wait_for(reader.read(1024), 10))
+            writer.close()
+        forwarder.close()
+        referee.close()
+        return ends[0], ends[1]
+
+    assert asyncio.run(scenario()) == (b"", b"")
+
+
 class _Exhausted:
     """An admin method that says RESOURCE_EXHAUSTED `times` times, then answers."""
 
@@ -144,8 +175,8 @@ def test_a_referee_out_of_call_slots_is_retried_like_an_unreachable_one_not_a_re
     answer: str = asyncio.run(_call(method, request, (), "here"))  # type: ignore[arg-type]
     assert (answer, method.calls) == ("answered", 4)
 
-    monkeypatch.setattr(matches, "RPC_RETRY_S", 0.3)
+    monkeypatch.setattr(matches, "RPC_RETRY_S", 0.15)
     with pytest.raises(RefereeFailure, match="RESOURCE_EXHAUSTED"):
         asyncio.run(_call(_Exhausted(times=1000), request, (), "here"))  # type: ignore[arg-type]
-    patient = _Exhausted(times=6)  # past RPC_RETRY_S, within the poll's patience
+    patient = _Exhausted(times=3)  # 0.7 s of pauses: past RPC_RETRY_S, within the poll's patience
     assert asyncio.run(_call(patient, request, (), "here", patience_s=30)) == "answered"  # type: ignore[arg-type]

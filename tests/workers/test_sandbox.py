@@ -18,6 +18,7 @@ from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee
+from workers import matches
 from workers.launcher import (
     INSTALL_HINT,
     SANDBOX_HOME,
@@ -43,6 +44,13 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 FAST = Rules.from_options({"target_score": 5, "decision_timeout_s": 1, "time_bank_s": 1})
 """Short games and clocks: a seat that never answers forfeits its team within a few seconds."""
+
+
+@pytest.fixture(autouse=True)
+def prompt_reaping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seats that never exit on their own (a sleeper, one that ignores SIGTERM, forked children) are terminated
+    half a second after the outcome instead of EXIT_WAIT_S's 5: every check here is on what happened before."""
+    monkeypatch.setattr(matches, "EXIT_WAIT_S", 0.5)
 
 
 def hostile(tmp_path: Path, modes: str, *arguments: str) -> tuple[BotProgram, str]:
@@ -175,7 +183,9 @@ def test_forks_memory_files_and_output_are_bounded_and_the_cause_is_recorded(tmp
     forker, fork_tag = hostile(tmp_path, "forkalloc,fork")
     greedy, greedy_tag = hostile(tmp_path, "alloc,fsize,print")
     limits = Limits(cpu_s=20, processes=64)
-    played = asyncio.run(play_programs((forker, greedy), FAST, 3, sandbox=limits, join_timeout_s=8))
+    # The forking seats never join: the match ends at the join deadline, which leaves every seat time for its
+    # attacks and its report however loaded the machine is.
+    played = asyncio.run(play_programs((forker, greedy), FAST, 3, sandbox=limits, join_timeout_s=12))
 
     outcome = played.match.outcome
     assert outcome is not None and outcome.winner == 1, "the forking team could not play; the other team wins"
