@@ -107,6 +107,12 @@ class TableError(Exception):
         self.code = code
 
 
+def _live(event: Event) -> bool:
+    """Whether a live Watch shows the event: a public one, but no seña. A seña on a live stream would tell anyone
+    watching, the sender's team included, that it leaked (rules §12.3 item 5)."""
+    return event.to is None and not isinstance(event.payload, SenaDelivered)
+
+
 def _json_bytes(entry: dict[str, object]) -> int:
     """The length of one line of a replay record's steps or events, as `dumps_record` writes it."""
     return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))) + 1
@@ -285,8 +291,12 @@ class Table:
 
     def _view_entry(self, event: Event, seat: int) -> bytes:
         """What one event of the hand adds to `seat`'s SeatView, as wire bytes (numbered as the seat saw it)."""
-        message = wire.event_to_proto(event, event.seq, seat, bot_names=self.bot_names)
+        message = self._message(event, seat)
         return wire.view_entries(message, message.SerializeToString(), seat)
+
+    def _message(self, event: Event, recipient: int | None) -> pb.Event:
+        """An event as `recipient` (None: a spectator) saw it, numbered in its stream (`Event.seen_by`)."""
+        return wire.event_to_proto(event, event.seq, recipient, bot_names=self.bot_names)
 
     def _flush(self, *, everyone: bool = False) -> None:
         """Send batching seats their pending events and decision as one Update message each.
@@ -480,7 +490,7 @@ class Table:
                         self._hand_view[seat] = []
                     self._hand_view[seat].append(wire.view_entries(message, data, seat))
                 self._send_event(state, data)
-            if event.to is None and not per_recipient:  # live: no seña at all (rules §12.3 item 5)
+            if _live(event):
                 if self.watchers:
                     live = pb.Event.FromString(wire.event_bytes(base_data, self._live_seq))
                     for watcher in self.watchers:
@@ -758,14 +768,9 @@ class Table:
 
     def seat_messages(self, seat: int, start: int = 0) -> list[pb.Event]:
         """The events `seat` has been sent from seq `start` on, as the wire carried them (a rejoin's resend)."""
-        if self.views is None or self.match is None:
+        if self.views is None:
             return []
-        events = self.match.events
-        positions = self.views.positions[seat][start:]
-        return [
-            wire.event_to_proto(events[index], seq, seat, bot_names=self.bot_names)
-            for seq, index in enumerate(positions, start)
-        ]
+        return [self._message(event, seat) for event in self.views.events(seat, start)]
 
     def omniscient_messages(self) -> list[pb.Event]:
         """Every event of the match, numbered match-wide: the omniscient log (for the admin, once it is over)."""
@@ -773,17 +778,17 @@ class Table:
         return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(events)]
 
     def public_messages(self) -> list[pb.Event]:
-        """What all four seats see, the señas that leaked included, numbered in this list: the spectators' log
-        once the match is over."""
-        events = self.match.events if self.match is not None else []
-        public = (event for event in events if event.to is None)
-        return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(public)]
+        """What all four seats see, the señas that leaked included, numbered as a spectator sees them: the
+        spectators' log once the match is over."""
+        if self.match is None:
+            return []
+        return [self._message(event, None) for event in self.match.events_for(None)]
 
     def live_messages(self) -> list[pb.Event]:
-        """The public events less every seña, numbered in this list: what a live Watch shows. A seña on a live
-        stream would tell anyone watching, the sender's team included, that it leaked (rules §12.3 item 5)."""
-        events = self.match.events if self.match is not None else []
-        live = (event for event in events if event.to is None and not isinstance(event.payload, SenaDelivered))
+        """The public events less every seña (`_live`), numbered in this list: what a live Watch shows."""
+        if self.match is None:
+            return []
+        live = (event for event in self.match.events if _live(event))
         return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(live)]
 
     def faults(self) -> list[pb.Fault]:

@@ -13,7 +13,6 @@ import contextlib
 import ctypes
 import errno
 import fcntl
-import functools
 import os
 import signal
 import socket
@@ -24,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from clients.bots.passive_bot import PassiveBot
-from clients.sdk import runner
-from clients.sdk.runner import run_main
+from clients.sdk.errors import SdkError
+from clients.sdk.runner import run_bot, run_main
 from clients.sdk.view import BotView
 from referee.engine.actions import Action
 
@@ -325,15 +324,23 @@ def main() -> None:
     modes = options.modes.split(",")
     for mode in modes:
         ATTACKS[mode](options)
-    if "health" in modes:
-        # Its own join finds the forwarder's few connections held by its flood: it gives up after a short grace,
-        # not the SDK's 10 s, and the match goes on without it all the same.
-        runner.run_bot = functools.partial(runner.run_bot, grace_s=1.0)
-    code = run_main(SleepingBot() if "sleep" in modes else PassiveBot())
+    bot = SleepingBot() if "sleep" in modes else PassiveBot()
+    code = _join_briefly(bot) if "health" in modes else run_main(bot)
     if "sigterm" in modes:
         while True:
             time.sleep(3600)
     raise SystemExit(code)
+
+
+def _join_briefly(bot: PassiveBot) -> int:
+    """Its own join finds the forwarder's few connections held by its flood: it gives up after a short grace, not
+    the SDK's 10 s, and the match goes on without it all the same. The exit status as `run_main`'s."""
+    try:
+        run_bot(bot, grace_s=1.0)
+    except SdkError as error:
+        print(f"hostile: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
