@@ -9,7 +9,7 @@
 //      Update message).
 //   3. Answer every DecisionRequest at once with Act, echoing its decision_id. Replace ChooseAction() with your
 //      strategy: it gets the legal actions and the seat's whole view.
-//   4. Exit 0 once the Outcome has arrived. If the connection drops (UNAVAILABLE) before that, join again
+//   4. Exit 0 once the Outcome has arrived. If the stream drops (UNAVAILABLE, INTERNAL) before that, join again
 //      with the same token and Join.next_seq = the seq of the next event we expect.
 //
 //   5. With MUS_SEATS=stdin instead of MUS_REFEREE and MUS_TOKEN (docs/pool.md): read one JSON line per seat
@@ -53,9 +53,10 @@ constexpr char kBotName[] = "cpp-random";
 constexpr char kBotVersion[] = "1";
 constexpr uint32_t kProtocolVersion = 1;  // the newest Join.protocol_version this bot speaks
 
-// Rejoining after a dropped stream: the referee keeps a dropped seat for its grace period (5 s by default); a
-// few attempts with a growing pause (0.1, 0.2, 0.4, 0.8 then 1 s: 2.5 s in all) fit well within it.
-constexpr int kMaxRejoinAttempts = 5;
+// Rejoining after a dropped stream: the referee keeps a dropped seat for its grace period (5 s by default, and
+// configurable), which the bot cannot know; it keeps trying, with a growing pause (0.1, 0.2, 0.4, 0.8 then every
+// 1 s), for twice that default from its last successful join, as the Python SDK does (run_bot's grace_s).
+constexpr std::chrono::seconds kRejoinPatience{10};
 constexpr std::chrono::milliseconds kFirstPause{100};
 constexpr std::chrono::milliseconds kMaxPause{1000};
 
@@ -336,7 +337,7 @@ void PlaySeat(const std::string& referee, const std::string& token, std::optiona
   auto channel = grpc::CreateCustomChannel(referee, grpc::InsecureChannelCredentials(), arguments);
   std::unique_ptr<pb::PlayService::Stub> stub = pb::PlayService::NewStub(channel);
 
-  int attempts = 0;  // failed attempts since the last successful join
+  auto lost_since = std::chrono::steady_clock::now();  // the patience runs from the last successful join
   std::chrono::milliseconds pause = kFirstPause;
   while (true) {
     const int joins = player.joins();
@@ -344,21 +345,24 @@ void PlaySeat(const std::string& referee, const std::string& token, std::optiona
     if (player.finished()) return;  // the outcome arrived: the match is over for this seat
     if (status.ok()) Fail("the referee closed the stream before sending the outcome");
 
-    // UNAVAILABLE: the connection dropped (or the referee is not up yet); worth joining again. A rejoin may
-    // also race the referee noticing that the old stream ended: ALREADY_EXISTS. Anything else is a refusal
-    // (UNAUTHENTICATED token, FAILED_PRECONDITION table finished or seat dropped, ABORTED table cancelled, ...).
+    // UNAVAILABLE: the connection dropped (or the referee is not up yet); INTERNAL: a broken HTTP/2 stream, as
+    // some transports report a drop; both are worth joining again. A rejoin may also race the referee noticing
+    // that the old stream ended: ALREADY_EXISTS. Anything else is a refusal (UNAUTHENTICATED token,
+    // FAILED_PRECONDITION table finished or seat dropped, ABORTED table cancelled, ...).
     const grpc::StatusCode code = status.error_code();
+    const bool transient = code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::INTERNAL;
     const bool rejoining = player.joins() > 0;
-    if (code != grpc::StatusCode::UNAVAILABLE && !(rejoining && code == grpc::StatusCode::ALREADY_EXISTS)) {
+    if (!transient && !(rejoining && code == grpc::StatusCode::ALREADY_EXISTS)) {
       Fail("the referee at " + referee + " ended the stream: " + Describe(status));
     }
+    const auto now = std::chrono::steady_clock::now();
     if (player.joins() > joins) {  // this stream had joined: start counting again
-      attempts = 0;
+      lost_since = now;
       pause = kFirstPause;
     }
-    if (++attempts > kMaxRejoinAttempts) {
-      Fail("lost the referee at " + referee + " (" + Describe(status) + ") and could not join again after " +
-           std::to_string(kMaxRejoinAttempts) + " attempts");
+    if (now - lost_since > kRejoinPatience) {
+      Fail("lost the referee at " + referee + " (" + Describe(status) + ") and could not join again within " +
+           std::to_string(kRejoinPatience.count()) + " s");
     }
     Log("stream ended (" + Describe(status) + "); joining again in " + std::to_string(pause.count()) + " ms");
     std::this_thread::sleep_for(pause);

@@ -33,9 +33,10 @@ const { version: BOT_VERSION } = require('./package.json');
 const BOT_NAME = 'js-bot';
 const PROTOCOL_VERSION = 1; // the newest Join.protocol_version this bot speaks
 
-// Rejoining after a dropped stream: the referee keeps a dropped seat for its grace period (5 s by default); a
-// few attempts with a growing pause (0.1, 0.2, 0.4, 0.8 then 1 s: 2.5 s in all) fit well within it.
-const MAX_REJOIN_ATTEMPTS = 5;
+// Rejoining after a dropped stream: the referee keeps a dropped seat for its grace period (5 s by default, and
+// configurable), which the bot cannot know; it keeps trying, with a growing pause (0.1, 0.2, 0.4, 0.8 then every
+// 1 s), for twice that default from its last successful join, as the Python SDK does (run_bot's grace_s).
+const REJOIN_PATIENCE_MS = 10000;
 const FIRST_PAUSE_MS = 100;
 const MAX_PAUSE_MS = 1000;
 // The lobby learns a remote bot's token only when a league that needs the bot registers it (RegisterRemoteBot):
@@ -216,7 +217,7 @@ class Seat {
 // Plays one seat to its outcome; throws a Failure saying why it could not.
 async function playSeat(client, referee, token, label = '') {
   const seat = new Seat(token, label);
-  let attempts = 0; // failed attempts since the last successful join
+  let lostSince = Date.now(); // the patience runs from the last successful join
   let pause = FIRST_PAUSE_MS;
   for (;;) {
     const joins = seat.joins;
@@ -230,13 +231,13 @@ async function playSeat(client, referee, token, label = '') {
     if (!TRANSIENT.has(status.code) && !(rejoining && status.code === grpc.status.ALREADY_EXISTS)) {
       throw new Failure(`the referee at ${referee} ended the stream: ${describe(status)}`);
     }
+    const now = Date.now();
     if (seat.joins > joins) { // this stream had joined: start counting again
-      attempts = 0;
+      lostSince = now;
       pause = FIRST_PAUSE_MS;
     }
-    attempts += 1;
-    if (attempts > MAX_REJOIN_ATTEMPTS) {
-      throw new Failure(`lost the referee at ${referee} (${describe(status)}) and could not join again after ${MAX_REJOIN_ATTEMPTS} attempts`);
+    if (now - lostSince > REJOIN_PATIENCE_MS) {
+      throw new Failure(`lost the referee at ${referee} (${describe(status)}) and could not join again within ${REJOIN_PATIENCE_MS / 1000} s`);
     }
     seat.log(`stream ended (${describe(status)}); joining again in ${pause} ms`);
     await sleep(pause);
