@@ -1,7 +1,10 @@
-"""What the CLI tests share: reading a refused command's one-line error, and counting rows to prove that a
-refused command wrote nothing."""
+"""What the CLI tests share: reading a refused command's one-line error, counting rows to prove that a
+refused command wrote nothing, and copying a database prepared once per module."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 import sqlalchemy as sa
 from typer.testing import Result
@@ -30,3 +33,16 @@ def row_counts(url: str) -> dict[str, int]:
             }
     finally:
         engine.dispose()
+
+
+def copy_database(template: Path, folder: Path) -> str:
+    """A copy of the SQLite file `template` (with its WAL, if one was left) in `folder`, as a URL.
+
+    A module migrates and fills its database once and each test gets a copy of its own: a file copy instead of
+    the migrations per test, and no test sees another's writes."""
+    target = folder / template.name
+    for suffix in ("", "-wal"):
+        source = Path(f"{template}{suffix}")
+        if source.exists():
+            shutil.copy2(source, f"{target}{suffix}")
+    return f"sqlite:///{target}"

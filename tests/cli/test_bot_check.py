@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clients.cpp.build import build_bot, missing_toolchain
-from tests.cli.helpers import error_of
+from tests.cli.helpers import copy_database, error_of
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
 
@@ -217,13 +217,20 @@ def test_the_text_report_has_a_line_per_check_and_the_failures_reasons(tmp_path:
     assert f"01-defaults-seat0-{Path(sys.executable).name}.log" in logs and "01-defaults-seat1-random.log" in logs
 
 
-@pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh, migrated SQLite file as MUS_DATABASE_URL; the working directory is the test's own folder."""
-    url = f"sqlite:///{tmp_path / 'mus.db'}"
-    engine = make_engine(url)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh, migrated SQLite file: migrated once per module and only ever copied (`database`)."""
+    path = tmp_path_factory.mktemp("migrated") / "mus.db"
+    engine = make_engine(f"sqlite:///{path}")
     ensure_schema(engine)
     engine.dispose()
+    return path
+
+
+@pytest.fixture
+def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
+    url = copy_database(template, tmp_path)
     monkeypatch.setenv("MUS_DATABASE_URL", url)
     monkeypatch.chdir(tmp_path)
     return url

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from referee.service.lobby import token_sha256
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from tests.cli.helpers import error_of, row_counts
+from tests.cli.helpers import copy_database, error_of, row_counts
 from workers.cli import bot_cmd, league_cmd
 from workers.cli.bot_cmd import guess_language
 from workers.db.session import ensure_schema, make_engine
@@ -25,13 +25,20 @@ from workers.db.session import ensure_schema, make_engine
 runner = CliRunner()
 
 
-@pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh, migrated SQLite file as MUS_DATABASE_URL; the working directory is the test's own folder."""
-    url = f"sqlite:///{tmp_path / 'mus.db'}"
-    engine = make_engine(url)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh, migrated SQLite file: migrated once per module and only ever copied (`database`)."""
+    path = tmp_path_factory.mktemp("migrated") / "mus.db"
+    engine = make_engine(f"sqlite:///{path}")
     ensure_schema(engine)
     engine.dispose()
+    return path
+
+
+@pytest.fixture
+def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
+    url = copy_database(template, tmp_path)
     monkeypatch.setenv("MUS_DATABASE_URL", url)
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.chdir(tmp_path)

@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
-from tests.cli.helpers import error_of
+from tests.cli.helpers import copy_database, error_of
 from workers.cli import league_cmd, replay_cmd
 from workers.cli.main import app
 from workers.db import repo
@@ -28,20 +28,28 @@ from workers.db.session import ensure_schema, make_engine, session_scope
 runner = CliRunner()
 
 
-@pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A migrated SQLite file as MUS_DATABASE_URL with the hosted bots alpha and beta and the remote bot far."""
-    url = f"sqlite:///{tmp_path / 'mus.db'}"
-    monkeypatch.setenv("MUS_DATABASE_URL", url)
-    monkeypatch.setenv("COLUMNS", "250")
-    monkeypatch.chdir(tmp_path)
-    engine = make_engine(url)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file with the hosted bots alpha and beta and the remote bot far: built once per module and
+    only ever copied (`database`), never opened by a test."""
+    path = tmp_path_factory.mktemp("fair-play-template") / "mus.db"
+    engine = make_engine(f"sqlite:///{path}")
     ensure_schema(engine)
     with session_scope(engine) as session:
         for name in ("alpha", "beta"):
             repo.add_bot(session, name, command=["python", f"{name}.py"], folder=None, language="python")
         repo.add_remote_bot(session, "far")
     engine.dispose()
+    return path
+
+
+@pytest.fixture
+def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
+    url = copy_database(template, tmp_path)
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.chdir(tmp_path)
     return url
 
 

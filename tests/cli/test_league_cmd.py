@@ -17,7 +17,7 @@ from referee.engine.chance import first_dealer_of
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
-from tests.cli.helpers import error_of, row_counts
+from tests.cli.helpers import copy_database, error_of, row_counts
 from workers.cli import league_cmd
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
@@ -27,22 +27,30 @@ runner = CliRunner()
 BOTS = ("alpha", "beta", "gamma")
 
 
-@pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh, migrated SQLite file as MUS_DATABASE_URL, with the hosted bots alpha, beta and gamma."""
-    url = f"sqlite:///{tmp_path / 'mus.db'}"
-    monkeypatch.setenv("MUS_DATABASE_URL", url)
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.chdir(tmp_path)
-    engine = make_engine(url)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file with the hosted bots alpha, beta and gamma (their folders beside it): built once per
+    module and only ever copied (`database`), never opened by a test."""
+    root = tmp_path_factory.mktemp("league-template")
+    engine = make_engine(f"sqlite:///{root / 'mus.db'}")
     ensure_schema(engine)
     with session_scope(engine) as session:
         for name in BOTS:
-            folder = tmp_path / "bots" / name
+            folder = root / "bots" / name
             folder.mkdir(parents=True)
             (folder / "bot.py").write_text(f"NAME = {name!r}\n")
             repo.add_bot(session, name, command=["python", "bot.py"], folder=folder, language="python")
     engine.dispose()
+    return root / "mus.db"
+
+
+@pytest.fixture
+def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
+    url = copy_database(template, tmp_path)
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
     return url
 
 

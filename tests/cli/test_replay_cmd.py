@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 from referee.engine.replay import EVENTS_VERSION, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
-from tests.cli.helpers import error_of
+from tests.cli.helpers import copy_database, error_of
 from tests.support.events import fields
 from workers.cli import replay_cmd
 from workers.cli.replay_cmd import hand_events
@@ -26,13 +26,12 @@ from workers.tournament import schedule_round_robin
 runner = CliRunner()
 
 
-@pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A migrated SQLite file as MUS_DATABASE_URL with league `cup` (alpha v beta, 4 matches), 3 of them played."""
-    url = f"sqlite:///{tmp_path / 'mus.db'}"
-    monkeypatch.setenv("MUS_DATABASE_URL", url)
-    monkeypatch.chdir(tmp_path)
-    engine = make_engine(url)
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file with league `cup` (alpha v beta, 4 matches), 3 of them played: built once per
+    module and only ever copied (`database`), never opened by a test."""
+    path = tmp_path_factory.mktemp("replay-template") / "mus.db"
+    engine = make_engine(f"sqlite:///{path}")
     ensure_schema(engine)
     with session_scope(engine) as session:
         for name in ("alpha", "beta"):
@@ -67,6 +66,15 @@ def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
                 incidents=incidents,
             )
     engine.dispose()
+    return path
+
+
+@pytest.fixture
+def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
+    url = copy_database(template, tmp_path)
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.chdir(tmp_path)
     return url
 
 
