@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +121,10 @@ class Played:
     live: list[watch_pb2.WatchResponse]
     refusals: list[str]
     replay: tuple[list[watch_pb2.WatchResponse], str] | None
+
+    def __repr__(self) -> str:
+        """Short: asyncio.run reprs the scenario's result (every message of every seat) while restoring SIGINT."""
+        return f"Played({self.table.table_id})"
 
 
 async def play_table(running: Running, rules: Rules, seed: int, *, check_omniscient: bool) -> Played:
@@ -240,15 +244,44 @@ def walk_events(messages: list[play_pb2.PlayResponse]) -> Iterator[pb.Event]:
             yield from message.decision_request.view.events_this_hand
 
 
+def distinct_parts(messages: Sequence[Message]) -> Iterator[Message]:
+    """Every message, but each event once: a decision's view repeats the hand's events, so walking every field
+    of every message (cards_in, scalars_in) walked each event many times.
+
+    A decision request comes without its view's events; each of those comes alone unless the same bytes came
+    before (sent, or in an earlier view). What `check_cards` and `check_no_seed` ask of an event does not depend
+    on where it sits (no rule allows a card for being in an `event` or `events_this_hand` field)."""
+    seen: set[bytes] = set()
+    for message in messages:
+        if not isinstance(message, play_pb2.PlayResponse):
+            yield message
+            continue
+        kind = message.WhichOneof("message")
+        if kind == "event":
+            seen.add(message.event.SerializeToString())
+        if kind != "decision_request" or not message.decision_request.view.events_this_hand:
+            yield message
+            continue
+        rest = play_pb2.PlayResponse()
+        rest.CopyFrom(message)
+        del rest.decision_request.view.events_this_hand[:]
+        yield rest
+        for event in message.decision_request.view.events_this_hand:
+            key = event.SerializeToString()
+            if key not in seen:
+                seen.add(key)
+                yield event
+
+
 def check_cards(table: Table, seat: int, wire: WireSeat) -> None:
     """A card appears only in the seat's own private events, its own view, or a HandsShown."""
     for event in walk_events(wire.messages):
         payload = event.WhichOneof("payload")
         if payload in CARD_PAYLOADS:
             assert getattr(event, str(payload)).seat == seat, f"seat {seat} got another seat's {payload}"
-    for message in wire.messages:
-        for path, _card in cards_in(message):
-            names = {part.split("[")[0] for part in path}
+    for part in distinct_parts(wire.messages):
+        for path, _card in cards_in(part):
+            names = {name.split("[")[0] for name in path}
             in_view = len(path) == 3 and path[:2] == ("decision_request", "view") and path[2].startswith("cards[")
             assert in_view or names & (CARD_PAYLOADS | {"hands_shown"}), f"seat {seat}: a card at {path}"
 
@@ -273,7 +306,10 @@ def check_decisions(table: Table, seat: int, wire: WireSeat, decisions: dict[int
     rules = table.rules
     max_senas = rules.max_senas_per_window if rules.senas_mode is SenasMode.VOLUNTARY else 0
     capped = rules.stake_cap is not None
-    match = match_of(table)
+    # visible_before[n]: how many of the engine's first n events the seat may see (one pass, not one per decision).
+    visible_before = [0]
+    for event in match_of(table).events:
+        visible_before.append(visible_before[-1] + event.visible_to(seat))
     received: list[pb.Event] = []
     hand_start = 0
     asked: list[int] = []
@@ -295,7 +331,7 @@ def check_decisions(table: Table, seat: int, wire: WireSeat, decisions: dict[int
         assert list(request.legal_actions) == describe_legal(expected, max_senas, capped), (
             f"seat {seat} decision {request.decision_id}: legal actions differ from the engine's"
         )
-        visible = sum(event.visible_to(seat) for event in match.events[: expected.events_before])
+        visible = visible_before[expected.events_before]
         assert len(received) == visible, "every event it may see, and none later, came before the decision"
         view = request.view
         assert view.seat == seat
@@ -333,7 +369,8 @@ def check_no_seed(table: Table, messages: list[play_pb2.PlayResponse] | list[wat
     varint = varint_bytes(seed)
     for message in messages:
         assert varint not in message.SerializeToString()
-        for value in scalars_in(message):
+    for part in distinct_parts(messages):
+        for value in scalars_in(part):
             assert value != seed
             if isinstance(value, str):
                 assert not any(text in value for text in texts)
