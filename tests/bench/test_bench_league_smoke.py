@@ -22,10 +22,20 @@ from workers.cli.main import app
 runner = CliRunner()
 
 
-def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures() -> None:
+SMALLEST = replace(league.QUICK, bots=2, engine_s=0.05)
+"""`--quick` cut further for a smoke test, which asserts no figure: two entrants (one pairing, two matches a
+configuration: one worker still leaves a gap between two, and the pooled probe still has its warm-up match and
+its probed one) and the engine's self-play for 0.05 s (still whole matches, at least one)."""
+
+
+def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """One run for every bot's figures: the C++ bot's league with `--pool` (its entrants persistent), whose
     per-match probe also times the instant bot, the example random bot, the C++ bot and the instant bot's pooled
-    processes. Without the C++ toolchain the instant bot plays the league, and the C++ figures are left out."""
+    processes. Without the C++ toolchain the instant bot plays the league, and the C++ figures are left out.
+    The command runs as typed, on `SMALLEST` sizes instead of `--quick`'s (the sizes are not what is tested)."""
+    monkeypatch.setattr(league, "QUICK", SMALLEST)
     bot = "instant" if missing_toolchain() else "cpp"
     flags = ["--quick", "--broker", "embedded", "--bot", bot, "--pool", "--json"]
     result = runner.invoke(app, ["bench", "league", *flags])
@@ -50,7 +60,7 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
     assert set(data["configurations"]) == {"embedded_1", "embedded_2"}, "only the embedded broker was asked"
     for name, config in data["configurations"].items():
         assert config["completed"], (name, config)
-        assert config["matches"] == data["matches"] == 6
+        assert config["matches"] == data["matches"] == 2, "two entrants: one pairing, played as a duplicate pair"
         assert config["matches_per_s"] > 0 and config["wall_s"] > 0
         assert config["faults"] == 0
         assert config["engine_matches_per_s"] > config["matches_per_s"]
