@@ -55,10 +55,17 @@ def oracle_points(card: Card, mode: DeckMode) -> int:
     return rank
 
 
+# A comparison reads its two hands' totals or rank counts, and the random tables of
+# `test_best_seat_agrees_with_the_oracle_on_random_deals_ties_to_the_mano_3` compare each hand many times: the
+# recent ones are kept (a hand is a tuple of frozen cards). A kept Counter is shared: callers only read it.
+
+
+@functools.lru_cache(maxsize=1024)
 def oracle_total(hand: Sequence[Card], mode: DeckMode) -> int:
     return sum(oracle_points(card, mode) for card in hand)
 
 
+@functools.lru_cache(maxsize=1024)
 def counts_of(hand: Sequence[Card], mode: DeckMode) -> Counter[int]:
     return Counter(oracle_rank(card, mode) for card in hand)
 
@@ -202,6 +209,12 @@ def engine_facts(mode: DeckMode) -> tuple[HandFacts, ...]:
     return tuple(evaluate(hand, mode) for hand in ALL_HANDS)
 
 
+@functools.cache
+def oracle_totals(mode: DeckMode) -> tuple[int, ...]:
+    """The oracle's total of every hand, in the order of ALL_HANDS: worked out once per mode for every test."""
+    return tuple(oracle_total(hand, mode) for hand in ALL_HANDS)
+
+
 PARES_NAMES = {ParesClass.PAR: "par", ParesClass.MEDIAS: "medias", ParesClass.DUPLES: "duples"}
 
 
@@ -214,14 +227,19 @@ def engine_key(facts: HandFacts, lance: Lance) -> tuple[int, ...] | None:
     return facts.key(lance)
 
 
+@functools.cache
+def engine_keys(mode: DeckMode, lance: Lance) -> tuple[tuple[int, ...] | None, ...]:
+    """`engine_key` of every hand, in the order of ALL_HANDS: the order tests and the digest all read them."""
+    return tuple(engine_key(fact, lance) for fact in engine_facts(mode))
+
+
 # ---------------------------------------------------------------- classification of every hand
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value)
 def test_every_hand_is_classified_as_the_oracle_says_6(mode: DeckMode) -> None:
     mismatches: list[str] = []
-    for hand, facts in zip(ALL_HANDS, engine_facts(mode), strict=True):
-        total = oracle_total(hand, mode)
+    for hand, facts, total in zip(ALL_HANDS, engine_facts(mode), oracle_totals(mode), strict=True):
         pares = pares_class_of(hand, mode)
         expected = (
             pares,
@@ -259,11 +277,11 @@ def test_juego_totals_are_exactly_those_of_2_3(mode: DeckMode) -> None:
 # ---------------------------------------------------------------- the order of every lance
 
 
-def distinct_hands(signature: Callable[[Sequence[Card]], Hashable]) -> list[int]:
+def distinct_hands(signatures: Sequence[Hashable]) -> list[int]:
     """One representative hand index per oracle signature (the hands the oracle cannot tell apart)."""
     seen: dict[Hashable, int] = {}
-    for index, hand in enumerate(ALL_HANDS):
-        seen.setdefault(signature(hand), index)
+    for index, signature in enumerate(signatures):
+        seen.setdefault(signature, index)
     return list(seen.values())
 
 
@@ -279,6 +297,14 @@ def rank_multiset(hand: Sequence[Card], mode: DeckMode) -> Hashable:
 
 def hand_total(hand: Sequence[Card], mode: DeckMode) -> Hashable:
     return oracle_total(hand, mode)
+
+
+@functools.cache
+def signatures_of(signature: Callable[[Sequence[Card], DeckMode], Hashable], mode: DeckMode) -> tuple[Hashable, ...]:
+    """The signature of every hand, in the order of ALL_HANDS: three lances share `rank_multiset`, two `hand_total`."""
+    if signature is hand_total:
+        return oracle_totals(mode)
+    return tuple(signature(hand, mode) for hand in ALL_HANDS)
 
 
 LANCE_CASES = [
@@ -304,22 +330,23 @@ def _compare_keys(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> int:
 @pytest.mark.parametrize("case", LANCE_CASES, ids=lambda case: case.lance.value)
 def test_every_lance_orders_all_hands_as_the_oracle_does_6(mode: DeckMode, case: LanceCase) -> None:
     """Hands the oracle cannot tell apart get one engine key, and sorting the distinct hands either way agrees."""
-    facts = engine_facts(mode)
     lance = case.lance
+    keys = engine_keys(mode, lance)
+    signatures = signatures_of(case.signature, mode)
     keys_by_signature: dict[Hashable, set[tuple[int, ...] | None]] = {}
-    for hand, fact in zip(ALL_HANDS, facts, strict=True):
-        keys_by_signature.setdefault(case.signature(hand, mode), set()).add(engine_key(fact, lance))
+    for signature, key in zip(signatures, keys, strict=True):
+        keys_by_signature.setdefault(signature, set()).add(key)
     split = {sig: keys for sig, keys in keys_by_signature.items() if len(keys) > 1}
     assert not split, f"hands the oracle ranks equal get different {lance.value} keys: {list(split.items())[:3]}"
 
-    reps = distinct_hands(lambda hand: case.signature(hand, mode))
+    reps = distinct_hands(signatures)
     oracle = ORACLE_CMP[lance]
 
     def oracle_cmp(i: int, j: int) -> int:
         return oracle(ALL_HANDS[i], ALL_HANDS[j], mode)
 
     def engine_cmp(i: int, j: int) -> int:
-        return _compare_keys(engine_key(facts[i], lance), engine_key(facts[j], lance))
+        return _compare_keys(keys[i], keys[j])
 
     # Two weak orders are the same if a list sorted by either one has the same relation at every adjacent pair
     # under both; checking both sortings guards against a non-transitive comparison on either side.
@@ -363,15 +390,24 @@ def cards(text: str) -> tuple[Card, ...]:
     return tuple(Card.parse(part) for part in text.split())
 
 
+@functools.cache
+def hands_with_31_or_a_7(mode: DeckMode) -> tuple[tuple[tuple[Card, ...], int], ...]:
+    """Every hand (with its oracle total) that totals 31 or holds a 7: the others have nothing to flag, and
+    skipping them keeps the test fast."""
+    return tuple(
+        (hand, total)
+        for hand, total in zip(ALL_HANDS, oracle_totals(mode), strict=True)
+        if total == 31 or any(card.rank == 7 for card in hand)
+    )
+
+
 @pytest.mark.parametrize("real", list(Real31), ids=lambda real: real.value)
 @pytest.mark.parametrize("mode", MODES, ids=lambda mode: mode.value)
 def test_real_31_flag_matches_the_oracle_on_every_hand_6_6(mode: DeckMode, real: Real31) -> None:
     flagged = 0
-    for hand in ALL_HANDS:
-        if oracle_total(hand, mode) != 31 and not any(card.rank == 7 for card in hand):
-            continue  # no 7 and no 31: nothing to flag, and skipping them keeps the test fast
+    for hand, total in hands_with_31_or_a_7(mode):
         facts = evaluate(hand, mode, real)
-        expected = oracle_total(hand, mode) == 31 and is_real_31(hand, mode, real)
+        expected = total == 31 and is_real_31(hand, mode, real)
         assert facts.real_31 is expected, (hand, mode, real)
         flagged += expected
         if facts.has_juego:
@@ -477,7 +513,7 @@ def evaluator_digest(mode: DeckMode) -> str:
     facts = engine_facts(mode)
     positions: dict[Lance, list[int]] = {}
     for lance in (Lance.GRANDE, Lance.CHICA, Lance.PARES, Lance.JUEGO, Lance.PUNTO):
-        keys = [engine_key(fact, lance) for fact in facts]
+        keys = engine_keys(mode, lance)
         distinct = sorted({key for key in keys if key is not None})
         index = {key: i + 1 for i, key in enumerate(distinct)}
         positions[lance] = [index[key] if key is not None else 0 for key in keys]

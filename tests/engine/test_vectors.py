@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -217,6 +219,12 @@ FIELDS = {
 }
 
 
+@functools.cache
+def vector_cases(path: Path, kind: str) -> tuple[dict[str, Any], ...]:
+    """The cases of one vector file, read once for the 300 examples below (each changes a copy of its case)."""
+    return tuple(json.loads(path.read_text())[kind])
+
+
 @settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), kind=st.sampled_from(["hand_vectors", "scoring_scenarios"]))
 def test_a_case_with_any_json_in_any_field_gets_an_answer_or_an_error_line(
@@ -224,8 +232,7 @@ def test_a_case_with_any_json_in_any_field_gets_an_answer_or_an_error_line(
 ) -> None:
     """Whatever a case holds, `mus rules eval` answers it or prints its error and goes on: never a traceback."""
     file = "hands.json" if kind == "hand_vectors" else "scenarios.json"
-    cases = json.loads((vectors_dir / file).read_text())[kind]
-    case = dict(data.draw(st.sampled_from(cases), label="case"))
+    case = copy.deepcopy(data.draw(st.sampled_from(vector_cases(vectors_dir / file, kind)), label="case"))
     for key in data.draw(st.lists(st.sampled_from(sorted(FIELDS)), min_size=1, max_size=3, unique=True), label="keys"):
         case[key] = data.draw(FIELDS[key], label=key)
     [answer] = evaluate_file({kind: [case]}, {})

@@ -8,6 +8,7 @@ Matches are driven by the policies of `test_properties`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -321,11 +322,13 @@ def test_views_do_not_depend_on_the_match_seed_once_the_deal_is_fixed(
 
 
 # ------------------------------------------------------------------------------------- señas
-def automatic_senas(cards: Sequence[Card], rules: Rules, phase: str) -> list[Sena]:
+@functools.lru_cache(maxsize=4096)
+def automatic_senas(cards: tuple[Card, ...], rules: Rules, phase: str) -> tuple[Sena, ...]:
     """rules §12.3 item 6: the true hand-fact señas allowed in a window, in the order of the §12.1 table
-    (`max_senas_per_window` does not apply to them)."""
+    (`max_senas_per_window` does not apply to them). Kept per hand, rules and window: each step of a hand asks
+    again about the same four hands."""
     voluntary = dataclasses.replace(rules, senas_mode=SenasMode.VOLUNTARY, max_senas_per_window=1)
-    return [sena for sena in Sena if sena not in INTENTIONS and sena_accepted(sena, cards, voluntary, phase, 0)]
+    return tuple(sena for sena in Sena if sena not in INTENTIONS and sena_accepted(sena, cards, voluntary, phase, 0))
 
 
 def check_sena_verdicts(match: Match, played: Played) -> None:
