@@ -16,8 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from bench import league
+from bench.league_probe import Phases, summarize
 from clients.cpp.build import missing_toolchain
 from workers.cli.main import app
+from workers.launcher import BotProgram
+from workers.pool import BotPool
 
 runner = CliRunner()
 
@@ -75,19 +78,34 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
     assert data["embedded_over_redis"] == {"1": None, "2": None}, "no Redis run was asked"
     assert data["per_match"].keys() == {"instant", "example_random", bot, "instant_pooled"}
     for probed in ("instant", "example_random", bot):
-        assert data["per_match"][probed]["startup_ms"] > 0, probed
+        phases = data["per_match"][probed]
+        assert phases["startup_ms"] > 0 and phases["decisions_per_match"] > 0, (probed, phases)
     pooled = data["per_match"]["instant_pooled"]
     assert pooled["decisions_per_match"] > 0 and pooled["bot_cpu_ms"] >= 0
 
 
-def test_the_default_bench_builds_nothing_and_probes_the_instant_and_example_random_bots_only() -> None:
+def test_the_default_bench_builds_nothing_and_probes_the_instant_and_example_random_bots_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """What the one run above leaves out, for `--bot instant` without `--pool` (the benchmark's default): nothing
-    to build, and a per-match probe of the instant bot and the example random bot alone."""
+    to build, and a per-match probe of the instant bot and the example random bot alone, each by its own program
+    and without a pool. The run above probes these two programs for real, as the default does, and checks their
+    figures; here each probed match is recorded rather than played, which spares eight bot processes."""
     assert league.prepare("instant") is None
+    played = Phases(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, decisions=33)
+    probed: list[tuple[BotProgram, BotPool | None]] = []
+
+    def record(engine: object, match_id: int, program: BotProgram, log_dir: Path, pool: BotPool | None) -> Phases:
+        probed.append((program, pool))
+        return played
+
+    monkeypatch.setattr(league, "probe_match", record)
     per_match = league.probe(replace(league.QUICK, bot="instant", pool=False))
-    assert per_match.keys() == {"instant", "example_random"}
-    for probed, phases in per_match.items():
-        assert phases["startup_ms"] > 0 and phases["decisions_per_match"] > 0, (probed, phases)
+    assert per_match == {"instant": summarize([played]), "example_random": summarize([played])}
+    assert [(program, pool) for program, pool in probed] == [
+        (BotProgram("instant", league.BOT_COMMAND, league.BOT_SCRIPT.parent), None),
+        (BotProgram("example_random", league.BOTS["random"][0]), None),
+    ], "one match each, by the program itself (the instant bot in its folder), neither persistent nor pooled"
 
 
 def test_a_process_that_ends_while_the_pinner_lists_children_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:

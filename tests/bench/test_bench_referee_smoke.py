@@ -6,11 +6,21 @@ A smoke test, not a measurement: no figure is compared with a target.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
 
+from bench import referee
 from workers.cli.main import app
+
+SHORT_WINDOW = replace(referee.QUICK, level_warmup_s=0.1, level_window_s=0.2)
+"""`--quick` with a load level of 0.1 s of warm-up and 0.2 s of window, for a test that asserts which rows the
+table prints, not their values (two tables join in tens of ms, so the figures are still numbers as a rule)."""
+FLOOD_WINDOW = replace(referee.QUICK, level_window_s=0.5)
+"""`--quick` with each flood phase's window 0.5 s instead of 1 s (the warm-up and the flood's lead unchanged): two
+honest tables make hundreds of decisions a second even during the flood, so there are still round trips and
+memory samples to report in each window."""
 
 
 def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_level() -> None:
@@ -37,9 +47,12 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
         assert level["referee_rss_mb"] is None or level["referee_rss_mb"] > 0, level
 
 
-def test_bench_referee_tables_prints_the_decision_latency_and_the_referees_memory_in_its_table() -> None:
+def test_bench_referee_tables_prints_the_decision_latency_and_the_referees_memory_in_its_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Two tables: not one of the default levels, and two client processes where six tables would start four
-    (the run above starts four at its larger levels)."""
+    (the run above starts four at its larger levels). The command runs as typed, on `SHORT_WINDOW`."""
+    monkeypatch.setattr(referee, "QUICK", SHORT_WINDOW)
     result = CliRunner().invoke(app, ["bench", "referee", "--quick", "--tables", "2"])
     assert result.exit_code == 0, result.output
     for row in ("2 tables: decision_latency_p50_ms", "2 tables: decision_latency_p99_ms", "2 tables: referee_rss_mb"):
@@ -47,7 +60,11 @@ def test_bench_referee_tables_prints_the_decision_latency_and_the_referees_memor
     assert "2 tables: stream_errors_by_status" in result.stdout and "1 tables:" not in result.stdout
 
 
-def test_bench_referee_flood_quick_reports_latency_and_memory_before_and_during_the_flood() -> None:
+def test_bench_referee_flood_quick_reports_latency_and_memory_before_and_during_the_flood(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The command runs as typed, on `FLOOD_WINDOW`."""
+    monkeypatch.setattr(referee, "QUICK", FLOOD_WINDOW)
     result = CliRunner().invoke(app, ["bench", "referee", "--flood", "--quick", "--tables", "2", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
