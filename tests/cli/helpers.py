@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from typer.testing import Result
 
@@ -35,8 +36,9 @@ def row_counts(url: str) -> dict[str, int]:
         engine.dispose()
 
 
-def copy_database(template: Path, folder: Path) -> str:
-    """A copy of the SQLite file `template` (with its WAL, if one was left) in `folder`, as a URL.
+def use_database_copy(template: Path, folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A copy of the SQLite file `template` (with its WAL, if one was left) in `folder`, as MUS_DATABASE_URL, with
+    `folder` as the working directory; returns its URL.
 
     A module migrates and fills its database once and each test gets a copy of its own: a file copy instead of
     the migrations per test, and no test sees another's writes."""
@@ -45,4 +47,7 @@ def copy_database(template: Path, folder: Path) -> str:
         source = Path(f"{template}{suffix}")
         if source.exists():
             shutil.copy2(source, f"{target}{suffix}")
-    return f"sqlite:///{target}"
+    url = f"sqlite:///{target}"
+    monkeypatch.setenv("MUS_DATABASE_URL", url)
+    monkeypatch.chdir(folder)
+    return url

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clients.cpp.build import build_bot, missing_toolchain
-from tests.cli.helpers import copy_database, error_of
+from tests.cli.helpers import error_of, use_database_copy
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
 
@@ -230,10 +230,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
-    url = copy_database(template, tmp_path)
-    monkeypatch.setenv("MUS_DATABASE_URL", url)
-    monkeypatch.chdir(tmp_path)
-    return url
+    return use_database_copy(template, tmp_path, monkeypatch)
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from referee.service.lobby import token_sha256
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from tests.cli.helpers import copy_database, error_of, row_counts
+from tests.cli.helpers import error_of, row_counts, use_database_copy
 from workers.cli import bot_cmd, league_cmd
 from workers.cli.bot_cmd import guess_language
 from workers.db.session import ensure_schema, make_engine
@@ -38,11 +38,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
-    url = copy_database(template, tmp_path)
-    monkeypatch.setenv("MUS_DATABASE_URL", url)
     monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.chdir(tmp_path)
-    return url
+    return use_database_copy(template, tmp_path, monkeypatch)
 
 
 def bot_program(root: Path, name: str, body: str = "print('paso')\n") -> Path:

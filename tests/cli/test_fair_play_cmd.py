@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
-from tests.cli.helpers import copy_database, error_of
+from tests.cli.helpers import error_of, use_database_copy
 from workers.cli import league_cmd, replay_cmd
 from workers.cli.main import app
 from workers.db import repo
@@ -46,11 +46,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
-    url = copy_database(template, tmp_path)
-    monkeypatch.setenv("MUS_DATABASE_URL", url)
     monkeypatch.setenv("COLUMNS", "250")
-    monkeypatch.chdir(tmp_path)
-    return url
+    return use_database_copy(template, tmp_path, monkeypatch)
 
 
 def ok(cli: object, *args: str) -> Result:

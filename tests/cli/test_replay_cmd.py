@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 from referee.engine.replay import EVENTS_VERSION, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
-from tests.cli.helpers import copy_database, error_of
+from tests.cli.helpers import error_of, use_database_copy
 from tests.support.events import fields
 from workers.cli import replay_cmd
 from workers.cli.replay_cmd import hand_events
@@ -72,10 +72,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def database(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The test's own copy of `template` as MUS_DATABASE_URL; the working directory is the test's own folder."""
-    url = copy_database(template, tmp_path)
-    monkeypatch.setenv("MUS_DATABASE_URL", url)
-    monkeypatch.chdir(tmp_path)
-    return url
+    return use_database_copy(template, tmp_path, monkeypatch)
 
 
 def match_ids(url: str) -> tuple[list[int], int]:
