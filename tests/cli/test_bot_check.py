@@ -22,13 +22,16 @@ from workers.db.session import ensure_schema, make_engine
 REPO = Path(__file__).resolve().parents[2]
 JS_DIR = REPO / "clients" / "js"
 STDIO_EXAMPLE = REPO / "clients" / "stdio" / "examples" / "first_legal.sh"
-FAST = ["--matches", "1", "--decision-timeout", "2", "--join-timeout", "5"]
-"""One match per variant, a 2 s decision clock, 5 s to join: a check of a good bot takes a few seconds."""
+JOIN = ["--join-timeout", "20"]
+"""20 s to join: a sandboxed Python bot's start took over 5 s in a loaded CI run. A bot that joins does so at once,
+so the long deadline costs no time; the one test of a bot that never joins sets its own."""
+FAST = ["--matches", "1", "--decision-timeout", "2", *JOIN]
+"""One match per variant on a 2 s decision clock: a check of a broken bot takes a few seconds."""
 ONE_VARIANT = [*FAST, "--variant", "defaults"]
-PASSING = ["--matches", "1", "--decision-timeout", "6", "--join-timeout", "5"]
+"""For a broken bot: one legal-play match, then the probe match."""
+PASSING = ["--matches", "1", "--decision-timeout", "6", *JOIN]
 """For a good bot, which must pass: a 6 s clock, as one answer of the rules bot took 2.4 s on a loaded CI machine
 (median 2 ms). A good bot answers at once, so the longer clock costs no time."""
-"""For a broken bot: one legal-play match, then the probe match."""
 CHECKS = (
     "handshake",
     "legal_play:defaults",
