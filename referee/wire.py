@@ -707,6 +707,38 @@ def update_entry(data: bytes) -> bytes:
     return _UPDATE_EVENT_KEY + _varint(len(data)) + data
 
 
+_RESPONSE_EVENT_KEY = _entry_key(play_pb2.PlayResponse, "event")
+_RESPONSE_DECISION_KEY = _entry_key(play_pb2.PlayResponse, "decision_request")
+_RESPONSE_UPDATE_KEY = _entry_key(play_pb2.PlayResponse, "update")
+_UPDATE_DECISION_KEY = _entry_key(play_pb2.Update, "decision_request")
+_REQUEST_VIEW_KEY = _entry_key(play_pb2.DecisionRequest, "view")
+
+
+def event_response(data: bytes) -> bytes:
+    """A PlayResponse carrying one event, as wire bytes, from the event's bytes."""
+    return _RESPONSE_EVENT_KEY + _varint(len(data)) + data
+
+
+def decision_request_bytes(request: play_pb2.DecisionRequest, view: bytes, legal: bytes) -> bytes:
+    """A DecisionRequest as wire bytes: `request` without its view and legal actions, the view's bytes (one
+    field: a message field sent twice is merged by some parsers and replaced by others) and the legal entries
+    (`request_legal_bytes`)."""
+    return request.SerializeToString() + _REQUEST_VIEW_KEY + _varint(len(view)) + view + legal
+
+
+def decision_response(request: bytes, *, batch: bool, events: bytes = b"") -> bytes:
+    """A PlayResponse carrying a decision request (`decision_request_bytes`) as wire bytes: on its own, or for a
+    batching seat inside an Update after the entries of its pending `events` (`update_entry`)."""
+    if not batch:
+        return _RESPONSE_DECISION_KEY + _varint(len(request)) + request
+    return update_response(events + _UPDATE_DECISION_KEY + _varint(len(request)) + request)
+
+
+def update_response(entries: bytes) -> bytes:
+    """A PlayResponse carrying an Update of these entries, as wire bytes."""
+    return _RESPONSE_UPDATE_KEY + _varint(len(entries)) + entries
+
+
 def view_entries(event: pb.Event, data: bytes, seat: int) -> bytes:
     """What an event of the hand adds to `seat`'s SeatView, as wire bytes: the event, and a seña from another
     seat also in `senas_received`. `data` is the event's serialized bytes."""

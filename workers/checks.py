@@ -34,7 +34,7 @@ from typing import Any
 
 import grpc
 
-from mus.v1 import play_pb2, play_pb2_grpc
+from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.causes import IncidentCause
 from referee.engine.events import Fault
@@ -680,8 +680,10 @@ class _CheckServicer(PlayServicer):
 
         async def pump() -> None:
             try:
-                async for response in inner:
-                    stream.out.put_nowait(response)
+                async for response in inner:  # the probes read every response: the table's bytes are parsed
+                    stream.out.put_nowait(
+                        play_pb2.PlayResponse.FromString(response) if isinstance(response, bytes) else response
+                    )
             except BaseException as error:  # the referee's abort (a status), or this stream's cancellation
                 stream.out.put_nowait(error)
                 return
@@ -749,7 +751,7 @@ async def _play(
     bot_seats = (bot_team, bot_team + 2)
     watch = _Watch(referee, bot_seats, bot_team if probe else None, config.reconnect_grace_s)
     server = grpc.aio.server(options=SERVER_OPTIONS)
-    play_pb2_grpc.add_PlayServiceServicer_to_server(_CheckServicer(referee, watch), server)
+    _CheckServicer(referee, watch).add_to_server(server)
     host_address = f"unix:{socket_dir / 'referee.sock'}"
     if server.add_insecure_port(host_address) == 0:
         shutil.rmtree(socket_dir, ignore_errors=True)

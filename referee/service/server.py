@@ -15,7 +15,6 @@ from mus.v1 import (
     lobby_pb2,
     lobby_pb2_grpc,
     play_pb2,
-    play_pb2_grpc,
     watch_pb2,
     watch_pb2_grpc,
 )
@@ -93,7 +92,7 @@ async def start_server(
         maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
         interceptors=[StreamQuota()],
     )
-    play_pb2_grpc.add_PlayServiceServicer_to_server(PlayServicer(referee), server)
+    PlayServicer(referee).add_to_server(server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
     admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
     lobby_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyServicer(referee), server)

@@ -23,7 +23,6 @@ from mus.v1 import (
     lobby_pb2,
     lobby_pb2_grpc,
     play_pb2,
-    play_pb2_grpc,
     watch_pb2,
     watch_pb2_grpc,
 )
@@ -33,7 +32,7 @@ from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service.lobby import Lobby, LobbySession, StateError, is_token_sha256
-from referee.service.table import PROTOCOL_VERSION, Clock, Table, TableError, TableStatus
+from referee.service.table import PROTOCOL_VERSION, Clock, Outbox, Table, TableError, TableStatus
 
 log = logging.getLogger(__name__)
 
@@ -168,15 +167,32 @@ class Referee:
         return False
 
 
-class PlayServicer(play_pb2_grpc.PlayServiceServicer):
+def serialize_response(message: play_pb2.PlayResponse | bytes) -> bytes:
+    """The Play method's response serializer: the table puts most responses together as wire bytes (`Outbox`)."""
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+class PlayServicer:
     """One bidirectional stream per seat: decisions and events out, actions in."""
 
     def __init__(self, referee: Referee) -> None:
         self.referee = referee
 
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        """As the generated `add_PlayServiceServicer_to_server`, with `serialize_response` for its responses."""
+        handlers = {
+            "Play": grpc.stream_stream_rpc_method_handler(
+                self.Play,
+                request_deserializer=play_pb2.PlayRequest.FromString,
+                response_serializer=serialize_response,
+            )
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("mus.v1.PlayService", handlers),))
+        server.add_registered_method_handlers("mus.v1.PlayService", handlers)
+
     async def Play(
         self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Context
-    ) -> AsyncIterator[play_pb2.PlayResponse]:
+    ) -> AsyncIterator[play_pb2.PlayResponse | bytes]:
         try:
             first = await asyncio.wait_for(anext(request_iterator), JOIN_WAIT_S)
         except StopAsyncIteration:
@@ -199,7 +215,7 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
         if found is None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown or expired seat token")
         table, seat = found
-        outbox: asyncio.Queue[play_pb2.PlayResponse | None] = asyncio.Queue()
+        outbox: Outbox = asyncio.Queue()
         try:
             table.attach(
                 seat,
@@ -232,7 +248,7 @@ class PlayServicer(play_pb2_grpc.PlayServiceServicer):
         table: Table,
         seat: int,
         requests: AsyncIterator[play_pb2.PlayRequest],
-        outbox: asyncio.Queue[play_pb2.PlayResponse | None],
+        outbox: Outbox,
         closing: list[tuple[grpc.StatusCode, str]],
     ) -> None:
         """Apply what the seat sends; a protocol error closes its stream with a status naming it."""

@@ -127,6 +127,12 @@ class _Decision:
     asked_at: float
 
 
+Outbox = asyncio.Queue[play_pb2.PlayResponse | bytes | None]
+"""A seat's stream's outgoing messages: a PlayResponse, or one already serialized (the events and decision
+requests, put together as wire bytes); None ends the stream. The Play method's serializer takes both
+(`servicer.serialize_response`)."""
+
+
 @dataclass(slots=True)
 class _Seat:
     """A seat's connection state, clock and records."""
@@ -134,7 +140,7 @@ class _Seat:
     name: str
     token: str
     bank: float
-    outbox: asyncio.Queue[play_pb2.PlayResponse | None] | None = None
+    outbox: Outbox | None = None
     joined: bool = False
     joined_as: str = ""
     """`Join.bot_name` of the seat's latest stream (trimmed, printable, at most 64 characters): for reports."""
@@ -152,8 +158,9 @@ class _Seat:
     """The seat keeps the hand's events itself (Join.omit_hand_events): its views carry none."""
     pending_events: list[bytes] = field(default_factory=list)
     """Events for the next Update, as its wire entries (`wire.update_entry`)."""
-    pending_update: play_pb2.PlayResponse | None = None
-    """The seat's new decision, already inside the Update that carries it; the events join it at the flush."""
+    pending_update: bytes | None = None
+    """The seat's new decision request, as wire bytes (`wire.decision_request_bytes`); it leaves with the pending
+    events in one Update at the flush."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +236,7 @@ class Table:
     def attach(
         self,
         seat: int,
-        outbox: asyncio.Queue[play_pb2.PlayResponse | None],
+        outbox: Outbox,
         next_seq: int = 0,
         *,
         batch: bool = False,
@@ -287,7 +294,7 @@ class Table:
         if state.batch:
             state.pending_events.append(wire.update_entry(data))
         else:
-            state.outbox.put_nowait(play_pb2.PlayResponse(event=pb.Event.FromString(data)))
+            state.outbox.put_nowait(wire.event_response(data))
 
     def _view_entry(self, event: Event, seat: int) -> bytes:
         """What one event of the hand adds to `seat`'s SeatView, as wire bytes (numbered as the seat saw it)."""
@@ -312,9 +319,12 @@ class Table:
                 waiting = True
                 continue
             if state.outbox is not None:
-                response = state.pending_update if state.pending_update is not None else play_pb2.PlayResponse()
-                response.update.MergeFromString(b"".join(state.pending_events))
-                state.outbox.put_nowait(response)
+                events = b"".join(state.pending_events)
+                state.outbox.put_nowait(
+                    wire.update_response(events)
+                    if state.pending_update is None
+                    else wire.decision_response(state.pending_update, batch=True, events=events)
+                )
             state.pending_events, state.pending_update = [], None
         if everyone and self._event_timer is not None:
             self._event_timer.cancel()
@@ -326,7 +336,7 @@ class Table:
         self._event_timer = None
         self._flush(everyone=True)
 
-    def detach(self, seat: int, outbox: asyncio.Queue[play_pb2.PlayResponse | None]) -> None:
+    def detach(self, seat: int, outbox: Outbox) -> None:
         """A seat's stream ended. A running match gives it the grace period to rejoin."""
         state = self.seats[seat]
         if state.outbox is not outbox:
@@ -551,28 +561,23 @@ class Table:
         assert views is not None
         view = views.view(seat)  # the events are routed (`_publish`) before any decision is sent
         left, bank = self._time_left(seat, decision)
-        request = play_pb2.DecisionRequest(
+        header = play_pb2.DecisionRequest(
             decision_id=decision.decision_id,
             kind=wire.decision_to_proto(decision.kind),
-            view=wire.seat_view_to_proto(view),
             decision_time_left_ms=int(left * 1000),
             bank_time_left_ms=int(bank * 1000),
         )
-        # The legal entries and the hand's events join last, as wire bytes, inside the message that carries them:
-        # every message assignment copies, and they are most of the request.
-        if self.seats[seat].batch:
-            response = play_pb2.PlayResponse(update=play_pb2.Update(decision_request=request))
-            carried = response.update.decision_request
+        # The request is put together as wire bytes: the view, the hand's events and the legal entries are
+        # serialized once, never copied into messages that gRPC would serialize again.
+        state = self.seats[seat]
+        view_bytes = wire.seat_view_to_proto(view).SerializeToString()
+        if not state.omit_hand_events:
+            view_bytes += b"".join(self._hand_view[seat])
+        request = wire.decision_request_bytes(header, view_bytes, wire.request_legal_bytes(view.legal))
+        if state.batch:
+            state.pending_update = request
         else:
-            response = play_pb2.PlayResponse(decision_request=request)
-            carried = response.decision_request
-        carried.MergeFromString(wire.request_legal_bytes(view.legal))
-        if not self.seats[seat].omit_hand_events:
-            carried.view.MergeFromString(b"".join(self._hand_view[seat]))
-        if self.seats[seat].batch:
-            self.seats[seat].pending_update = response
-        else:
-            outbox.put_nowait(response)
+            outbox.put_nowait(wire.decision_response(request, batch=False))
 
     def _arm_timer(self) -> None:
         """Make sure the clock wakes the table by the earliest deadline of its open decisions.

@@ -10,8 +10,9 @@ from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee import wire
 from referee.engine.rules import Rules
-from referee.service.table import EVENT_DELAY_S, Table, TableStatus
+from referee.service.table import EVENT_DELAY_S, Outbox, Table, TableStatus
 from tests.service.conftest import Running, with_referee
+from tests.support.referee_checks import next_response
 from tests.support.wire import WireLog, play_seat
 
 
@@ -54,7 +55,7 @@ def test_a_batching_seat_that_is_not_asked_gets_its_events_with_its_next_decisio
 
     async def scenario() -> None:
         table = Table("t", Rules(), 3, ["a", "b", "c", "d"])
-        outboxes: list[asyncio.Queue[play_pb2.PlayResponse | None]] = [asyncio.Queue() for _ in range(4)]
+        outboxes: list[Outbox] = [asyncio.Queue() for _ in range(4)]
         for seat, outbox in enumerate(outboxes):
             table.attach(seat, outbox, batch=True)
         events: list[list[pb.Event]] = [[], [], [], []]
@@ -63,7 +64,7 @@ def test_a_batching_seat_that_is_not_asked_gets_its_events_with_its_next_decisio
         def drain(seat: int) -> int:
             count = 0
             while not outboxes[seat].empty():
-                message = outboxes[seat].get_nowait()
+                message = next_response(outboxes[seat])
                 count += 1
                 if message is not None and message.WhichOneof("message") == "update":
                     events[seat].extend(message.update.events)
@@ -109,7 +110,7 @@ def test_a_seat_that_keeps_its_own_hand_events_gets_views_without_them_and_loses
 
     async def scenario() -> None:
         table = Table("t", Rules(), 5, ["a", "b", "c", "d"])
-        outboxes: list[asyncio.Queue[play_pb2.PlayResponse | None]] = [asyncio.Queue() for _ in range(4)]
+        outboxes: list[Outbox] = [asyncio.Queue() for _ in range(4)]
         for seat, outbox in enumerate(outboxes):
             table.attach(seat, outbox, batch=True, omit_hand_events=seat == 0)
         rng = random.Random(5)
@@ -121,7 +122,7 @@ def test_a_seat_that_keeps_its_own_hand_events_gets_views_without_them_and_loses
             asked = min(table.decisions)
             for seat, outbox in enumerate(outboxes):
                 while not outbox.empty():
-                    message = outbox.get_nowait()
+                    message = next_response(outbox)
                     if message is None or message.WhichOneof("message") != "update":
                         continue
                     for event in message.update.events:

@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee import wire
 from referee.engine.match import StepKind
@@ -19,7 +18,7 @@ from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service import table as table_module
 from referee.service.servicer import table_replay_message
-from referee.service.table import Table, TableStatus
+from referee.service.table import Outbox, Table, TableStatus
 from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of
 
 ROOMY = Rules.from_options({"decision_timeout_s": 30.0, "time_bank_s": 30.0, "vacas_to_win_match": 3})
@@ -55,7 +54,7 @@ async def play_until_flooder_asked(table: Table, decisions: int) -> None:
 async def running_table() -> Table:
     table = Table("t", ROOMY, 7, ["a", "b", "c", "d"])
     for seat in range(4):
-        table.attach(seat, asyncio.Queue[play_pb2.PlayResponse | None]())
+        table.attach(seat, Outbox())
     assert table.status is TableStatus.RUNNING
     return table
 

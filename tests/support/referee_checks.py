@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 
+from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.actions import Action
 from referee.engine.cards import Card
@@ -22,7 +23,7 @@ from referee.engine.match import DecisionKind, Match, StepKind
 from referee.engine.replay import apply_step, replay
 from referee.engine.rules import IllegalActionPolicy
 from referee.engine.senas import Sena
-from referee.service.table import Table
+from referee.service.table import Outbox, Table
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
@@ -32,6 +33,12 @@ async def until(predicate: Callable[[], bool], timeout: float = 10.0, what: str 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         await asyncio.sleep(0.005)
+
+
+def next_response(outbox: Outbox) -> play_pb2.PlayResponse | None:
+    """A seat's next message as the seat reads it: the table sends most of them as wire bytes."""
+    message = outbox.get_nowait()
+    return play_pb2.PlayResponse.FromString(message) if isinstance(message, bytes) else message
 
 
 def match_of(table: Table) -> Match:
