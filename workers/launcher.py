@@ -857,11 +857,15 @@ class PooledProcess:
         code = self.process.returncode
         return f"the pooled bot process exited with code {code}" if code is not None else "running"
 
-    def close(self, grace_s: float = 1.0) -> None:
-        """End of input (a well-behaved process exits), then kill what is left and remove its cgroups."""
+    def end_input(self) -> None:
+        """Close its standard input: a well-behaved process exits (`close` waits for it)."""
         if self.process.stdin is not None:
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
+
+    def close(self, grace_s: float = 1.0) -> None:
+        """End of input (a well-behaved process exits), then kill what is left and remove its cgroups."""
+        self.end_input()
         try:
             self.process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:

@@ -124,7 +124,10 @@ class BotPool:
         self.retired += 1
 
     def close(self) -> None:
-        """Stop every pooled process and remove their folders."""
+        """Stop every pooled process and remove their folders. Every input is closed first, so the processes
+        exit together rather than one after the other."""
+        for process in self._processes.values():
+            process.end_input()
         while self._processes:
             self._retire(next(iter(self._processes)))
         shutil.rmtree(self.root, ignore_errors=True)

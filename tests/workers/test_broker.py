@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
+from celery.worker import state
 from kombu.connection import Connection
 
 from workers.broker import SCHEME
@@ -45,3 +47,28 @@ def test_the_consumers_name_appears_only_once_the_message_is_whole(
     assert renames and not any(existed for _, existed in renames), "a new name, never one a consumer could hold"
     for written, _ in renames:
         assert isinstance(json.loads(written), dict), "whole before it gets a name consumers take"
+
+
+def test_an_idle_wait_for_a_message_lasts_its_timeout(tmp_path: Path) -> None:
+    with connect(tmp_path) as connection:
+        queue = connection.SimpleQueue("mus")
+        started = time.monotonic()
+        with pytest.raises(queue.Empty):
+            queue.get(timeout=0.3)
+        assert time.monotonic() - started >= 0.3
+        queue.close()
+
+
+@pytest.mark.parametrize("flag", ["should_stop", "should_terminate"])
+def test_a_worker_asked_to_stop_stops_waiting_for_messages_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str
+) -> None:
+    """A solo-pool worker reads its stop flags only between waits of up to 2 s: the wait must end on its own."""
+    with connect(tmp_path) as connection:
+        queue = connection.SimpleQueue("mus")
+        monkeypatch.setattr(state, flag, 0)  # Celery's exit code for a warm stop: set, though falsy
+        started = time.monotonic()
+        with pytest.raises(queue.Empty):
+            queue.get(timeout=30)
+        assert time.monotonic() - started < 5, "it waited for its timeout"
+        queue.close()
