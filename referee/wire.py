@@ -665,9 +665,10 @@ def seat_view_from_proto(
     )
 
 
-# Repeated message fields are filled from wire bytes, not message by message: appending a message to a
-# repeated field copies it (about 1-2 µs each with upb), while parsing the concatenated entries of a whole
-# hand costs about as much as one append. Parsing appends in order, whatever fields the entries interleave.
+# The referee's responses are put together from wire bytes, not message by message: appending a message to a
+# repeated field copies it (about 1-2 µs each with upb), and a message built only to be serialized is serialized
+# again by gRPC. The table concatenates entries (an event's, a view's, a request's) and sends the bytes as they
+# are; a reader that parses them appends repeated entries in order, whatever fields they interleave.
 
 _SMALL_VARINTS = tuple(bytes((value,)) for value in range(0x80))
 
