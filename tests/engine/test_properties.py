@@ -15,9 +15,9 @@ import itertools
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -36,6 +36,8 @@ from referee.engine.selfplay import random_action
 from referee.engine.senas import Sena
 from tests.support.events import fields
 
+V = TypeVar("V")
+
 MAX_STEPS = 20_000
 """No match may need more steps than this (max_mus_rounds and the policies keep real matches far below)."""
 
@@ -49,19 +51,46 @@ def kind_of(event: Event) -> EventKind:
     return event.kind
 
 
-_payloads: dict[int, tuple[Event, Mapping[str, Any]]] = {}
-"""Each event's payload by the event's id, with the event itself (which keeps the id from being reused): the
-checks of one match read every event several times, and events are frozen. `run_battery` empties it per match."""
+class Memo:
+    """What the checks work out once and read many times, emptied when it holds `limit` values.
+
+    `by_identity` keys a value on its object's id and keeps the object beside it, so the id cannot be reused while
+    the entry lives: for frozen values that cost more to hash than to look up (events, betting menus)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.entries: dict[Hashable, tuple[object, Any]] = {}
+
+    def get(self, key: Hashable, compute: Callable[[], V]) -> V:
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self._put(key, None, compute())
+        return cast(V, entry[1])
+
+    def by_identity(self, item: object, compute: Callable[[], V]) -> V:
+        entry = self.entries.get(id(item))
+        if entry is None or entry[0] is not item:
+            entry = self._put(id(item), item, compute())
+        return cast(V, entry[1])
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+    def _put(self, key: Hashable, item: object, value: Any) -> tuple[object, Any]:
+        if len(self.entries) >= self.limit:
+            self.entries.clear()
+        entry = self.entries[key] = (item, value)
+        return entry
+
+
+_payloads = Memo(100_000)
+"""Each event's payload: the checks of one match read every event several times. `run_battery` empties it per
+match."""
 
 
 def payload(event: Event) -> Mapping[str, Any]:
     """The event's payload as the replay file writes it: cards in notation, enums by their rule names."""
-    entry = _payloads.get(id(event))
-    if entry is None or entry[0] is not event:
-        if len(_payloads) >= 100_000:
-            _payloads.clear()
-        entry = _payloads[id(event)] = (event, fields(event))
-    return entry[1]
+    return _payloads.by_identity(event, lambda: fields(event))
 
 
 # ------------------------------------------------------------------------------------- settings
@@ -161,15 +190,15 @@ def random_senas(rng: random.Random) -> tuple[Sena, ...]:
     return tuple(rng.choice(SENAS) for _ in range(rng.choice((0, 0, 1, 1, 2, 4))))
 
 
-_bet_weights: dict[int, tuple[tuple[Action, ...], list[float]]] = {}
-"""`patient_policy`'s cumulative weights by the id of a betting menu, with the menu (which keeps the id from being
-reused): the engine hands out one cached tuple per lance state, so each menu is weighed once, not at every bet."""
+_bet_weights = Memo(4096)
+"""`patient_policy`'s cumulative weights per betting menu: the engine hands out one cached tuple per lance state,
+so each menu is weighed once, not at every bet."""
 
 
 def bet_weights(legal: tuple[Action, ...]) -> list[float]:
     """Cumulative weights over a betting menu: plain answers 4, small bets 1, big bets 0.01, órdago 0.03."""
-    entry = _bet_weights.get(id(legal))
-    if entry is None or entry[0] is not legal:
+
+    def weigh() -> list[float]:
         weights = []
         for action in legal:
             if action.kind in (ActionKind.PASO, ActionKind.QUIERO, ActionKind.NO_QUIERO):
@@ -178,10 +207,9 @@ def bet_weights(legal: tuple[Action, ...]) -> list[float]:
                 weights.append(0.03)
             else:
                 weights.append(1.0 if action.amount <= 4 else 0.01)
-        if len(_bet_weights) >= 4096:
-            _bet_weights.clear()
-        entry = _bet_weights[id(legal)] = (legal, list(itertools.accumulate(weights)))
-    return entry[1]
+        return list(itertools.accumulate(weights))
+
+    return _bet_weights.by_identity(legal, weigh)
 
 
 def patient_policy(rng: random.Random, match: Match, seat: int, *, sena_rate: float = 1.0) -> Action:
@@ -662,20 +690,16 @@ def check_cards(match: Match, played: Played) -> None:
         assert len(hand) == 4 == len(set(hand)), f"seat {seat} holds {hand}"
 
 
-_DECODED: dict[tuple[int, tuple[Card, ...]], tuple[Action, ...]] = {}
+_decoded = Memo(4096)
 """Every code's action by encoding (its largest amount) and hand: a hand is held over several sampled steps, and
 only the discard masks depend on it, so each hand's codes are decoded once rather than at every sampled step."""
 
 
 def decode_every_code(encoding: ActionEncoding, hand: tuple[Card, ...]) -> tuple[Action, ...]:
     """`encoding.decode(code, hand)` for every code, in code order."""
-    key = (encoding.max_amount, hand)
-    decoded = _DECODED.get(key)
-    if decoded is None:
-        if len(_DECODED) >= 4096:
-            _DECODED.clear()
-        decoded = _DECODED[key] = tuple(encoding.decode(code, hand) for code in range(encoding.size))
-    return decoded
+    return _decoded.get(
+        (encoding.max_amount, hand), lambda: tuple(encoding.decode(code, hand) for code in range(encoding.size))
+    )
 
 
 def check_legal_sets(match: Match, played: Played) -> None:
