@@ -727,12 +727,14 @@ def decision_request_bytes(request: play_pb2.DecisionRequest, view: bytes, legal
     return request.SerializeToString() + _REQUEST_VIEW_KEY + _varint(len(view)) + view + legal
 
 
-def decision_response(request: bytes, *, batch: bool, events: bytes = b"") -> bytes:
-    """A PlayResponse carrying a decision request (`decision_request_bytes`) as wire bytes: on its own, or for a
-    batching seat inside an Update after the entries of its pending `events` (`update_entry`)."""
-    if not batch:
-        return _RESPONSE_DECISION_KEY + _varint(len(request)) + request
-    return update_response(events + _UPDATE_DECISION_KEY + _varint(len(request)) + request)
+def decision_response(request: bytes) -> bytes:
+    """A PlayResponse carrying a decision request (`decision_request_bytes`), as wire bytes."""
+    return _RESPONSE_DECISION_KEY + _varint(len(request)) + request
+
+
+def update_decision_entry(request: bytes) -> bytes:
+    """A decision request's bytes as the `decision_request` of an Update (beside its `update_entry` events)."""
+    return _UPDATE_DECISION_KEY + _varint(len(request)) + request
 
 
 def update_response(entries: bytes) -> bytes:

@@ -319,12 +319,9 @@ class Table:
                 waiting = True
                 continue
             if state.outbox is not None:
-                events = b"".join(state.pending_events)
-                state.outbox.put_nowait(
-                    wire.update_response(events)
-                    if state.pending_update is None
-                    else wire.decision_response(state.pending_update, batch=True, events=events)
-                )
+                if state.pending_update is not None:
+                    state.pending_events.append(wire.update_decision_entry(state.pending_update))
+                state.outbox.put_nowait(wire.update_response(b"".join(state.pending_events)))
             state.pending_events, state.pending_update = [], None
         if everyone and self._event_timer is not None:
             self._event_timer.cancel()
@@ -554,7 +551,8 @@ class Table:
         return decision.asked_at + clocks.allowed_s(decision.kind, self.seats[seat].bank, self.rules)
 
     def _send_decision(self, seat: int, decision: _Decision) -> None:
-        outbox = self.seats[seat].outbox
+        state = self.seats[seat]
+        outbox = state.outbox
         if outbox is None:
             return
         views = self.views
@@ -569,7 +567,6 @@ class Table:
         )
         # The request is put together as wire bytes: the view, the hand's events and the legal entries are
         # serialized once, never copied into messages that gRPC would serialize again.
-        state = self.seats[seat]
         view_bytes = wire.seat_view_to_proto(view).SerializeToString()
         if not state.omit_hand_events:
             view_bytes += b"".join(self._hand_view[seat])
@@ -577,7 +574,7 @@ class Table:
         if state.batch:
             state.pending_update = request
         else:
-            outbox.put_nowait(wire.decision_response(request, batch=False))
+            outbox.put_nowait(wire.decision_response(request))
 
     def _arm_timer(self) -> None:
         """Make sure the clock wakes the table by the earliest deadline of its open decisions.
