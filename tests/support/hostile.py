@@ -2,7 +2,8 @@
 
 Run as `python hostile.py MODE[,MODE...] [--db PATH] [--target PATH] [--pid PID] [--port PORT] [--tag TAG]`.
 Each attack prints one line, `ATTACK <name> BLOCKED <what it saw>` or `ATTACK <name> BREACH <what it got>`, then
-the bot plays its seat passively (unless the mode never plays: `sleep`). Tests read these lines from the seat's
+the bot plays its seat passively (unless the mode never plays: `sleep`, or `exit`, which ends the process with
+status 1 instead of joining, leaving whatever it started behind). Tests read these lines from the seat's
 log. The attacks never do harm when they succeed: a signal is SIGCONT, a write is a new file named after `--tag`.
 """
 
@@ -236,6 +237,10 @@ def attack_sleep(options: argparse.Namespace) -> None:
     report("sleep", False, "joining, then sleeping forever at its first decision")
 
 
+def attack_exit(options: argparse.Namespace) -> None:
+    report("exit", False, "exiting without joining; what it forked is left behind")
+
+
 FLOOD_CHANNELS = 40
 FLOOD_CALLS_PER_CHANNEL = 125
 
@@ -307,6 +312,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "cpu": attack_cpu,
     "fsize": attack_fsize,
     "sleep": attack_sleep,
+    "exit": attack_exit,
     "sigterm": attack_sigterm,
     "health": attack_health,
 }
@@ -324,6 +330,8 @@ def main() -> None:
     modes = options.modes.split(",")
     for mode in modes:
         ATTACKS[mode](options)
+    if "exit" in modes:
+        raise SystemExit(1)
     bot = SleepingBot() if "sleep" in modes else PassiveBot()
     code = _join_briefly(bot) if "health" in modes else run_main(bot)
     if "sigterm" in modes:

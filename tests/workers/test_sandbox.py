@@ -180,35 +180,45 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
 
 @needs_bwrap
 def test_forks_memory_files_and_output_are_bounded_and_the_cause_is_recorded(tmp_path: Path) -> None:
-    forker, fork_tag = hostile(tmp_path, "forkalloc,fork")
+    forker, fork_tag = hostile(tmp_path, "forkalloc,fork,exit")
     greedy, greedy_tag = hostile(tmp_path, "alloc,fsize,print")
     limits = Limits(cpu_s=20, processes=64)
-    # The forking seats never join: the match ends at the join deadline, which leaves every seat time for its
-    # attacks and its report however loaded the machine is (12 s was seen too short for the greedy seats' attacks
-    # and join at load 6).
-    played = asyncio.run(play_programs((forker, greedy), FAST, 3, sandbox=limits, join_timeout_s=20))
 
-    outcome = played.match.outcome
+    async def both() -> tuple[PlayedMatch, PlayedMatch]:
+        # The forking seats exit after their attacks, their children still alive: a crash, then their decisions
+        # time out and their team forfeits. The greedy seats join after theirs and play their match out;
+        # join_timeout_s only bounds their attacks however loaded the machine is (12 s was seen too short for
+        # them at load 6).
+        honest = resolve_program("passive")
+        forking = play_programs((forker, honest), FAST, 3, sandbox=limits, join_timeout_s=20)
+        greedy_match = play_programs((honest, greedy), FAST, 3, sandbox=limits, join_timeout_s=20)
+        first, second = await asyncio.gather(forking, greedy_match)
+        return first, second
+
+    forked, greedy_played = asyncio.run(both())
+    outcome = forked.match.outcome
     assert outcome is not None and outcome.winner == 1, "the forking team could not play; the other team wins"
-    seats_charged = {(seat, cause) for seat, cause, _ in causes(played)}
-    assert {seat for seat, _ in seats_charged} <= {0, 2} and seats_charged, causes(played)
+    charged = {(seat, cause) for seat, cause, _ in causes(forked)}
+    assert {(0, "crash"), (2, "crash")} <= charged and {seat for seat, _ in charged} == {0, 2}, charged
     for seat in (0, 2):
-        seen = attacks(played.logs[seat])
+        seen = attacks(forked.logs[seat])
         (line,) = seen["fork"]
-        forked = int(line.split("forked=")[1].split()[0])
+        forked_count = int(line.split("forked=")[1].split()[0])
         if "pids" in cgroup_limits():
-            assert line.startswith("BLOCKED") and forked < limits.processes
+            assert line.startswith("BLOCKED") and forked_count < limits.processes
         if "memory" in cgroup_limits():
             (line,) = seen["forkalloc"]
             assert line.startswith("BLOCKED"), "2.4 GiB held by four processes of one seat: over its 1 GiB"
+    assert greedy_played.match.outcome is not None
+    assert causes(greedy_played) == [], "the greedy seats were bounded, not charged, and played their match out"
     for seat in (1, 3):
-        log = played.logs[seat].read_bytes()
+        log = greedy_played.logs[seat].read_bytes()
         assert len(log) <= limits.output_bytes + len(TRUNCATED_MARKER)
         assert log.endswith(TRUNCATED_MARKER), "the 20 MiB printed are cut at 8 MiB, with a marker"
-        head = attacks(played.logs[seat])
+        head = attacks(greedy_played.logs[seat])
         assert head["alloc"][0].startswith("BLOCKED MemoryError")
         assert head["fsize"][0].startswith("BLOCKED") and "EFBIG" in head["fsize"][0]
-    assert processes_with(fork_tag) == processes_with(greedy_tag) == [], "the forked children died with the match"
+    assert processes_with(fork_tag) == processes_with(greedy_tag) == [], "the forked children died with their seat"
 
 
 @needs_bwrap
