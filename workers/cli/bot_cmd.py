@@ -448,3 +448,6 @@ def remove_command(name: Annotated[str, typer.Argument(help="The bot's name.")])
     typer.echo(f"Bot {name} removed; its results stay. `mus bot add` with the same name brings it back.")
     if remote:
         typer.echo(revoke_on_referee(name))
+
+
+app.command("check", cls=check_cmd.DashDashCommand)(check_cmd.check_command)

@@ -22,6 +22,7 @@ from workers import leagues
 from workers.cli.db import domain_errors, echo_json, one_line, open_session, when
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
+from workers.cli.run_cmd import run_command
 from workers.db import repo
 from workers.db.models import DealMode, League, MatchStatus
 from workers.tournament import MAX_MATCHES_PER_PAIRING, elo_over_time, plot_elo_over_time
@@ -383,3 +384,6 @@ def export_command(
     except OSError as error:
         fail(f"cannot write {output}: {error.strerror or error}")
     typer.echo(f"League {document['league']['league']}: {len(rows)} matches exported to {output}")
+
+
+app.command("run")(run_command)

@@ -1,0 +1,38 @@
+"""The root of `mus`: every noun is listed, and a noun's command imports only what that noun needs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from workers.cli.main import NOUNS, app
+
+
+def test_the_help_lists_every_noun_in_order_and_an_unknown_one_is_a_usage_error() -> None:
+    runner = CliRunner()
+    listed = runner.invoke(app, ["--help"])
+    assert listed.exit_code == 0, listed.output
+    names = [match.group(1) for line in listed.output.splitlines() if (match := re.match(r"│ (\S+) ", line))]
+    assert [name for name in names if name in NOUNS] == list(NOUNS)
+    unknown = runner.invoke(app, ["nope"])
+    assert unknown.exit_code == 2 and "No such command 'nope'" in unknown.output
+
+
+def test_the_referee_and_the_rules_start_without_the_database_celery_or_the_other_nouns() -> None:
+    """In a fresh interpreter, as `mus referee serve` and `mus rules` start: their help is printed without
+    importing what only the league side needs."""
+    heavy = ("sqlmodel", "sqlalchemy", "celery", "alembic", "workers.checks", "workers.cli.bot_cmd")
+    for noun in (["referee", "serve"], ["rules", "eval"]):
+        code = (
+            "import sys\n"
+            "from typer.testing import CliRunner\n"
+            "from workers.cli.main import app\n"
+            f"result = CliRunner().invoke(app, {[*noun, '--help']!r})\n"
+            "assert result.exit_code == 0, result.output\n"
+            f"print(sorted(name for name in {heavy!r} if name in sys.modules))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == "[]", (noun, done.stdout, done.stderr)
