@@ -5,7 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint proto proto-check bench clean
+PACKAGES := referee clients workers bench proto/gen/python
+
+.PHONY: install bytecode demo test lint proto proto-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,10 +17,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
+# The project's bytecode, compiled ahead: where PYTHONDONTWRITEBYTECODE is set (containers, CI) no process writes
+# it, and every bot, worker and test process would compile the project's modules again as it starts.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q $(PACKAGES)
+
+demo: bytecode
 	$(BIN)/mus demo
 
-test: $(STAMP)
+test: bytecode
 	$(BIN)/pytest -n auto
 
 lint: $(STAMP)
