@@ -13,7 +13,8 @@ import pytest
 
 from mus.v1 import types_pb2 as pb
 from referee import wire
-from referee.engine.match import StepKind
+from referee.engine.actions import ActionKind
+from referee.engine.match import Match, StepKind
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service import table as table_module
@@ -129,3 +130,38 @@ def test_an_act_problem_names_the_cap_on_senas_and_cards() -> None:
     assert ok is None
     assert senas is not None and "max_senas_per_window" in senas
     assert cards is not None and "at most 4" in cards
+
+
+STUBBORN = (
+    ActionKind.MUS,
+    ActionKind.DISCARD,
+    ActionKind.PASO,
+    ActionKind.NO_QUIERO,
+    ActionKind.DECLARE,
+    ActionKind.SENAS,
+    ActionKind.NO_MUS,
+)
+"""The longest honest play: call mus at every chance, throw away the most cards, pass and refuse every bet."""
+
+
+def stubborn_match(rules: Rules, seed: int) -> Match:
+    """A match whose every seat plays `STUBBORN`'s first available kind (the largest discard)."""
+    match = Match(rules, seed)
+    while not match.is_over:
+        seat = match.awaited()[0]
+        legal = match.legal_actions(seat)
+        kind = next(kind for kind in STUBBORN if any(action.kind is kind for action in legal))
+        choices = [action for action in legal if action.kind is kind]
+        match.apply(seat, max(choices, key=lambda action: len(action.cards)))
+    return match
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_longest_honest_match_of_the_default_rules_stays_under_both_caps(seed: int) -> None:
+    """docs/protocol.md, "Limits": a few hundred events as bots usually play; up to about 14,000 events and
+    1.5 MB when every seat calls mus at every chance and passes every bet: far under the caps, so no honest
+    seat forfeits for them under the default rules."""
+    match = stubborn_match(Rules(), seed)
+    assert match.outcome is not None
+    assert 5_000 < len(match.events) < table_module.MAX_TABLE_EVENTS // 5
+    assert len(dumps_record(match).encode()) < table_module.MAX_RECORD_BYTES // 3
