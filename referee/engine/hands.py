@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from referee.engine.cards import Card, DeckMode, effective_rank, point_value
 from referee.engine.enums import Enum
@@ -88,16 +87,20 @@ class HandFacts:
 
 
 def evaluate(cards: Sequence[Card], deck_mode: DeckMode, real_31: Real31 = Real31.OFF) -> HandFacts:
-    """Evaluate four cards under a deck mode and the `real_31` option."""
-    if isinstance(cards, tuple):
-        return _evaluate_cached(cards, deck_mode, real_31)
-    return _evaluate(cards, deck_mode, real_31)
+    """Evaluate four cards under a deck mode and the `real_31` option.
+
+    Suits never count (rules §6): hands with the same printed ranks have the same facts, so they are kept by
+    ranks, and the 715 rank combinations of each deck mode are soon all known however many deals a process sees
+    (keyed by the cards themselves, a fifth of a match's evaluations were new)."""
+    key = (tuple(sorted(card.rank for card in cards)), deck_mode, real_31)
+    facts = _FACTS.get(key)
+    if facts is None:
+        facts = _FACTS[key] = _evaluate(cards, deck_mode, real_31)
+    return facts
 
 
-@lru_cache(maxsize=1 << 16)
-def _evaluate_cached(cards: tuple[Card, ...], deck_mode: DeckMode, real_31: Real31) -> HandFacts:
-    """Hands recur (the seña checks ask about the same hand many times): evaluate each once."""
-    return _evaluate(cards, deck_mode, real_31)
+_FACTS: dict[tuple[tuple[int, ...], DeckMode, Real31], HandFacts] = {}
+"""Every hand evaluated so far, by its printed ranks (at most 715 for each deck mode and `real_31`)."""
 
 
 def _evaluate(cards: Sequence[Card], deck_mode: DeckMode, real_31: Real31) -> HandFacts:
