@@ -742,6 +742,28 @@ def update_response(entries: bytes) -> bytes:
     return _RESPONSE_UPDATE_KEY + _varint(len(entries)) + entries
 
 
+@lru_cache(maxsize=1 << 12)
+def _payload_bytes(payload: Payload) -> bytes:
+    return event_to_proto(Event(0, payload), 0, None).SerializeToString()
+
+
+def event_payload_bytes(event: Event, bot_names: Sequence[str]) -> bytes:
+    """An event's wire bytes with seq 0 (`event_bytes` adds a seq) as a seat or spectator sees it, for every event
+    but a delivered seña, whose `leaked` flag depends on the recipient. Kept by payload: most events of a match
+    (a paso, a lance started, a mus called) are values every match repeats."""
+    if isinstance(event.payload, MatchStarted):  # the table's bot names are not in the payload
+        return event_to_proto(event, 0, None, bot_names=bot_names).SerializeToString()
+    return _payload_bytes(event.payload)
+
+
+def stream_entries(data: bytes, *, batch: bool) -> tuple[bytes, bytes]:
+    """An event's bytes (not a delivered seña's) framed twice: as an entry of the seat's stream (an entry of
+    `Update.events` for a batching seat, else a whole PlayResponse) and as an entry of its SeatView
+    (`view_entries`)."""
+    framed = _varint(len(data)) + data
+    return (_UPDATE_EVENT_KEY if batch else _RESPONSE_EVENT_KEY) + framed, _VIEW_EVENT_KEY + framed
+
+
 def view_entries(event: pb.Event, data: bytes, seat: int) -> bytes:
     """What an event of the hand adds to `seat`'s SeatView, as wire bytes: the event, and a seña from another
     seat also in `senas_received`. `data` is the event's serialized bytes."""
