@@ -110,8 +110,12 @@ class SeatLog:
         self.match = match
         self.positions: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         """Per seat, the index in `match.events` of each event it has seen: its seq is the position here."""
-        self.hand: tuple[list[Event], list[Event], list[Event], list[Event]] = ([], [], [], [])
-        """Per seat, the events of its current hand, numbered as it saw them, from its HandStarted on."""
+        self._hand_start = [0, 0, 0, 0]
+        """Per seat, the seq of its current hand's HandStarted."""
+        self._hand: tuple[list[Event], list[Event], list[Event], list[Event]] = ([], [], [], [])
+        """Per seat, the first events of its current hand as it saw them: `hand_events` numbers the rest when a
+        view asks, so an event no view of the hand shows is never copied (the referee's views are mostly of
+        one seat)."""
         self._read = 0
 
     def update(self) -> list[tuple[Event, tuple[int, ...]]]:
@@ -131,10 +135,18 @@ class SeatLog:
                 seq = seqs[seat] = len(positions)
                 positions.append(index)
                 if starts_hand:
-                    self.hand[seat].clear()
-                self.hand[seat].append(event.seen_by(seat, seq))
+                    self._hand_start[seat] = seq
+                    self._hand[seat].clear()
             routed.append((event, tuple(seqs)))
         return routed
+
+    def hand_events(self, seat: int) -> tuple[Event, ...]:
+        """The events of `seat`'s current hand, from its HandStarted on, numbered as it saw them."""
+        hand = self._hand[seat]
+        positions, log = self.positions[seat], self.match.events
+        for seq in range(self._hand_start[seat] + len(hand), len(positions)):
+            hand.append(log[positions[seq]].seen_by(seat, seq))
+        return tuple(hand)
 
     def seen(self, seat: int) -> int:
         """How many events `seat` has been shown: the seq its next one gets."""
@@ -160,7 +172,7 @@ class SeatLog:
             ordago_pending=ordago,
             decision=match.decision_kind(seat),
             legal=match.legal(seat),
-            hand_events=tuple(self.hand[seat]),
+            hand_events=self.hand_events(seat),
             is_over=match.is_over,
         )
 

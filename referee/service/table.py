@@ -288,7 +288,7 @@ class Table:
         if (
             self.views is not None and not omit_hand_events
         ):  # its views carry the hand's events, whatever it asked before
-            self._hand_view[seat] = [self._view_entry(event, seat) for event in self.views.hand[seat]]
+            self._hand_view[seat] = [self._view_entry(event, seat) for event in self.views.hand_events(seat)]
         if not self._maybe_start():
             decision = self.decisions.get(seat)
             if decision is not None:
