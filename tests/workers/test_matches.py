@@ -4,6 +4,7 @@ and both give the same result for the same seed and bots. Real referee servers, 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -15,7 +16,9 @@ from bench.league import BOT_COMMAND, BOT_SCRIPT
 from mus.v1 import admin_pb2
 from mus.v1 import types_pb2 as pb
 from referee.causes import IncidentCause
+from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
+from referee.engine.selfplay import play_random_match
 from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Context, Referee, TableAdminServicer
 from referee.service.table import Incident
@@ -25,6 +28,7 @@ from workers.matches import (
     PlayedMatch,
     RefereeFailure,
     _incidents,
+    _resimulated,
     fault_records,
     incident_records,
     play_on_referee,
@@ -171,3 +175,19 @@ def test_matches_on_the_worker_referee_share_it_and_an_interrupted_one_is_cleane
     first, second = run_on_worker_referee(played), run_on_worker_referee(played)
     assert first.match.outcome is not None and first.match.outcome == second.match.outcome, "seeded bots, one deal"
     assert first.table_id != second.table_id, "two tables of one referee, which outlived both matches"
+
+
+def test_a_fetched_replay_is_re_simulated_and_a_record_that_does_not_replay_to_itself_is_the_referees_failure() -> None:
+    match = play_random_match(Rules(), 11)
+    text = dumps_record(match)
+    replayed, record = _resimulated(admin_pb2.GetTableReplayResponse(table_id="t", record_json=text))
+    assert replayed.outcome == match.outcome and record == json.loads(text)
+    # Other key order is the same record (a referee of another version may write it so).
+    reordered = json.dumps(json.loads(text), sort_keys=True)
+    assert (
+        _resimulated(admin_pb2.GetTableReplayResponse(table_id="t", record_json=reordered))[0].outcome == match.outcome
+    )
+    tampered = json.loads(text)
+    tampered["events"][-1]["seq"] += 1
+    with pytest.raises(RefereeFailure, match="does not re-simulate to itself"):
+        _resimulated(admin_pb2.GetTableReplayResponse(table_id="t", record_json=json.dumps(tampered)))
