@@ -703,21 +703,11 @@ def event_bytes(payload: bytes, seq: int) -> bytes:
     return _SEQ_KEY + _varint(seq) + payload if seq else payload
 
 
-def update_entry(data: bytes) -> bytes:
-    """An event's bytes as one entry of `Update.events`."""
-    return _UPDATE_EVENT_KEY + _varint(len(data)) + data
-
-
 _RESPONSE_EVENT_KEY = _entry_key(play_pb2.PlayResponse, "event")
 _RESPONSE_DECISION_KEY = _entry_key(play_pb2.PlayResponse, "decision_request")
 _RESPONSE_UPDATE_KEY = _entry_key(play_pb2.PlayResponse, "update")
 _UPDATE_DECISION_KEY = _entry_key(play_pb2.Update, "decision_request")
 _REQUEST_VIEW_KEY = _entry_key(play_pb2.DecisionRequest, "view")
-
-
-def event_response(data: bytes) -> bytes:
-    """A PlayResponse carrying one event, as wire bytes, from the event's bytes."""
-    return _RESPONSE_EVENT_KEY + _varint(len(data)) + data
 
 
 def decision_request_bytes(request: play_pb2.DecisionRequest, view: bytes, legal: bytes) -> bytes:
@@ -733,7 +723,7 @@ def decision_response(request: bytes) -> bytes:
 
 
 def update_decision_entry(request: bytes) -> bytes:
-    """A decision request's bytes as the `decision_request` of an Update (beside its `update_entry` events)."""
+    """A decision request's bytes as the `decision_request` of an Update (beside its `stream_entries` events)."""
     return _UPDATE_DECISION_KEY + _varint(len(request)) + request
 
 
@@ -748,18 +738,17 @@ def _payload_bytes(payload: Payload) -> bytes:
 
 
 def event_payload_bytes(event: Event, bot_names: Sequence[str]) -> bytes:
-    """An event's wire bytes with seq 0 (`event_bytes` adds a seq) as a seat or spectator sees it, for every event
-    but a delivered seña, whose `leaked` flag depends on the recipient. Kept by payload: most events of a match
-    (a paso, a lance started, a mus called) are values every match repeats."""
-    if isinstance(event.payload, MatchStarted):  # the table's bot names are not in the payload
+    """An event's wire bytes with seq 0 (`event_bytes` adds a seq) as a spectator sees it, which is how every seat
+    sees it too except for a delivered seña's `leaked` flag (`event_to_proto` per recipient). Kept by payload:
+    most events of a match (a paso, a lance started, a mus called) are values every match repeats."""
+    if isinstance(event.payload, MatchStarted | SenaDelivered):  # the bot names, and `to`, are not in the payload
         return event_to_proto(event, 0, None, bot_names=bot_names).SerializeToString()
     return _payload_bytes(event.payload)
 
 
 def stream_entries(data: bytes, *, batch: bool) -> tuple[bytes, bytes]:
-    """An event's bytes (not a delivered seña's) framed twice: as an entry of the seat's stream (an entry of
-    `Update.events` for a batching seat, else a whole PlayResponse) and as an entry of its SeatView
-    (`view_entries`)."""
+    """An event's bytes framed twice: as an entry of the seat's stream (an entry of `Update.events` for a batching
+    seat, else a whole PlayResponse) and as an entry of its SeatView (a delivered seña's is `view_entries`)."""
     framed = _varint(len(data)) + data
     return (_UPDATE_EVENT_KEY if batch else _RESPONSE_EVENT_KEY) + framed, _VIEW_EVENT_KEY + framed
 

@@ -165,7 +165,7 @@ class _Seat:
     omit_hand_events: bool = False
     """The seat keeps the hand's events itself (Join.omit_hand_events): its views carry none."""
     pending_events: list[bytes] = field(default_factory=list)
-    """Events for the next Update, as its wire entries (`wire.update_entry`)."""
+    """Events for the next Update, as its wire entries (`wire.stream_entries`)."""
     pending_update: bytes | None = None
     """The seat's new decision request, as wire bytes (`wire.decision_request_bytes`); it leaves with the pending
     events in one Update at the flush."""
@@ -297,7 +297,7 @@ class Table:
 
     def _send_event(self, state: _Seat, data: bytes) -> None:
         """`data` is the event's wire bytes: a batching seat's Update is parsed from them."""
-        self._send_entry(state, wire.update_entry(data) if state.batch else wire.event_response(data))
+        self._send_entry(state, wire.stream_entries(data, batch=state.batch)[0])
 
     def _send_entry(self, state: _Seat, entry: bytes) -> None:
         """`entry` is an event framed for the seat's stream (`wire.stream_entries`)."""
@@ -502,10 +502,8 @@ class Table:
                 if per_recipient:
                     message = wire.event_to_proto(event, seq, seat, bot_names=self.bot_names)
                     data = message.SerializeToString()
-                    entry, view_entry = (
-                        wire.update_entry(data) if state.batch else wire.event_response(data),
-                        wire.view_entries(message, data, seat),
-                    )
+                    entry = wire.stream_entries(data, batch=state.batch)[0]
+                    view_entry = wire.view_entries(message, data, seat)
                 else:
                     entries = framed.get((seq, state.batch))
                     if entries is None:

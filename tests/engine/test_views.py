@@ -24,6 +24,7 @@ from referee.engine.events import EventKind
 from referee.engine.match import DecisionKind, Match, Step, StepKind
 from referee.engine.replay import apply_step
 from referee.engine.rules import Rules, SenasMode
+from referee.engine.selfplay import random_action
 from referee.engine.senas import Sena
 from referee.engine.views import SeatLog, public_view, seat_view
 from tests.engine.test_options import deck_for
@@ -103,6 +104,23 @@ def check_live_views(match: Match) -> None:
     log = live_log(match)
     for seat in range(4):
         assert log.view(seat).to_json() == seat_view(match, seat).to_json(), f"seat {seat}"
+
+
+@VIEWS
+@given(rules=VIEW_RULES, seed=st.integers(0, 2**32 - 1))
+def test_a_log_asked_for_views_now_and_then_shows_each_hand_as_a_fresh_log_does(rules: Rules, seed: int) -> None:
+    """A table asks for the view of the seat it asks, so a seat's view is built after steps no view showed; its
+    hand's events are still every event since its HandStarted, numbered as the seat saw them (`events`)."""
+    match, rng = Match(rules, seed), random.Random(seed)
+    log = SeatLog(match)
+    while not match.is_over:
+        log.update()
+        for seat in rng.sample(range(4), rng.randint(0, 2)):
+            seen = log.events(seat)
+            start = max(index for index, event in enumerate(seen) if event.kind is EventKind.HAND_STARTED)
+            assert log.view(seat).hand_events == tuple(seen[start:]), seat
+        seat = match.awaited()[0]
+        match.apply(seat, random_action(rng, match.legal_actions(seat)))
 
 
 def check_seat_views(match: Match, played: Played) -> None:
