@@ -7,7 +7,8 @@ request's structured legal actions (a legal kind uniformly, then its bounds), an
 with `os._exit`, skipping the interpreter's teardown of grpc (about 80 ms in which the worker would wait for it).
 It asks for what a fast bot would (docs/protocol.md): `Join.batch_events` (a step's events and its request in
 one Update) and `Join.omit_hand_events` (it keeps no view, so the hand's events need not ride in each request).
-Under MUS_SEATS=stdin (a persistent bot, docs/pool.md) it keeps one channel per referee address, seat after seat.
+Under MUS_SEATS=stdin (a persistent bot, docs/pool.md) it plays each seat over frames when the seat line names
+where (`clients.frames`), else it keeps one channel per referee address, seat after seat.
 
 Its choices are seeded from its seat and the cards of its first decision, which the match seed fixes: the same
 league plays exactly the same matches (same decisions, same results) in every configuration of the benchmark,
@@ -21,11 +22,13 @@ import queue
 import random
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 import grpc
 
 from clients.bots.wire_random import random_wire_action
+from clients.frames import FrameStream
 from mus.v1 import play_pb2, play_pb2_grpc
 
 BOT_NAME = "instant"
@@ -33,14 +36,16 @@ THINK_ENV = "MUS_BENCH_THINK_MS"
 """Milliseconds to wait before each answer (default 0: instant); `mus bench league --think-ms` sets it."""
 
 
+class _Outbox(Protocol):
+    def put(self, message: play_pb2.PlayRequest) -> None: ...
+
+
 def _requests(outbox: queue.SimpleQueue[play_pb2.PlayRequest | None]) -> Iterator[play_pb2.PlayRequest]:
     while (message := outbox.get()) is not None:
         yield message
 
 
-def play(channel: grpc.Channel, token: str, think_s: float = 0.0) -> bool:
-    """Play one seat to the end on `channel`; True when the outcome arrived."""
-    outbox: queue.SimpleQueue[play_pb2.PlayRequest | None] = queue.SimpleQueue()
+def _join(token: str) -> play_pb2.PlayRequest:
     join = play_pb2.Join(
         seat_token=token,
         bot_name=BOT_NAME,
@@ -49,29 +54,46 @@ def play(channel: grpc.Channel, token: str, think_s: float = 0.0) -> bool:
         batch_events=True,
         omit_hand_events=True,
     )
-    outbox.put(play_pb2.PlayRequest(join=join))
+    return play_pb2.PlayRequest(join=join)
+
+
+def play(channel: grpc.Channel, token: str, think_s: float = 0.0) -> bool:
+    """Play one seat to the end on `channel`; True when the outcome arrived."""
+    outbox: queue.SimpleQueue[play_pb2.PlayRequest | None] = queue.SimpleQueue()
+    outbox.put(_join(token))
+    try:
+        return _answer(play_pb2_grpc.PlayServiceStub(channel).Play(_requests(outbox)), outbox, think_s)
+    finally:
+        outbox.put(None)
+
+
+def play_frames(address: str, token: str, think_s: float = 0.0) -> bool:
+    """The same over frames (a seat line's `frames` address, docs/pool.md)."""
+    with FrameStream(address) as stream:
+        stream.put(_join(token))
+        return _answer(stream, stream, think_s)
+
+
+def _answer(responses: Iterable[play_pb2.PlayResponse], outbox: _Outbox, think_s: float) -> bool:
+    """Answer every decision request of the stream at once; True when the outcome arrived."""
     seat = -1
     rng: random.Random | None = None
     finished = False
-    try:
-        for response in play_pb2_grpc.PlayServiceStub(channel).Play(_requests(outbox)):
-            kind = response.WhichOneof("message")
-            if kind == "update" and response.update.HasField("decision_request"):
-                request = response.update.decision_request
-                if rng is None:
-                    cards = " ".join(f"{card.rank}/{card.suit}" for card in request.view.cards)
-                    rng = random.Random(f"mus/bench/instant/{seat}/{cards}")
-                if think_s:
-                    time.sleep(think_s)
-                action = random_wire_action(rng, request, senas=False)
-                act = play_pb2.Act(decision_id=request.decision_id, action=action)
-                outbox.put(play_pb2.PlayRequest(act=act))
-            elif kind == "joined":
-                seat = response.joined.seat
-            elif kind == "outcome":
-                finished = True
-    finally:
-        outbox.put(None)
+    for response in responses:
+        kind = response.WhichOneof("message")
+        if kind == "update" and response.update.HasField("decision_request"):
+            request = response.update.decision_request
+            if rng is None:
+                cards = " ".join(f"{card.rank}/{card.suit}" for card in request.view.cards)
+                rng = random.Random(f"mus/bench/instant/{seat}/{cards}")
+            if think_s:
+                time.sleep(think_s)
+            action = random_wire_action(rng, request, senas=False)
+            outbox.put(play_pb2.PlayRequest(act=play_pb2.Act(decision_id=request.decision_id, action=action)))
+        elif kind == "joined":
+            seat = response.joined.seat
+        elif kind == "outcome":
+            finished = True
     return finished
 
 
@@ -86,6 +108,9 @@ def play_seats(think_s: float) -> int:
             continue
         try:
             seat = json.loads(line)
+            if seat.get("frames"):
+                play_frames(str(seat["frames"]), seat["seat_token"], think_s)
+                continue
             address = str(seat["referee"])
             if address not in channels:
                 channels[address] = grpc.insecure_channel(address)

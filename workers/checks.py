@@ -40,7 +40,7 @@ from referee.causes import IncidentCause
 from referee.engine.events import Fault
 from referee.engine.rules import Rules
 from referee.service.server import SERVER_OPTIONS
-from referee.service.servicer import Context, PlayServicer, Referee
+from referee.service.servicer import PlayServicer, Referee, StreamContext
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus
 from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
 from workers.matches import EmbeddedReferee, RefereeFailure, play_programs
@@ -673,7 +673,7 @@ class _CheckServicer(PlayServicer):
         self.watch = watch
 
     async def Play(
-        self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Context
+        self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: StreamContext
     ) -> AsyncIterator[play_pb2.PlayResponse]:
         stream = _Stream(asyncio.Queue())
         inner = super().Play(self._requests(stream, request_iterator), context)

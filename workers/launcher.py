@@ -774,8 +774,8 @@ def command_line(words: Sequence[str]) -> str:
 
 SEATS_VARIABLE = "MUS_SEATS"
 """Set to `stdin` for a process that plays seat after seat (docs/protocol.md, "Seats over standard input"): it
-reads one JSON line per seat, `{"referee": ADDRESS, "seat_token": TOKEN}`, plays it, then reads the next; it
-exits at the end of its input."""
+reads one JSON line per seat, `{"referee": ADDRESS, "seat_token": TOKEN, "frames": ADDRESS}` ("frames": where it may
+play the seat over frames instead of gRPC), plays it, then reads the next; it exits at the end of its input."""
 
 
 class PooledProcess:
@@ -822,11 +822,13 @@ class PooledProcess:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def offer(self, referee_address: str, seat_token: str) -> None:
-        """Give the process its next seat; `LaunchError` if it can no longer take one (it exited)."""
+    def offer(self, referee_address: str, seat_token: str, *, frames: str | None = None) -> None:
+        """Give the process its next seat (`frames`: where it may play it over frames instead of gRPC, docs/pool.md);
+        `LaunchError` if it can no longer take one (it exited)."""
         import json
 
-        line = json.dumps({"referee": referee_address, "seat_token": seat_token}) + "\n"
+        seat = {"referee": referee_address, "seat_token": seat_token} | ({"frames": frames} if frames else {})
+        line = json.dumps(seat) + "\n"
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(line.encode())

@@ -32,6 +32,7 @@ from referee.engine.events import Fault
 from referee.engine.match import Match
 from referee.engine.replay import dumps_record, match_record, replay_record
 from referee.engine.rules import Rules
+from referee.service.frames import FrameServer
 from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident
@@ -106,8 +107,8 @@ class EmbeddedReferee:
         self.host_address = f"unix:{self.socket_dir / 'referee.sock'}"
         self.admin_address = f"unix:{self.admin_dir / 'admin.sock'}"
         self._servers: list[grpc.aio.Server] = []
-        self._pooled: dict[Path, grpc.aio.Server] = {}
-        """The server listening in each pooled process's folder, by folder."""
+        self._pooled: dict[Path, tuple[grpc.aio.Server, FrameServer]] = {}
+        """The servers listening in each pooled process's folder (gRPC and frames), by folder."""
         self.admin_channel: grpc.aio.Channel | None = None
         """The worker's channel to the admin API, open as long as the referee."""
 
@@ -119,33 +120,38 @@ class EmbeddedReferee:
         self.admin_channel = grpc.aio.insecure_channel(self.admin_address, options=options)
         return self
 
-    async def serve(self, member: PooledProcess) -> str:
-        """Listen in `member`'s own folder (once for its life); the address of that socket on this host."""
-        socket = member.socket_dir / POOLED_SOCKET
-        if member.socket_dir not in self._pooled:
-            self._pooled[member.socket_dir] = (
-                await start_server(self.referee, f"unix:{socket}", public_address=self.host_address)
-            )[0]
-        return f"unix:{socket}"
+    async def serve(self, member: PooledProcess) -> tuple[str, str]:
+        """Listen in `member`'s own folder (once for its life), for gRPC and for frames (`service.frames`); the
+        addresses of the two sockets on this host."""
+        folder = member.socket_dir
+        socket = folder / POOLED_SOCKET
+        if folder not in self._pooled:
+            server = (await start_server(self.referee, f"unix:{socket}", public_address=self.host_address))[0]
+            self._pooled[folder] = (server, await FrameServer(self.referee, folder / FRAMES_SOCKET).start())
+        return f"unix:{socket}", f"unix:{folder / FRAMES_SOCKET}"
 
     async def forget(self, pool: BotPool) -> None:
         """Stop listening in the folders of `pool`'s processes that it has retired (a worker may have two pools,
         one for sandboxed leagues and one for unconfined ones: the other's processes are left alone)."""
         kept = {member.socket_dir for member in pool.processes()}
         gone = [folder for folder in self._pooled if folder.parent == pool.root and folder not in kept]
-        await asyncio.gather(*(self._pooled.pop(folder).stop(grace=0.5) for folder in gone))
+        servers = [self._pooled.pop(folder) for folder in gone]
+        await asyncio.gather(
+            *(server.stop(grace=0.5) for server, _ in servers), *(frames.stop() for _, frames in servers)
+        )
         for folder in gone:
             (folder / POOLED_SOCKET).unlink(missing_ok=True)
 
     async def close(self) -> None:
         """Stop every server and remove its sockets (those in pooled processes' folders included)."""
         folders = list(self._pooled)
-        servers = [*self._servers, *self._pooled.values()]
+        servers = [*self._servers, *(server for server, _ in self._pooled.values())]
+        frames = [frames for _, frames in self._pooled.values()]
         self._servers, self._pooled = [], {}
         if self.admin_channel is not None:
             await self.admin_channel.close()
             self.admin_channel = None
-        await asyncio.gather(*(server.stop(grace=1.0) for server in servers))
+        await asyncio.gather(*(server.stop(grace=1.0) for server in servers), *(server.stop() for server in frames))
         for folder in folders:
             (folder / POOLED_SOCKET).unlink(missing_ok=True)
         shutil.rmtree(self.socket_dir, ignore_errors=True)
@@ -154,6 +160,9 @@ class EmbeddedReferee:
 
 POOLED_SOCKET = "referee.sock"
 """The referee's socket in a pooled process's own folder (bound at SOCKET_DIR in its sandbox)."""
+
+FRAMES_SOCKET = "play.sock"
+"""Beside it, the socket where the same process may play its seats over frames instead (`service.frames`)."""
 
 
 async def play_programs(
@@ -188,8 +197,10 @@ async def play_programs(
                 members[seat] = pool.acquire(programs[seat % 2], seat)
         pooled = {}
         for seat, member in members.items():
-            host_address = await embedded.serve(member)
-            pooled[seat] = (member, f"unix:{SOCKET_DIR}/{POOLED_SOCKET}" if sandbox is not None else host_address)
+            addresses = await embedded.serve(member)
+            if sandbox is not None:  # the sandbox binds the process's folder at SOCKET_DIR
+                addresses = f"unix:{SOCKET_DIR}/{POOLED_SOCKET}", f"unix:{SOCKET_DIR}/{FRAMES_SOCKET}"
+            pooled[seat] = (member, *addresses)
         confined = Sandbox(embedded.socket_dir, sandbox) if sandbox is not None else None
         return await _play(
             programs,
@@ -434,7 +445,7 @@ async def _play(
     log_dir: Path,
     sandboxes: Sequence[Sandbox | None],
     pool: BotPool | None,
-    pooled: Mapping[int, tuple[PooledProcess, str]],
+    pooled: Mapping[int, tuple[PooledProcess, str, str]],
     admin_channel: grpc.aio.Channel | None = None,
 ) -> PlayedMatch:
     """A match on the referee whose admin API is at `admin_address`, whichever it is: register the remote bots,
@@ -486,9 +497,9 @@ async def _play(
                 for seat, program in programs.items():
                     token = created.seat_tokens[seat]
                     if seat in pooled:  # the pool hand-off: a live process of the bot's takes the seat
-                        member, own_address = pooled[seat]
+                        member, own_address, frames_address = pooled[seat]
                         cpu_before[seat] = member.cpu_s()
-                        member.offer(own_address, token)
+                        member.offer(own_address, token, frames=frames_address)
                         watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, member, _left(member))))
                         continue
                     process = await launch_bot(
@@ -501,7 +512,7 @@ async def _play(
                 ended_at = time.monotonic()
                 for watcher in watchers:
                     watcher.cancel()
-                _raise_if_a_sandbox_failed(processes, [member for member, _ in pooled.values()])
+                _raise_if_a_sandbox_failed(processes, [member for member, *_ in pooled.values()])
                 await _reap(processes)
                 exited_at = time.monotonic()
                 if final.status != admin_pb2.TABLE_STATUS_FINISHED:
@@ -521,9 +532,9 @@ async def _play(
                             timeout=RPC_TIMEOUT_S,
                         )
     finally:  # every pooled process goes back, also when the table was never made
-        cpu_after = {seat: member.cpu_s() for seat, (member, _) in pooled.items()}
+        cpu_after = {seat: member.cpu_s() for seat, (member, *_) in pooled.items()}
         if pool is not None:
-            for seat, (member, _) in pooled.items():
+            for seat, (member, *_) in pooled.items():
                 pool.release(member, seat, healthy=seat in healthy, cpu_s=cpu_after[seat])
     counted: list[float | None] = [process.cpu_s for process in processes]
     for seat, before in cpu_before.items():

@@ -14,12 +14,13 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import grpc
 
+from clients.frames import FrameStream
 from clients.sdk.bot import Bot
 from clients.sdk.errors import RefereeError, SdkError
 from clients.sdk.view import bot_view
@@ -85,6 +86,14 @@ class _Outbox(Generic[_M]):
             yield message
 
 
+class _Sends(Protocol):
+    """Where a seat's requests go: a gRPC stream's `_Outbox`, or a `FrameStream`."""
+
+    def put(self, message: play_pb2.PlayRequest) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class _Seat:
     """One bot at one seat, across every stream it needs to finish the match."""
 
@@ -105,20 +114,28 @@ class _Seat:
     def play_stream(self, stub: play_pb2_grpc.PlayServiceStub) -> MatchOutcome:
         """Join (or rejoin from `next_seq`) and play until the outcome; gRPC errors propagate."""
         outbox: _Outbox[play_pb2.PlayRequest] = _Outbox()
-        outbox.put(
-            play_pb2.PlayRequest(
-                join=play_pb2.Join(
-                    seat_token=self.token,
-                    bot_name=self.bot.name,
-                    bot_version=self.bot.version,
-                    protocol_version=PROTOCOL_VERSION,
-                    next_seq=self.next_seq,
-                    batch_events=True,  # a step's events and decision in one message: a faster round trip
-                    omit_hand_events=True,  # the hand's events come once, as events: `hand_events` keeps them
-                )
-            )
+        outbox.put(self._join())
+        return self._play(stub.Play(iter(outbox)), outbox)
+
+    def play_frames(self, address: str) -> MatchOutcome:
+        """The same over frames (`clients.frames`): a non-OK status is raised as a gRPC error is."""
+        with FrameStream(address) as stream:
+            stream.put(self._join())
+            return self._play(stream, stream)
+
+    def _join(self) -> play_pb2.PlayRequest:
+        join = play_pb2.Join(
+            seat_token=self.token,
+            bot_name=self.bot.name,
+            bot_version=self.bot.version,
+            protocol_version=PROTOCOL_VERSION,
+            next_seq=self.next_seq,
+            batch_events=True,  # a step's events and decision in one message: a faster round trip
+            omit_hand_events=True,  # the hand's events come once, as events: `hand_events` keeps them
         )
-        responses = stub.Play(iter(outbox))
+        return play_pb2.PlayRequest(join=join)
+
+    def _play(self, responses: Iterable[play_pb2.PlayResponse], outbox: _Sends) -> MatchOutcome:
         try:
             for response in responses:
                 self._handle(response, outbox)
@@ -128,7 +145,7 @@ class _Seat:
             raise SdkError("the referee closed the stream before sending the outcome")
         return self.outcome
 
-    def _handle(self, response: play_pb2.PlayResponse, outbox: _Outbox[play_pb2.PlayRequest]) -> None:
+    def _handle(self, response: play_pb2.PlayResponse, outbox: _Sends) -> None:
         which = response.WhichOneof("message")
         if which == "joined":
             self._joined(response.joined)
@@ -151,7 +168,7 @@ class _Seat:
         else:
             logger.warning("seat %s: ignoring a referee message this SDK does not know (%s)", self.seat, which)
 
-    def _request(self, request: play_pb2.DecisionRequest, outbox: _Outbox[play_pb2.PlayRequest]) -> None:
+    def _request(self, request: play_pb2.DecisionRequest, outbox: _Sends) -> None:
         self._open = request
         answer = self._answered.get(request.decision_id)
         if answer is None:  # a re-sent request after a rejoin keeps the answer already chosen
@@ -211,7 +228,7 @@ class _Seat:
             logger.warning("seat %s: decide failed; answering with no action (a fault)", self.seat, exc_info=True)
             return types_pb2.Action()
 
-    def _rejected(self, rejected: play_pb2.ActionRejected, outbox: _Outbox[play_pb2.PlayRequest]) -> None:
+    def _rejected(self, rejected: play_pb2.ActionRejected, outbox: _Sends) -> None:
         code = play_pb2.RejectionCode.Name(rejected.code)
         logger.warning("seat %s: action rejected (%s): %s", self.seat, code, rejected.reason)
         request = self._open
@@ -238,41 +255,50 @@ def run_bot(
     grace_s: float = 10.0,
     credentials: grpc.ChannelCredentials | None = None,
     channel: grpc.Channel | None = None,
+    frames: str | None = None,
 ) -> MatchOutcome:
     """Play one seat of one match with `bot` and return the outcome.
 
     `address` and `token` default to the environment variables MUS_REFEREE and MUS_TOKEN. A dropped stream
     (UNAVAILABLE, INTERNAL) is joined again with `Join.next_seq`, with a growing pause, for up to `grace_s`
     seconds without a successful join; any other error status is raised as a `RefereeError`. `channel`: an
-    open channel to `address` to play on (left open), instead of one opened for this seat.
+    open channel to `address` to play on (left open), instead of one opened for this seat. `frames`: the seat
+    line's frames address (docs/pool.md): the seat is played there, over frames, instead of over gRPC.
     """
     target = _setting(address, ENV_REFEREE, "referee address")
     seat = _Seat(bot, _setting(token, ENV_TOKEN, "seat token"))
+    if frames is not None:
+        return _play_seat(seat, lambda: seat.play_frames(frames), frames, grace_s)
     with contextlib.nullcontext(channel) if channel is not None else _channel(target, credentials) as channel:
         stub = play_pb2_grpc.PlayServiceStub(channel)
-        pause, lost_since = 0.1, 0.0
-        while True:
-            joins = seat.joins
-            try:
-                return seat.play_stream(stub)
-            except grpc.RpcError as error:
-                code = error.code()
-                details = str(error.details())
-                # A rejoin may race the referee noticing that the old stream ended (play.proto ALREADY_EXISTS).
-                rejoining = seat.joins > 0
-                if code not in _TRANSIENT and not (rejoining and code is grpc.StatusCode.ALREADY_EXISTS):
-                    raise RefereeError(code.name, details, what=f"the referee at {target}") from None
-                now = time.monotonic()
-                if seat.joins > joins or not lost_since:  # the grace period runs from the last good join
-                    pause, lost_since = 0.1, now
-                if now - lost_since > grace_s:
-                    raise SdkError(
-                        f"lost the referee at {target} ({code.name}: {details}) and could not join again "
-                        f"within {grace_s:g} s"
-                    ) from None
-                logger.warning("seat %s: stream dropped (%s); joining again in %.1f s", seat.seat, code.name, pause)
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)  # the referee keeps a dropped seat for a few seconds only
+        return _play_seat(seat, lambda: seat.play_stream(stub), target, grace_s)
+
+
+def _play_seat(seat: _Seat, play: Callable[[], MatchOutcome], target: str, grace_s: float) -> MatchOutcome:
+    """`play` the seat, again after a dropped stream (see `run_bot`)."""
+    pause, lost_since = 0.1, 0.0
+    while True:
+        joins = seat.joins
+        try:
+            return play()
+        except grpc.RpcError as error:
+            code = error.code()
+            details = str(error.details())
+            # A rejoin may race the referee noticing that the old stream ended (play.proto ALREADY_EXISTS).
+            rejoining = seat.joins > 0
+            if code not in _TRANSIENT and not (rejoining and code is grpc.StatusCode.ALREADY_EXISTS):
+                raise RefereeError(code.name, details, what=f"the referee at {target}") from None
+            now = time.monotonic()
+            if seat.joins > joins or not lost_since:  # the grace period runs from the last good join
+                pause, lost_since = 0.1, now
+            if now - lost_since > grace_s:
+                raise SdkError(
+                    f"lost the referee at {target} ({code.name}: {details}) and could not join again "
+                    f"within {grace_s:g} s"
+                ) from None
+            logger.warning("seat %s: stream dropped (%s); joining again in %.1f s", seat.seat, code.name, pause)
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)  # the referee keeps a dropped seat for a few seconds only
 
 
 @dataclass
@@ -441,20 +467,24 @@ ENV_SEATS = "MUS_SEATS"
 
 @dataclass(frozen=True)
 class SeatOffer:
-    """One seat handed to a persistent process: where its referee is and the seat's token."""
+    """One seat handed to a persistent process: where its referee is, the seat's token, and where the seat may be
+    played over frames instead of gRPC (docs/pool.md; None when the line names no such place)."""
 
     referee: str
     seat_token: str
+    frames: str | None = None
 
     @classmethod
     def from_line(cls, line: str) -> SeatOffer:
-        """Parse a seat line (`{"referee": ADDRESS, "seat_token": TOKEN}`); `SdkError` if it is not one."""
+        """Parse a seat line (`{"referee": ADDRESS, "seat_token": TOKEN, "frames": ADDRESS}`, "frames" optional;
+        keys it does not know are ignored); `SdkError` if it is not one."""
         import json
 
         try:
             data = json.loads(line)
-            return cls(str(data["referee"]), str(data["seat_token"]))
-        except (ValueError, KeyError, TypeError) as error:
+            frames = data.get("frames")
+            return cls(str(data["referee"]), str(data["seat_token"]), str(frames) if frames else None)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise SdkError(f"not a seat line ({error}): {line.strip()[:200]!r}") from None
 
 
@@ -476,11 +506,15 @@ def run_seats(bot_factory: Callable[[], Bot], lines: Iterator[str] | None = None
                 continue
             try:
                 offer = SeatOffer.from_line(line)
-                if offer.referee not in channels:
-                    for old in channels.values():
-                        old.close()
-                    channels = {offer.referee: grpc.insecure_channel(offer.referee)}
-                outcome = run_bot(bot_factory(), offer.referee, offer.seat_token, channel=channels[offer.referee])
+                if offer.frames is not None:  # the same stream without HTTP/2: less CPU per decision on both sides
+                    outcome = run_bot(bot_factory(), offer.referee, offer.seat_token, frames=offer.frames)
+                else:
+                    if offer.referee not in channels:
+                        for old in channels.values():
+                            old.close()
+                        channels = {offer.referee: grpc.insecure_channel(offer.referee)}
+                    channel = channels[offer.referee]
+                    outcome = run_bot(bot_factory(), offer.referee, offer.seat_token, channel=channel)
             except SdkError as error:
                 logger.error("%s", error)
                 results.append(error)

@@ -13,7 +13,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 import grpc
 
@@ -56,6 +56,13 @@ def _too_large(size: int) -> str:
 
 
 Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class StreamContext(Protocol):
+    """What the Play stream asks of its context, so that it runs on gRPC and on frames (`service.frames`)."""
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn: ...
+
 
 _STATUS = {name: getattr(grpc.StatusCode, name) for name in ("ABORTED", "ALREADY_EXISTS", "FAILED_PRECONDITION")}
 
@@ -191,7 +198,7 @@ class PlayServicer:
         server.add_registered_method_handlers("mus.v1.PlayService", handlers)
 
     async def Play(
-        self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: Context
+        self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: StreamContext
     ) -> AsyncIterator[play_pb2.PlayResponse | bytes]:
         try:
             first = await asyncio.wait_for(anext(request_iterator), JOIN_WAIT_S)

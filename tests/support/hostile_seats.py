@@ -3,8 +3,9 @@ seat looks for other matches' referees (issue 12: a pooled process must not reac
 
 Run as `python hostile_seats.py [--target PATH ...]`. For each seat line it lists /run/mus (where its sandbox binds
 its own folder), connects to every socket there and to every `--target` path, and prints one line:
-`ATTACK rundir BLOCKED|BREACH own=NAME seen=NAMES reached=PATHS`, a breach being any socket but its own seat's
-that it could see or connect to. Then it plays the seat passively. Tests read these lines from its log.
+`ATTACK rundir BLOCKED|BREACH own=NAMES seen=NAMES reached=PATHS`, a breach being any socket but its own seat's
+(the seat line's referee and frames sockets) that it could see or connect to. Then it plays the seat passively.
+Tests read these lines from its log.
 """
 
 from __future__ import annotations
@@ -33,19 +34,20 @@ def reachable(path: str) -> str:
     return "connected"
 
 
-def look(own: str, targets: list[str]) -> None:
+def look(own: list[str], targets: list[str]) -> None:
     try:
         seen = sorted(os.listdir(RUN_DIR))
     except OSError as error:
         seen = [f"({errno.errorcode.get(error.errno or 0, error)})"]
     tried = [str(RUN_DIR / name) for name in seen if (RUN_DIR / name).exists()] + targets
     results = {path: reachable(path) for path in tried}
-    others = [name for name in seen if name != own]
-    reached = [path for path, result in results.items() if result == "connected" and path != str(RUN_DIR / own)]
+    others = [name for name in seen if name not in own]
+    mine = {str(RUN_DIR / name) for name in own}
+    reached = [path for path, result in results.items() if result == "connected" and path not in mine]
     breached = bool(others or reached)
     shown = ",".join(f"{path}:{result}" for path, result in results.items())
     print(
-        f"ATTACK rundir {'BREACH' if breached else 'BLOCKED'} own={own} seen={','.join(seen) or 'none'}"
+        f"ATTACK rundir {'BREACH' if breached else 'BLOCKED'} own={','.join(own)} seen={','.join(seen) or 'none'}"
         f" reached={','.join(reached) or 'none'} tried={shown}",
         flush=True,
     )
@@ -59,7 +61,8 @@ def main() -> None:
         if not line.strip():
             continue
         offer = SeatOffer.from_line(line)
-        look(offer.referee.rsplit("/", 1)[-1], options.target)
+        addresses = [offer.referee] + ([offer.frames] if offer.frames else [])
+        look(sorted(address.rsplit("/", 1)[-1] for address in addresses), options.target)
         run_bot(PassiveBot(), offer.referee, offer.seat_token)
 
 

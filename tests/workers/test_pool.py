@@ -107,12 +107,22 @@ def test_a_pooled_process_that_crashes_is_charged_a_crash_and_replaced_for_the_n
     assert pool.started == started + 2, "b's processes lived on; a's two were started"
 
 
-def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool(pool: BotPool) -> None:
+def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_frames(pool: BotPool) -> None:
     random_bot = BotProgram("random", tuple(EXAMPLE_BOTS["random"]), persistent=True)
-    for seed in range(2):
-        played = play_match((random_bot, random_bot), seed, pool)
-        assert played.match.outcome is not None and not played.incidents
+    loop = asyncio.new_event_loop()
+    try:
+        referee = loop.run_until_complete(EmbeddedReferee().start())
+        for seed in range(2):
+            played = loop.run_until_complete(
+                play_programs((random_bot, random_bot), FAST, seed, sandbox=LIMITS, pool=pool, referee=referee)
+            )
+            assert played.match.outcome is not None and not played.incidents
+        served = [frames.served for _, frames in referee._pooled.values()]
+        loop.run_until_complete(referee.close())
+    finally:
+        loop.close()
     assert pool.started == 4, "run_main kept each process for the second match"
+    assert served == [2, 2, 2, 2], "each process played both its seats over frames (the seat line's socket)"
 
 
 def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:

@@ -1,0 +1,212 @@
+"""The Play stream over frames (referee/service/frames.py, docs/pool.md "Frames") on a real unix socket.
+
+Honest seats play a whole match with the SDK over frames, and get the engine's outcome; what a hostile process
+may write (no Join, an unknown token, a trailer frame, a frame over the size limit, garbage, a flood of
+connections) ends its stream with a gRPC status naming the problem and charges its seat a protocol error once
+the seat is known, as on gRPC; a seat that closes its connection may join again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+import pytest
+
+from clients.bots.random_bot import RandomBot
+from clients.frames import FrameStream, StreamEnded
+from clients.sdk.runner import run_bot
+from mus.v1 import play_pb2
+from referee.causes import IncidentCause
+from referee.engine.rules import Rules
+from referee.service import frames
+from referee.service.frames import FrameServer
+from referee.service.servicer import TRANSPORT_LIMIT_BYTES, Referee
+from referee.service.table import Table, TableStatus
+
+T = TypeVar("T")
+NAMES = ["a", "b", "c", "d"]
+
+
+def with_frames(scenario: Callable[[Referee, str], Awaitable[T]]) -> T:
+    """Run `scenario` against a referee serving frames on a socket in a fresh folder."""
+
+    async def main() -> T:
+        referee = Referee(reconnect_grace_s=5.0)
+        with tempfile.TemporaryDirectory(prefix="mus-frames-") as folder:
+            server = await FrameServer(referee, Path(folder) / "play.sock").start()
+            try:
+                return await asyncio.wait_for(scenario(referee, f"unix:{server.path}"), 60)
+            finally:
+                await server.stop()
+
+    return asyncio.run(main())
+
+
+def join(token: str, next_seq: int = 0) -> play_pb2.PlayRequest:
+    return play_pb2.PlayRequest(
+        join=play_pb2.Join(seat_token=token, bot_name="x", protocol_version=1, batch_events=True, next_seq=next_seq)
+    )
+
+
+def ended(stream: FrameStream) -> tuple[list[str], StreamEnded | None]:
+    """The kinds of the responses read until the stream ended, and how it ended (None: OK)."""
+    kinds: list[str] = []
+    try:
+        for response in stream:
+            kinds.append(str(response.WhichOneof("message")))
+    except StreamEnded as error:
+        return kinds, error
+    return kinds, None
+
+
+async def raw(address: str, data: bytes) -> bytes:
+    """Write `data` on a new connection and read everything the referee writes until it closes."""
+    reader, writer = await asyncio.open_unix_connection(address[len("unix:") :])
+    writer.write(data)
+    await writer.drain()
+    received = await reader.read()
+    writer.close()
+    return received
+
+
+def test_four_sdk_seats_play_a_match_over_frames_to_the_engines_outcome() -> None:
+    async def scenario(referee: Referee, address: str) -> None:
+        table = referee.create_table(Rules(), 7, NAMES)
+        outcomes = await asyncio.gather(
+            *(
+                asyncio.to_thread(run_bot, RandomBot(seed=seat), address, table.seats[seat].token, frames=address)
+                for seat in range(4)
+            )
+        )
+        assert table.status is TableStatus.FINISHED and table.match is not None
+        assert all(outcome == table.match.outcome for outcome in outcomes)
+        assert table.incidents == [] and table.match.faults == [0, 0]
+
+    with_frames(scenario)
+
+
+def test_an_unknown_token_ends_the_stream_unauthenticated_with_the_referees_words() -> None:
+    async def scenario(referee: Referee, address: str) -> None:
+        def attempt() -> tuple[list[str], StreamEnded | None]:
+            with FrameStream(address) as stream:
+                stream.put(join("no-such-token"))
+                return ended(stream)
+
+        kinds, error = await asyncio.to_thread(attempt)
+        assert kinds == [] and error is not None
+        assert error.code() is grpc.StatusCode.UNAUTHENTICATED
+        assert error.details() == "unknown or expired seat token"
+
+    with_frames(scenario)
+
+
+def _frame(body: bytes, flags: int = 0) -> bytes:
+    return bytes((flags,)) + len(body).to_bytes(4, "big") + body
+
+
+def _status(received: bytes) -> str:
+    """The trailer's text: the last frame of what the referee wrote."""
+    assert received, "the referee wrote nothing"
+    offset = 0
+    while True:
+        length = int.from_bytes(received[offset + 1 : offset + 5], "big")
+        if received[offset] == frames.TRAILER:
+            assert offset + 5 + length == len(received), "the trailer is the last frame"
+            return received[offset + 5 :].decode()
+        offset += 5 + length
+
+
+@pytest.mark.parametrize(
+    ("first", "status"),
+    [
+        (_frame(b"", frames.TRAILER), "grpc-status: 3\r\ngrpc-message: unreadable first message: FrameError\r\n"),
+        (
+            bytes((0,)) + (TRANSPORT_LIMIT_BYTES + 1).to_bytes(4, "big"),
+            "grpc-status: 3\r\ngrpc-message: unreadable first message: FrameError\r\n",
+        ),
+        (_frame(b"\xff\xff\xff"), "grpc-status: 3\r\ngrpc-message: unreadable first message: DecodeError\r\n"),
+        (
+            _frame(play_pb2.PlayRequest(ping=play_pb2.Ping(nonce=1)).SerializeToString()),
+            "grpc-status: 3\r\ngrpc-message: the first message of a Play stream must be Join\r\n",
+        ),
+    ],
+    ids=["trailer-from-a-bot", "over-the-size-limit", "garbage", "no-join"],
+)
+def test_a_first_frame_that_is_not_a_join_ends_the_stream_with_a_status_naming_it(first: bytes, status: str) -> None:
+    async def scenario(referee: Referee, address: str) -> None:
+        assert _status(await raw(address, first)) == status
+
+    with_frames(scenario)
+
+
+def _seat_problem(table: Table) -> list[tuple[int, IncidentCause]]:
+    return [(incident.seat, incident.cause) for incident in table.incidents]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _frame(b"", frames.TRAILER),
+        bytes((0,)) + (TRANSPORT_LIMIT_BYTES + 1).to_bytes(4, "big"),
+        _frame(play_pb2.PlayRequest().SerializeToString()),
+    ],
+    ids=["trailer-from-a-bot", "over-the-size-limit", "empty-request"],
+)
+def test_a_bad_frame_after_the_join_is_the_seats_protocol_error(bad: bytes) -> None:
+    async def scenario(referee: Referee, address: str) -> None:
+        table = referee.create_table(Rules(), 3, NAMES)
+        received = await raw(address, _frame(join(table.seats[2].token).SerializeToString()) + bad)
+        assert _status(received).startswith("grpc-status: 3\r\n")
+        assert _seat_problem(table) == [(2, IncidentCause.PROTOCOL_ERROR)]
+
+    with_frames(scenario)
+
+
+def test_a_seat_that_closes_its_connection_joins_again_on_a_new_one() -> None:
+    async def scenario(referee: Referee, address: str) -> None:
+        table = referee.create_table(Rules(), 5, NAMES)
+
+        def first_stream() -> None:
+            with FrameStream(address) as stream:
+                stream.put(join(table.seats[0].token))
+                assert next(iter(stream)).WhichOneof("message") == "joined"
+
+        await asyncio.to_thread(first_stream)
+        await asyncio.sleep(0.2)  # the referee reads the connection's end
+        assert not table.seats[0].outbox, "the closed connection left the seat"
+
+        def again() -> play_pb2.Joined:
+            with FrameStream(address) as stream:
+                stream.put(join(table.seats[0].token, next_seq=0))
+                return next(iter(stream)).joined
+
+        assert (await asyncio.to_thread(again)).resumed
+        table.cancel("the test is over")
+
+    with_frames(scenario)
+
+
+def test_connections_past_the_cap_are_closed_at_once_and_the_open_ones_are_not_disturbed() -> None:
+    async def scenario(referee: Referee, address: str) -> None:
+        path = address[len("unix:") :]
+        held = [await asyncio.open_unix_connection(path) for _ in range(frames.MAX_CONNECTIONS)]
+        await asyncio.sleep(0.1)
+        reader, writer = await asyncio.open_unix_connection(path)
+        assert await asyncio.wait_for(reader.read(), 5) == b"", "one more is closed without a word"
+        writer.close()
+        table = referee.create_table(Rules(), 9, NAMES)
+        held_reader, held_writer = held[0]
+        held_writer.write(_frame(join(table.seats[1].token).SerializeToString()))
+        header = await asyncio.wait_for(held_reader.readexactly(5), 5)
+        response = play_pb2.PlayResponse.FromString(await held_reader.readexactly(int.from_bytes(header[1:], "big")))
+        assert response.joined.seat == 1
+        for _, other in held:
+            other.close()
+        table.cancel("the test is over")
+
+    with_frames(scenario)
