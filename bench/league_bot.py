@@ -1,14 +1,16 @@
 """The instant bot of `mus bench league`: one seat over bare mus.v1, answered at once, with the least start-up.
 
 `python bench/league_bot.py` plays the seat named by `MUS_REFEREE` and `MUS_TOKEN`, like any hosted bot. It
-imports only grpc, the generated messages and the random wire policy (clients/bots/wire_random.py; no SDK, no
-rules engine), answers every DecisionRequest as soon as it arrives with a random legal action built from the
-request's structured legal actions (a legal kind uniformly, then its bounds), and once it has the outcome leaves
-with `os._exit`, skipping the interpreter's teardown of grpc (about 80 ms in which the worker would wait for it).
+imports only the generated messages, the random wire policy (clients/bots/wire_random.py; no SDK, no rules
+engine) and, unless it plays over frames (below), grpc. It answers every DecisionRequest as soon as it arrives
+with a random legal action built from the request's structured legal actions (a legal kind uniformly, then its
+bounds), and once it has the outcome leaves with `os._exit`, skipping the interpreter's teardown of grpc (about
+80 ms in which the worker would wait for it).
 It asks for what a fast bot would (docs/protocol.md): `Join.batch_events` (a step's events and its request in
 one Update) and `Join.omit_hand_events` (it keeps no view, so the hand's events need not ride in each request).
 Under MUS_SEATS=stdin (a persistent bot, docs/pool.md) it plays each seat over frames when the seat line names
-where (`clients.frames`), else it keeps one channel per referee address, seat after seat.
+where (`clients.frames`: it then never imports grpc, about half of its start-up), else it keeps one channel per
+referee address, seat after seat.
 
 Its choices are seeded from its seat and the cards of its first decision, which the match seed fixes: the same
 league plays exactly the same matches (same decisions, same results) in every configuration of the benchmark,
@@ -23,13 +25,14 @@ import random
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from typing import Protocol
-
-import grpc
+from typing import TYPE_CHECKING, Protocol
 
 from clients.bots.wire_random import random_wire_action
-from clients.frames import FrameStream
-from mus.v1 import play_pb2, play_pb2_grpc
+from clients.frames import FrameStream, StreamEnded
+from mus.v1 import play_pb2
+
+if TYPE_CHECKING:
+    import grpc
 
 BOT_NAME = "instant"
 THINK_ENV = "MUS_BENCH_THINK_MS"
@@ -58,13 +61,26 @@ def _join(token: str) -> play_pb2.PlayRequest:
 
 
 def play(channel: grpc.Channel, token: str, think_s: float = 0.0) -> bool:
-    """Play one seat to the end on `channel`; True when the outcome arrived."""
+    """Play one seat to the end on `channel`; True when the outcome arrived. An error status is raised as
+    `StreamEnded`, as over frames."""
+    import grpc
+
+    from mus.v1 import play_pb2_grpc
+
     outbox: queue.SimpleQueue[play_pb2.PlayRequest | None] = queue.SimpleQueue()
     outbox.put(_join(token))
     try:
         return _answer(play_pb2_grpc.PlayServiceStub(channel).Play(_requests(outbox)), outbox, think_s)
+    except grpc.RpcError as error:
+        raise StreamEnded(error.code().name, str(error.details())) from None
     finally:
         outbox.put(None)
+
+
+def _channel(address: str) -> grpc.Channel:
+    import grpc  # only for a seat played over gRPC: over frames the bot starts without it
+
+    return grpc.insecure_channel(address)
 
 
 def play_frames(address: str, token: str, think_s: float = 0.0) -> bool:
@@ -113,12 +129,12 @@ def play_seats(think_s: float) -> int:
                 continue
             address = str(seat["referee"])
             if address not in channels:
-                channels[address] = grpc.insecure_channel(address)
+                channels[address] = _channel(address)
             play(channels[address], seat["seat_token"], think_s)
         except (ValueError, KeyError, TypeError) as error:
             print(f"instant bot: not a seat line ({error}): {line.strip()[:200]}", file=sys.stderr)
-        except grpc.RpcError as error:
-            print(f"instant bot: {error.code().name}: {error.details()}", file=sys.stderr)
+        except StreamEnded as error:
+            print(f"instant bot: {error.code}: {error.details}", file=sys.stderr)
         sys.stderr.flush()
     return 0
 
@@ -129,7 +145,7 @@ def main() -> int:
         think_s = float(os.environ.get(THINK_ENV) or 0) / 1000
         if os.environ.get("MUS_SEATS") == "stdin":
             return play_seats(think_s)
-        with grpc.insecure_channel(os.environ["MUS_REFEREE"]) as channel:
+        with _channel(os.environ["MUS_REFEREE"]) as channel:
             finished = play(channel, os.environ["MUS_TOKEN"], think_s)
     except ValueError:
         print(f"instant bot: {THINK_ENV} must be a number of milliseconds", file=sys.stderr)
@@ -137,8 +153,8 @@ def main() -> int:
     except KeyError as missing:
         print(f"instant bot: {missing.args[0]} is not set", file=sys.stderr)
         return 1
-    except grpc.RpcError as error:
-        print(f"instant bot: {error.code().name}: {error.details()}", file=sys.stderr)
+    except StreamEnded as error:
+        print(f"instant bot: {error.code}: {error.details}", file=sys.stderr)
         return 1
     return 0 if finished else 1
 

@@ -3,7 +3,8 @@
 The seat line of a pooled process names, beside the referee's gRPC address, a `frames` address: a unix socket in
 the process's own folder where one connection is one Play stream, in gRPC-Web's message framing (docs/pool.md,
 "Frames"). It saves the bot and the referee HTTP/2 and grpc's threads on every decision. The SDK (`run_seats`)
-and the instant bot of `mus bench league` use this; it needs only the generated messages.
+and the instant bot of `mus bench league` use this; it needs only the generated messages, not grpc (whose import
+is about half of a small Python bot's start-up).
 """
 
 from __future__ import annotations
@@ -13,29 +14,40 @@ import socket
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-import grpc
-
 from mus.v1 import play_pb2
 
 MESSAGE = 0x00
 TRAILER = 0x80
 
-_CODES = {code.value[0]: code for code in grpc.StatusCode}
+STATUS_NAMES = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+]
+"""gRPC's status codes by number (`grpc.StatusCode[name]`)."""
 
 
-class StreamEnded(grpc.RpcError):
-    """The stream ended with a status other than OK, as a gRPC call raises it (`code()`, `details()`)."""
+class StreamEnded(Exception):
+    """The stream ended with a status other than OK: `code`, the gRPC status code's name, and `details`."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(f"{code.name}: {details}")
-        self._code = code
-        self._details = details
-
-    def code(self) -> grpc.StatusCode:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
+    def __init__(self, code: str, details: str) -> None:
+        super().__init__(f"{code}: {details}")
+        self.code = code
+        self.details = details
 
 
 class FrameStream:
@@ -52,7 +64,7 @@ class FrameStream:
             self._socket.connect(address[len("unix:") :])
         except OSError as error:
             self._socket.close()
-            raise StreamEnded(grpc.StatusCode.UNAVAILABLE, f"cannot connect to {address}: {error}") from None
+            raise StreamEnded("UNAVAILABLE", f"cannot connect to {address}: {error}") from None
         self._reader = self._socket.makefile("rb")
 
     def put(self, request: play_pb2.PlayRequest) -> None:
@@ -64,13 +76,13 @@ class FrameStream:
         while True:
             header = self._reader.read(5)
             if len(header) < 5:
-                raise StreamEnded(grpc.StatusCode.UNAVAILABLE, "the referee's connection ended without a status")
+                raise StreamEnded("UNAVAILABLE", "the referee's connection ended without a status")
             body = self._reader.read(int.from_bytes(header[1:], "big"))
             if header[0] == MESSAGE:
                 yield play_pb2.PlayResponse.FromString(body)
                 continue
             code, details = _status(body)
-            if code is not grpc.StatusCode.OK:
+            if code != "OK":
                 raise StreamEnded(code, details)
             return
 
@@ -85,12 +97,12 @@ class FrameStream:
         self.close()
 
 
-def _status(trailer: bytes) -> tuple[grpc.StatusCode, str]:
-    """`grpc-status: N` and `grpc-message: TEXT` (percent-encoded) of a trailer frame."""
+def _status(trailer: bytes) -> tuple[str, str]:
+    """The status code's name and the message of a trailer frame (`grpc-status: N`, `grpc-message: TEXT`)."""
     fields = {}
     for line in trailer.decode(errors="replace").split("\r\n"):
         name, _, value = line.partition(":")
         fields[name.strip().lower()] = value.strip()
     number = fields.get("grpc-status", "")
-    code = _CODES.get(int(number), grpc.StatusCode.UNKNOWN) if number.isdigit() else grpc.StatusCode.UNKNOWN
+    code = STATUS_NAMES[int(number)] if number.isdigit() and int(number) < len(STATUS_NAMES) else "UNKNOWN"
     return code, unquote(fields.get("grpc-message", ""))

@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import grpc
 
-from clients.frames import FrameStream
+from clients.frames import FrameStream, StreamEnded
 from clients.sdk.bot import Bot
 from clients.sdk.errors import RefereeError, SdkError
 from clients.sdk.view import bot_view
@@ -86,6 +86,20 @@ class _Outbox(Generic[_M]):
             yield message
 
 
+class _FramesError(grpc.RpcError):
+    """A frames stream's status, as a gRPC call raises it (`code()`, `details()`)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
 class _Sends(Protocol):
     """Where a seat's requests go: a gRPC stream's `_Outbox`, or a `FrameStream`."""
 
@@ -119,9 +133,12 @@ class _Seat:
 
     def play_frames(self, address: str) -> MatchOutcome:
         """The same over frames (`clients.frames`): a non-OK status is raised as a gRPC error is."""
-        with FrameStream(address) as stream:
-            stream.put(self._join())
-            return self._play(stream, stream)
+        try:
+            with FrameStream(address) as stream:
+                stream.put(self._join())
+                return self._play(stream, stream)
+        except StreamEnded as ended:
+            raise _FramesError(grpc.StatusCode[ended.code], ended.details) from None
 
     def _join(self) -> play_pb2.PlayRequest:
         join = play_pb2.Join(

@@ -14,11 +14,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-import grpc
 import pytest
 
 from clients.bots.random_bot import RandomBot
-from clients.frames import FrameStream, StreamEnded
+from clients.frames import STATUS_NAMES, FrameStream, StreamEnded
 from clients.sdk.runner import run_bot
 from mus.v1 import play_pb2
 from referee.causes import IncidentCause
@@ -99,8 +98,8 @@ def test_an_unknown_token_ends_the_stream_unauthenticated_with_the_referees_word
 
         kinds, error = await asyncio.to_thread(attempt)
         assert kinds == [] and error is not None
-        assert error.code() is grpc.StatusCode.UNAUTHENTICATED
-        assert error.details() == "unknown or expired seat token"
+        assert error.code == "UNAUTHENTICATED"
+        assert error.details == "unknown or expired seat token"
 
     with_frames(scenario)
 
@@ -210,3 +209,9 @@ def test_connections_past_the_cap_are_closed_at_once_and_the_open_ones_are_not_d
         table.cancel("the test is over")
 
     with_frames(scenario)
+
+
+def test_the_frames_client_names_every_grpc_status_code_by_its_number() -> None:
+    import grpc
+
+    assert [code.name for code in sorted(grpc.StatusCode, key=lambda code: code.value[0])] == STATUS_NAMES
