@@ -805,6 +805,9 @@ class PooledProcess:
         self.cgroups = cgroups
         self.sandboxed = sandboxed
         self.seats_played = 0
+        self.cpu_seen: float | None = None
+        """Its CPU-seconds when its last match ended (`cpu_s`): where the next match's count starts, without
+        reading its cgroup again when that match starts."""
         self.started = threading.Event()
         if not sandboxed:
             self.started.set()

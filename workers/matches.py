@@ -498,7 +498,7 @@ async def _play(
                     token = created.seat_tokens[seat]
                     if seat in pooled:  # the pool hand-off: a live process of the bot's takes the seat
                         member, own_address, frames_address = pooled[seat]
-                        cpu_before[seat] = member.cpu_s()
+                        cpu_before[seat] = member.cpu_seen if member.cpu_seen is not None else member.cpu_s()
                         member.offer(own_address, token, frames=frames_address)
                         watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, member, _left(member))))
                         continue
@@ -533,6 +533,8 @@ async def _play(
                         )
     finally:  # every pooled process goes back, also when the table was never made
         cpu_after = {seat: member.cpu_s() for seat, (member, *_) in pooled.items()}
+        for seat, (member, *_) in pooled.items():
+            member.cpu_seen = cpu_after[seat]
         if pool is not None:
             for seat, (member, *_) in pooled.items():
                 pool.release(member, seat, healthy=seat in healthy, cpu_s=cpu_after[seat])
