@@ -16,15 +16,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
-
-import grpc
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from clients.frames import FrameStream, StreamEnded
 from clients.sdk.bot import Bot
 from clients.sdk.errors import RefereeError, SdkError
 from clients.sdk.view import bot_view
-from mus.v1 import lobby_pb2, lobby_pb2_grpc, play_pb2, play_pb2_grpc, types_pb2
+from mus.v1 import lobby_pb2, play_pb2, types_pb2
 from referee.engine.actions import Action
 from referee.engine.events import Event, HandStarted
 from referee.engine.outcome import MatchOutcome
@@ -38,6 +36,11 @@ from referee.wire import (
     seat_view_from_proto,
 )
 
+if TYPE_CHECKING:  # grpc is imported where a seat is played over gRPC: over frames a bot starts without it
+    import grpc
+
+    from mus.v1 import play_pb2_grpc
+
 logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M")
@@ -49,7 +52,7 @@ ENV_REFEREE = "MUS_REFEREE"
 ENV_TOKEN = "MUS_TOKEN"
 
 # A dropped connection, not a refusal: worth joining again (play.proto lists the refusals).
-_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL})
+_TRANSIENT = frozenset({"UNAVAILABLE", "INTERNAL"})
 
 
 def _setting(value: str | None, variable: str, what: str) -> str:
@@ -60,6 +63,8 @@ def _setting(value: str | None, variable: str, what: str) -> str:
 
 
 def _channel(address: str, credentials: grpc.ChannelCredentials | None) -> grpc.Channel:
+    import grpc
+
     if credentials is None:
         return grpc.insecure_channel(address)
     return grpc.secure_channel(address, credentials)
@@ -84,20 +89,6 @@ class _Outbox(Generic[_M]):
             if message is None:
                 return
             yield message
-
-
-class _FramesError(grpc.RpcError):
-    """A frames stream's status, as a gRPC call raises it (`code()`, `details()`)."""
-
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(f"{code.name}: {details}")
-        self._code, self._details = code, details
-
-    def code(self) -> grpc.StatusCode:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
 
 
 class _Sends(Protocol):
@@ -126,19 +117,23 @@ class _Seat:
         self._answered: dict[int, types_pb2.Action] = {}
 
     def play_stream(self, stub: play_pb2_grpc.PlayServiceStub) -> MatchOutcome:
-        """Join (or rejoin from `next_seq`) and play until the outcome; gRPC errors propagate."""
+        """Join (or rejoin from `next_seq`) and play until the outcome; an error status is raised as
+        `StreamEnded`, as over frames."""
+        import grpc
+
         outbox: _Outbox[play_pb2.PlayRequest] = _Outbox()
         outbox.put(self._join())
-        return self._play(stub.Play(iter(outbox)), outbox)
+        try:
+            return self._play(stub.Play(iter(outbox)), outbox)
+        except grpc.RpcError as error:
+            code = error.code()
+            raise StreamEnded(code.name if code is not None else "UNKNOWN", str(error.details())) from None
 
     def play_frames(self, address: str) -> MatchOutcome:
-        """The same over frames (`clients.frames`): a non-OK status is raised as a gRPC error is."""
-        try:
-            with FrameStream(address) as stream:
-                stream.put(self._join())
-                return self._play(stream, stream)
-        except StreamEnded as ended:
-            raise _FramesError(grpc.StatusCode[ended.code], ended.details) from None
+        """The same over frames (`clients.frames`)."""
+        with FrameStream(address) as stream:
+            stream.put(self._join())
+            return self._play(stream, stream)
 
     def _join(self) -> play_pb2.PlayRequest:
         join = play_pb2.Join(
@@ -286,6 +281,8 @@ def run_bot(
     seat = _Seat(bot, _setting(token, ENV_TOKEN, "seat token"))
     if frames is not None:
         return _play_seat(seat, lambda: seat.play_frames(frames), frames, grace_s)
+    from mus.v1 import play_pb2_grpc
+
     with contextlib.nullcontext(channel) if channel is not None else _channel(target, credentials) as channel:
         stub = play_pb2_grpc.PlayServiceStub(channel)
         return _play_seat(seat, lambda: seat.play_stream(stub), target, grace_s)
@@ -298,22 +295,20 @@ def _play_seat(seat: _Seat, play: Callable[[], MatchOutcome], target: str, grace
         joins = seat.joins
         try:
             return play()
-        except grpc.RpcError as error:
-            code = error.code()
-            details = str(error.details())
+        except StreamEnded as error:
+            code, details = error.code, error.details
             # A rejoin may race the referee noticing that the old stream ended (play.proto ALREADY_EXISTS).
             rejoining = seat.joins > 0
-            if code not in _TRANSIENT and not (rejoining and code is grpc.StatusCode.ALREADY_EXISTS):
-                raise RefereeError(code.name, details, what=f"the referee at {target}") from None
+            if code not in _TRANSIENT and not (rejoining and code == "ALREADY_EXISTS"):
+                raise RefereeError(code, details, what=f"the referee at {target}") from None
             now = time.monotonic()
             if seat.joins > joins or not lost_since:  # the grace period runs from the last good join
                 pause, lost_since = 0.1, now
             if now - lost_since > grace_s:
                 raise SdkError(
-                    f"lost the referee at {target} ({code.name}: {details}) and could not join again "
-                    f"within {grace_s:g} s"
+                    f"lost the referee at {target} ({code}: {details}) and could not join again within {grace_s:g} s"
                 ) from None
-            logger.warning("seat %s: stream dropped (%s); joining again in %.1f s", seat.seat, code.name, pause)
+            logger.warning("seat %s: stream dropped (%s); joining again in %.1f s", seat.seat, code, pause)
             time.sleep(pause)
             pause = min(pause * 2, 1.0)  # the referee keeps a dropped seat for a few seconds only
 
@@ -349,6 +344,10 @@ def run_remote_bot(
         raise SdkError("max_concurrent_matches must be at least 1")
     target = _setting(address, ENV_REFEREE, "referee address")
     token = _setting(bot_token, ENV_TOKEN, "bot token")
+    import grpc
+
+    from mus.v1 import lobby_pb2_grpc
+
     assignments: dict[str, _Assignment] = {}
     with _channel(target, credentials) as channel:
         stub = lobby_pb2_grpc.LobbyServiceStub(channel)
@@ -384,7 +383,7 @@ def run_remote_bot(
                     if _stopped_within(stop, UNKNOWN_TOKEN_RETRY_S):
                         break
                     continue
-                if code not in _TRANSIENT:
+                if code.name not in _TRANSIENT:
                     raise RefereeError(code.name, str(error.details()), what=f"the lobby at {target}") from None
                 logger.warning("lobby stream dropped (%s); connecting again in %.1f s", code.name, pause)
                 time.sleep(pause)
@@ -529,7 +528,7 @@ def run_seats(bot_factory: Callable[[], Bot], lines: Iterator[str] | None = None
                     if offer.referee not in channels:
                         for old in channels.values():
                             old.close()
-                        channels = {offer.referee: grpc.insecure_channel(offer.referee)}
+                        channels = {offer.referee: _channel(offer.referee, None)}
                     channel = channels[offer.referee]
                     outcome = run_bot(bot_factory(), offer.referee, offer.seat_token, channel=channel)
             except SdkError as error:

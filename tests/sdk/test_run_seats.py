@@ -18,6 +18,20 @@ def test_a_seat_line_names_the_referee_and_the_seat_token() -> None:
     assert offer == SeatOffer("unix:/run/mus/match-1.sock", "t"), "unknown keys are ignored"
 
 
+def test_a_seat_line_may_name_where_to_play_over_frames() -> None:
+    line = '{"referee": "unix:/run/mus/referee.sock", "seat_token": "t", "frames": "unix:/run/mus/play.sock"}'
+    assert SeatOffer.from_line(line).frames == "unix:/run/mus/play.sock"
+
+
+def test_a_bot_that_plays_over_frames_starts_without_importing_grpc() -> None:
+    """Half of a small Python bot's start-up is grpc's import, which frames do not need (docs/pool.md)."""
+    import subprocess
+    import sys
+
+    code = "import sys, clients.sdk, bench.league_bot; print(sorted(m for m in sys.modules if m.startswith('grpc')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
 @pytest.mark.parametrize("line", ["not json", '{"referee": "x"}', "[1, 2]"])
 def test_a_line_that_is_not_a_seat_is_an_sdk_error_that_quotes_it(line: str) -> None:
     with pytest.raises(SdkError, match="not a seat line"):
