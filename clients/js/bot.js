@@ -9,7 +9,8 @@
 //   --strategy FILE              choose with FILE's chooseAction(request, rules) instead of strategy.js's
 //   MUS_SEATS=stdin node bot.js  play seat after seat in this one process (a persistent bot, docs/pool.md): one
 //                                JSON line per seat on stdin, {"referee": ADDRESS, "seat_token": TOKEN}; exit 0
-//                                at the end of the input
+//                                at the end of the input. A line that names "frames" is played there, over
+//                                frames (the same Play stream without HTTP/2, docs/pool.md "Frames")
 //
 // Everything a bot needs over the bare wire (proto/mus/v1/play.proto and lobby.proto, docs/protocol.md):
 //   1. Open PlayService.Play and send Join (batch_events = true: a step's events and this seat's decision come
@@ -24,6 +25,8 @@
 //      missed events and the open decision (same id), which gets the answer already chosen.
 // Any failure exits 1 with a one-line message on stderr. Logs go to stderr (the league keeps them per seat).
 
+const net = require('node:net');
+const { EventEmitter } = require('node:events');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const { loadMus } = require('./proto');
@@ -245,6 +248,89 @@ async function playSeat(client, referee, token, label = '') {
   }
 }
 
+// ------------------------------------------------------------------------------------------------ frames
+
+// The Play stream over frames (docs/pool.md, "Frames"): one connection to a unix socket is one stream, each
+// message a frame (a flags byte, a 4-byte big-endian length, the message), the referee's status last (flags
+// 0x80, "grpc-status: N\r\ngrpc-message: TEXT\r\n"). FrameCall looks like grpc-js's duplex call to Seat:
+// 'data', 'end' and 'status' events, write(), end() and cancel(); the messages are coded by proto-loader's own
+// serializers of PlayService.Play, so they read exactly as over gRPC.
+class FrameCall extends EventEmitter {
+  constructor(socketPath, method) {
+    super();
+    this.method = method;
+    this.pending = Buffer.alloc(0);
+    this.done = false;
+    this.socket = net.createConnection(socketPath);
+    this.socket.on('data', (chunk) => this.receive(chunk));
+    this.socket.on('error', (error) => this.finish({ code: grpc.status.UNAVAILABLE, details: error.message }));
+    this.socket.on('close', () => this.finish({ code: grpc.status.UNAVAILABLE, details: "the referee's connection ended without a status" }));
+  }
+
+  receive(chunk) {
+    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    while (!this.done && this.pending.length >= 5) {
+      const length = this.pending.readUInt32BE(1);
+      if (this.pending.length < 5 + length) return;
+      const flags = this.pending[0];
+      const body = this.pending.subarray(5, 5 + length);
+      this.pending = this.pending.subarray(5 + length);
+      if (flags & 0x80) {
+        this.emit('end');
+        this.finish(trailerStatus(body));
+        return;
+      }
+      this.emit('data', this.method.responseDeserialize(body));
+    }
+  }
+
+  write(message) {
+    if (this.done) return;
+    const body = this.method.requestSerialize(message);
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(body.length, 1);
+    this.socket.write(Buffer.concat([header, body]));
+  }
+
+  end() {} // the connection's end would leave the stream: it is closed once the status has come
+
+  cancel() {
+    this.finish({ code: grpc.status.CANCELLED, details: 'cancelled by the bot' });
+  }
+
+  finish(status) {
+    if (this.done) return;
+    this.done = true;
+    this.socket.destroy();
+    this.emit('status', status);
+  }
+}
+
+// A trailer frame's status: {code, details} as grpc-js gives it.
+function trailerStatus(body) {
+  const fields = {};
+  for (const line of body.toString('latin1').split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon > 0) fields[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const code = /^\d+$/.test(fields['grpc-status'] || '') ? Number(fields['grpc-status']) : grpc.status.UNKNOWN;
+  let details = fields['grpc-message'] || '';
+  try {
+    details = decodeURIComponent(details);
+  } catch (error) {
+    // not percent-encoded as it should be: shown as it came
+  }
+  return { code, details };
+}
+
+// A client whose Play() is a FrameCall on the socket of `address` (unix:PATH).
+function framesClient(mus, address) {
+  if (!address.startsWith('unix:')) throw new Failure(`frames are spoken on a unix socket, not ${address}`);
+  const socketPath = address.slice('unix:'.length);
+  const method = mus.PlayService.service.Play;
+  return { Play: () => new FrameCall(socketPath, method), close() {} };
+}
+
 function playClient(mus, address, cache) {
   if (cache && cache.has(address)) return cache.get(address);
   const client = new mus.PlayService(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
@@ -382,7 +468,7 @@ async function sleepUnless(ms, stopped) {
 
 // ------------------------------------------------------------------------------------------------ seats on stdin
 
-// A seat line of MUS_SEATS=stdin: {referee, seatToken}; throws a Failure if it is not one.
+// A seat line of MUS_SEATS=stdin: {referee, seatToken, frames}; throws a Failure if it is not one.
 function seatLine(line) {
   let data;
   try {
@@ -393,7 +479,8 @@ function seatLine(line) {
   if (!data || typeof data.referee !== 'string' || typeof data.seat_token !== 'string') {
     throw new Failure(`not a seat line (it needs the strings referee and seat_token): ${line.slice(0, 200)}`);
   }
-  return { referee: data.referee, seatToken: data.seat_token };
+  const frames = typeof data.frames === 'string' && data.frames ? data.frames : null;
+  return { referee: data.referee, seatToken: data.seat_token, frames };
 }
 
 // Plays every seat given on standard input, one after another, until the input ends. A seat that cannot be
@@ -404,10 +491,10 @@ async function runSeats(mus) {
   for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
     if (!line.trim()) continue;
     try {
-      const { referee, seatToken } = seatLine(line);
-      const client = playClient(mus, referee, null);
+      const { referee, seatToken, frames } = seatLine(line);
+      const client = frames ? framesClient(mus, frames) : playClient(mus, referee, null);
       try {
-        await playSeat(client, referee, seatToken);
+        await playSeat(client, frames || referee, seatToken, frames ? 'over frames: ' : '');
         played += 1;
       } finally {
         client.close();
