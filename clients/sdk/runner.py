@@ -114,6 +114,8 @@ class _Seat:
         self.hand_events: list[Event] = []
         """The events of the current hand, from its HandStarted: the views' `hand_events` (Join.omit_hand_events)."""
         self._open: play_pb2.DecisionRequest | None = None
+        self.transport = "gRPC"
+        """How the last stream was played: gRPC, or frames (docs/pool.md), as its log says."""
         self._answered: dict[int, types_pb2.Action] = {}
 
     def play_stream(self, stub: play_pb2_grpc.PlayServiceStub) -> MatchOutcome:
@@ -131,6 +133,7 @@ class _Seat:
 
     def play_frames(self, address: str) -> MatchOutcome:
         """The same over frames (`clients.frames`)."""
+        self.transport = "frames"
         with FrameStream(address) as stream:
             stream.put(self._join())
             return self._play(stream, stream)
@@ -194,7 +197,13 @@ class _Seat:
         self.joins += 1
         self.seat = joined.seat
         self.rules = rules_from_proto(joined.rules)
-        logger.info("seat %d of table %s: joined (resumed=%s)", joined.seat, joined.table_id, joined.resumed)
+        logger.info(
+            "seat %d of table %s: joined over %s (resumed=%s)",
+            joined.seat,
+            joined.table_id,
+            self.transport,
+            joined.resumed,
+        )
 
     def _event(self, message: types_pb2.Event) -> None:
         if message.seq < self.next_seq:

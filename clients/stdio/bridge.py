@@ -199,9 +199,10 @@ def run(
     version: str = "0",
     referee: str | None = None,
     token: str | None = None,
+    frames: str | None = None,
 ) -> int:
     """Play the seat at `referee` with `token` (default: MUS_REFEREE and MUS_TOKEN) with the program `command`;
-    the exit status."""
+    the exit status. `frames`: a seat line's frames address, where the seat is played instead (docs/pool.md)."""
     try:
         process = start(command)
     except SdkError as error:
@@ -211,7 +212,7 @@ def run(
     bot.write(hello_json(bot.name))
     threading.Thread(target=_watch, args=(process, bot), name="mus-stdio-watch", daemon=True).start()
     try:
-        outcome = run_bot(bot, referee, token)
+        outcome = run_bot(bot, referee, token, frames=frames)
     except SdkError as error:
         logger.error("%s", error)
         process.kill()
@@ -225,9 +226,10 @@ def run_seats(
     command: Sequence[str], *, name: str | None = None, version: str = "0", lines: Iterable[str] | None = None
 ) -> int:
     """MUS_SEATS=stdin: play every seat given on `lines` (standard input by default), one JSON line each
-    (`{"referee": ADDRESS, "seat_token": TOKEN}`), one after another, each with a fresh run of `command`; 0 at
-    the end of the input. A seat that cannot be played is logged and the next line is read; a program that
-    crashes during its seat ends the bridge (as in `run`: the seat's process has crashed)."""
+    (`{"referee": ADDRESS, "seat_token": TOKEN}`, played over frames when it names them), one after another, each
+    with a fresh run of `command`; 0 at the end of the input. A seat that cannot be played is logged and the next
+    line is read; a program that crashes during its seat ends the bridge (as in `run`: the seat's process has
+    crashed)."""
     played = 0
     for line in lines if lines is not None else sys.stdin:
         if not line.strip():
@@ -237,7 +239,8 @@ def run_seats(
         except SdkError as error:
             logger.error("%s", error)
             continue
-        if run(command, name=name, version=version, referee=offer.referee, token=offer.seat_token) == 0:
+        address, token, frames = offer.referee, offer.seat_token, offer.frames
+        if run(command, name=name, version=version, referee=address, token=token, frames=frames) == 0:
             played += 1
     logger.info("end of input after %d seat(s)", played)
     return 0

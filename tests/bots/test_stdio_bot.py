@@ -314,10 +314,12 @@ def test_with_seats_on_stdin_the_bridge_plays_two_seats_in_a_row_starting_the_pr
     tmp_path: Path,
 ) -> None:
     """MUS_SEATS=stdin (a persistent bot, docs/pool.md): the bridge's process lives across both matches; the
-    program behind it, whose line protocol is one match long, is started for each seat."""
+    program behind it, whose line protocol is one match long, is started for each seat; the bridge plays both
+    seats over the frames the seat lines offer."""
     bridged = stdio_program(BotProgram("first_legal", ("sh", EXAMPLE.name), EXAMPLE.parent))
     program = BotProgram(bridged.name, bridged.command, bridged.cwd, persistent=True)
     result = two_seats_in_a_row(program, resolve_program("random"), Rules.from_options(QUICK), tmp_path / "pool")
     check_two_clean_seats_per_process(result)
     for log in result.logs:
         assert log.count("first_legal: outcome:") == 2 and "end of input after 2 seat(s)" in log, log
+        assert log.count("joined over frames") == 2, f"both seats were played over the seat lines' frames: {log}"
