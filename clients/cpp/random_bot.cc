@@ -14,7 +14,9 @@
 //
 //   5. With MUS_SEATS=stdin instead of MUS_REFEREE and MUS_TOKEN (docs/pool.md): read one JSON line per seat
 //      from standard input, {"referee": ADDRESS, "seat_token": TOKEN}, play it as above, then read the next;
-//      exit 0 at the end of the input. A seat that fails is logged and the next line is read.
+//      exit 0 at the end of the input. A seat that fails is logged and the next line is read. A line that also
+//      names "frames" (a unix socket) is played there: the same stream without HTTP/2 (FrameStream below,
+//      docs/pool.md "Frames"), which costs the bot and the referee less CPU per decision.
 //
 // Any failure exits 1 with a one-line message on stderr (in the seat loop: ends that seat). Logs go to stderr
 // (the league keeps them per seat, or per process for a persistent bot).
@@ -24,12 +26,19 @@
 // same bots plays exactly the same match, as bench/league_bot.py does.
 
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cctype>
+#include <cstring>
+#include <functional>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -174,6 +183,146 @@ pb::Action ChooseAction(Random& rng, const google::protobuf::RepeatedPtrField<pb
   return action;
 }
 
+// One Play stream, over gRPC or over frames: what Player needs of it.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual void Write(const pb::PlayRequest& request) = 0;  // a failed write shows up as the final status
+  virtual bool Read(pb::PlayResponse* response) = 0;       // false once the referee has ended the stream
+  virtual grpc::Status Finish() = 0;                       // the stream's status, once Read returned false
+  virtual void Cancel() = 0;                               // leave the stream before its end
+};
+
+class GrpcStream : public Stream {
+ public:
+  explicit GrpcStream(pb::PlayService::Stub& stub) : call_(stub.Play(&context_)) {}
+  void Write(const pb::PlayRequest& request) override { call_->Write(request); }
+  bool Read(pb::PlayResponse* response) override { return call_->Read(response); }
+  grpc::Status Finish() override {
+    call_->WritesDone();
+    return call_->Finish();
+  }
+  void Cancel() override {
+    context_.TryCancel();
+    call_->Finish();
+  }
+
+ private:
+  grpc::ClientContext context_;  // one per call: a rejoin needs a fresh one
+  std::unique_ptr<grpc::ClientReaderWriter<pb::PlayRequest, pb::PlayResponse>> call_;
+};
+
+// The Play stream over frames (docs/pool.md, "Frames"): one connection to a unix socket is one stream; each
+// message is a frame (a flags byte, a 4-byte big-endian length, the serialized message); the referee's last frame
+// (flags 0x80) is the status, "grpc-status: N\r\ngrpc-message: TEXT\r\n", TEXT percent-encoded.
+class FrameStream : public Stream {
+ public:
+  explicit FrameStream(const std::string& path) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (fd_ < 0 || path.size() >= sizeof(address.sun_path)) {
+      status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "cannot open a socket to " + path);
+      return;
+    }
+    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+    if (connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+      status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE, "cannot connect to " + path + ": " + std::strerror(errno));
+    }
+  }
+  ~FrameStream() override {
+    if (fd_ >= 0) close(fd_);
+  }
+
+  void Write(const pb::PlayRequest& request) override {
+    if (!status_.ok()) return;
+    const std::string body = request.SerializeAsString();
+    std::string frame(5, '\0');
+    for (int i = 0; i < 4; ++i) frame[1 + i] = static_cast<char>((body.size() >> (24 - 8 * i)) & 0xff);
+    frame += body;
+    for (size_t sent = 0; sent < frame.size();) {
+      const ssize_t n = send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return;  // the referee closed the stream: reading says how
+      sent += static_cast<size_t>(n);
+    }
+  }
+
+  bool Read(pb::PlayResponse* response) override {
+    if (ended_ || !status_.ok()) return false;
+    unsigned char header[5];
+    if (!ReadExactly(header, sizeof(header))) {
+      return End(grpc::StatusCode::UNAVAILABLE, "the connection ended without a status");
+    }
+    const size_t length =
+        (size_t{header[1]} << 24) | (size_t{header[2]} << 16) | (size_t{header[3]} << 8) | size_t{header[4]};
+    std::string body(length, '\0');
+    if (!ReadExactly(body.data(), length)) {
+      return End(grpc::StatusCode::UNAVAILABLE, "the connection ended inside a frame");
+    }
+    if (header[0] & 0x80) return Trailer(body);
+    if (!response->ParseFromString(body)) return End(grpc::StatusCode::INTERNAL, "an unreadable PlayResponse");
+    return true;
+  }
+
+  grpc::Status Finish() override { return status_; }
+  void Cancel() override {
+    if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+  }
+
+ private:
+  bool ReadExactly(void* into, size_t size) {
+    char* at = static_cast<char*>(into);
+    while (size > 0) {
+      const ssize_t n = read(fd_, at, size);
+      if (n <= 0) return false;
+      at += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  bool End(grpc::StatusCode code, const std::string& message) {
+    ended_ = true;
+    status_ = grpc::Status(code, message);
+    return false;
+  }
+
+  bool Trailer(const std::string& text) {
+    int code = static_cast<int>(grpc::StatusCode::UNKNOWN);
+    std::string message;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const std::string name = line.substr(0, colon);
+      const size_t start = std::min(line.find_first_not_of(' ', colon + 1), line.size());
+      const std::string value = line.substr(start);
+      if (name == "grpc-status") code = std::atoi(value.c_str());
+      if (name == "grpc-message") message = PercentDecoded(value);
+    }
+    return End(static_cast<grpc::StatusCode>(code), message);
+  }
+
+  static std::string PercentDecoded(const std::string& text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+        out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        out += text[i];
+      }
+    }
+    return out;
+  }
+
+  int fd_ = -1;
+  bool ended_ = false;
+  grpc::Status status_;
+};
+
 // One seat of one match, across every stream it takes to finish it (a dropped stream is joined again).
 class Player {
  public:
@@ -184,10 +333,9 @@ class Player {
   bool finished() const { return outcome_.has_value(); }
   int joins() const { return joins_; }
 
-  // Joins (or rejoins from next_seq_) and plays until the referee closes the stream; returns its final status.
-  grpc::Status PlayStream(pb::PlayService::Stub& stub) {
-    grpc::ClientContext context;  // one per call: a rejoin needs a fresh one
-    stream_ = stub.Play(&context);
+  // Joins (or rejoins from next_seq_) on a new stream and plays until the referee ends it; returns its status.
+  grpc::Status PlayStream(std::unique_ptr<Stream> stream) {
+    stream_ = std::move(stream);
 
     pb::PlayRequest request;
     pb::Join* join = request.mutable_join();
@@ -204,12 +352,10 @@ class Player {
     try {
       while (stream_->Read(&response)) Handle(response);
     } catch (const Failure&) {  // end the call before its context goes
-      context.TryCancel();
-      stream_->Finish();
+      stream_->Cancel();
       stream_.reset();
       throw;
     }
-    stream_->WritesDone();
     grpc::Status status = stream_->Finish();
     stream_.reset();
     return status;
@@ -297,7 +443,7 @@ class Player {
   }
 
   std::string token_;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::PlayRequest, pb::PlayResponse>> stream_;
+  std::unique_ptr<Stream> stream_;
   std::optional<Random> rng_;
   int seat_ = -1;
   int joins_ = 0;
@@ -326,22 +472,31 @@ std::optional<uint64_t> SeedSetting() {
 }
 
 // One seat of one match, to its outcome (dropped streams joined again); throws Failure when it cannot be played.
-void PlaySeat(const std::string& referee, const std::string& token, std::optional<uint64_t> seed) {
+// With `frames` (a seat line's unix:PATH) the seat is played there instead of over gRPC at `referee`.
+void PlaySeat(const std::string& referee, const std::string& token, std::optional<uint64_t> seed,
+              const std::string& frames = "") {
   Player player(token, seed);
-
-  // Reconnect quickly after a drop: gRPC's default first reconnect backoff is 1 s, a fifth of the grace period.
-  grpc::ChannelArguments arguments;
-  arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstPause.count()));
-  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstPause.count()));
-  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kMaxPause.count()));
-  auto channel = grpc::CreateCustomChannel(referee, grpc::InsecureChannelCredentials(), arguments);
-  std::unique_ptr<pb::PlayService::Stub> stub = pb::PlayService::NewStub(channel);
+  std::function<std::unique_ptr<Stream>()> open;
+  std::unique_ptr<pb::PlayService::Stub> stub;
+  if (!frames.empty()) {
+    if (frames.rfind("unix:", 0) != 0) Fail("frames are spoken on a unix socket, not " + frames);
+    open = [path = frames.substr(5)] { return std::make_unique<FrameStream>(path); };
+  } else {
+    // Reconnect quickly after a drop: gRPC's default first reconnect backoff is 1 s, a fifth of the grace period.
+    grpc::ChannelArguments arguments;
+    arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstPause.count()));
+    arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstPause.count()));
+    arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kMaxPause.count()));
+    stub = pb::PlayService::NewStub(grpc::CreateCustomChannel(referee, grpc::InsecureChannelCredentials(), arguments));
+    open = [&stub] { return std::make_unique<GrpcStream>(*stub); };
+  }
+  const std::string where = frames.empty() ? referee : frames;
 
   auto lost_since = std::chrono::steady_clock::now();  // the patience runs from the last successful join
   std::chrono::milliseconds pause = kFirstPause;
   while (true) {
     const int joins = player.joins();
-    const grpc::Status status = player.PlayStream(*stub);
+    const grpc::Status status = player.PlayStream(open());
     if (player.finished()) return;  // the outcome arrived: the match is over for this seat
     if (status.ok()) Fail("the referee closed the stream before sending the outcome");
 
@@ -353,7 +508,7 @@ void PlaySeat(const std::string& referee, const std::string& token, std::optiona
     const bool transient = code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::INTERNAL;
     const bool rejoining = player.joins() > 0;
     if (!transient && !(rejoining && code == grpc::StatusCode::ALREADY_EXISTS)) {
-      Fail("the referee at " + referee + " ended the stream: " + Describe(status));
+      Fail("the referee at " + where + " ended the stream: " + Describe(status));
     }
     const auto now = std::chrono::steady_clock::now();
     if (player.joins() > joins) {  // this stream had joined: start counting again
@@ -361,7 +516,7 @@ void PlaySeat(const std::string& referee, const std::string& token, std::optiona
       pause = kFirstPause;
     }
     if (now - lost_since > kRejoinPatience) {
-      Fail("lost the referee at " + referee + " (" + Describe(status) + ") and could not join again within " +
+      Fail("lost the referee at " + where + " (" + Describe(status) + ") and could not join again within " +
            std::to_string(kRejoinPatience.count()) + " s");
     }
     Log("stream ended (" + Describe(status) + "); joining again in " + std::to_string(pause.count()) + " ms");
@@ -370,9 +525,13 @@ void PlaySeat(const std::string& referee, const std::string& token, std::optiona
   }
 }
 
-// A seat line of MUS_SEATS=stdin, {"referee": ADDRESS, "seat_token": TOKEN}: its address and token. Throws
-// Failure if it is not one.
-std::pair<std::string, std::string> SeatLine(const std::string& line) {
+// A seat line of MUS_SEATS=stdin, {"referee": ADDRESS, "seat_token": TOKEN, "frames": ADDRESS}.
+struct Seat {
+  std::string referee, token, frames;  // frames: "" when the line names none
+};
+
+// The seat a line names; throws Failure if it is not a seat line.
+Seat SeatLine(const std::string& line) {
   google::protobuf::Struct object;
   if (!google::protobuf::util::JsonStringToMessage(line, &object).ok()) {
     Fail("not a JSON object: " + line.substr(0, 200));
@@ -384,7 +543,9 @@ std::pair<std::string, std::string> SeatLine(const std::string& line) {
       !token->second.has_string_value()) {
     Fail("not a seat line (it needs the strings referee and seat_token): " + line.substr(0, 200));
   }
-  return {referee->second.string_value(), token->second.string_value()};
+  const auto frames = fields.find("frames");
+  const bool framed = frames != fields.end() && frames->second.has_string_value();
+  return {referee->second.string_value(), token->second.string_value(), framed ? frames->second.string_value() : ""};
 }
 
 // MUS_SEATS=stdin: every seat given on standard input, one after another, until the input ends.
@@ -394,8 +555,9 @@ int PlaySeats(std::optional<uint64_t> seed) {
   while (std::getline(std::cin, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      const auto [referee, token] = SeatLine(line);
-      PlaySeat(referee, token, seed);
+      const Seat seat = SeatLine(line);
+      if (!seat.frames.empty()) Log("playing the seat over frames at " + seat.frames);
+      PlaySeat(seat.referee, seat.token, seed, seat.frames);
       ++played;
     } catch (const Failure& failure) {
       Log(std::string("seat not played: ") + failure.what());

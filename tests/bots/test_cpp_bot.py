@@ -23,6 +23,7 @@ from referee.engine.match import Match
 from referee.engine.outcome import MatchTermination
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
+from referee.service.frames import FrameServer
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
@@ -221,9 +222,34 @@ def _free_port() -> Iterator[int]:
 
 
 def test_with_seats_on_stdin_one_process_plays_two_seats_in_a_row(cpp_bot: Path, tmp_path: Path) -> None:
-    """MUS_SEATS=stdin (a persistent bot, docs/pool.md): each of its two processes plays a seat of each match."""
+    """MUS_SEATS=stdin (a persistent bot, docs/pool.md): each of its two processes plays a seat of each match, over
+    the frames the seat lines offer."""
     program = BotProgram("cpp-random", (str(cpp_bot),), cpp_bot.parent, persistent=True)
     result = two_seats_in_a_row(program, resolve_program("random"), Rules(), tmp_path / "pool")
     check_two_clean_seats_per_process(result)
     for log in result.logs:
         assert log.count(": outcome ") == 2 and "end of input after 2 seat(s)" in log, log
+        assert log.count("playing the seat over frames") == 2, f"both seats went over the lines' frames: {log}"
+
+
+def test_a_seat_refused_over_frames_is_logged_with_the_referees_status_and_the_next_line_read(
+    cpp_bot: Path, tmp_path: Path
+) -> None:
+    """The trailer frame's status reaches the bot as a gRPC status would (docs/pool.md, "Frames")."""
+
+    async def scenario() -> str:
+        server = await FrameServer(Referee(), tmp_path / "play.sock").start()
+        try:
+            line = json.dumps({"referee": "unix:/nowhere", "seat_token": "stale", "frames": f"unix:{server.path}"})
+            process = await asyncio.create_subprocess_exec(
+                str(cpp_bot), env={"MUS_SEATS": "stdin"}, stdin=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            _, errors = await asyncio.wait_for(process.communicate(f"{line}\n".encode()), 30)
+            assert process.returncode == 0
+            return errors.decode()
+        finally:
+            await server.stop()
+
+    log = asyncio.run(scenario())
+    assert "ended the stream: UNAUTHENTICATED: unknown or expired seat token" in log, log
+    assert "end of input after 0 seat(s)" in log, log
