@@ -75,22 +75,22 @@ def _percent_encoded(text: str) -> str:
 
 
 async def _requests(reader: asyncio.StreamReader, left: Callable[[], object]) -> AsyncIterator[play_pb2.PlayRequest]:
-    """The bot's PlayRequests; at the end of its connection, `left()`. A frame this side cannot read raises (the
-    stream then ends as on gRPC: INVALID_ARGUMENT, and a protocol error once the seat is known)."""
+    """The bot's PlayRequests; at the end of its connection, `left()` (also inside a frame: a process killed while
+    it wrote has left, as a gRPC client whose connection breaks). A frame this side cannot read raises (the stream
+    then ends as on gRPC: INVALID_ARGUMENT, and a protocol error once the seat is known)."""
     while True:
         try:
             header = await reader.readexactly(HEADER_BYTES)
-        except asyncio.IncompleteReadError as error:
-            if error.partial:
-                raise FrameError("the connection ended inside a frame's header") from None
+            length = int.from_bytes(header[1:], "big")
+            if header[0] != MESSAGE:
+                raise FrameError(f"frame flags {header[0]:#04x}: a bot sends only messages (0x00)")
+            if length > TRANSPORT_LIMIT_BYTES:
+                raise FrameError(f"a frame of {length} bytes is over the limit of {TRANSPORT_LIMIT_BYTES} bytes")
+            body = await reader.readexactly(length)
+        except asyncio.IncompleteReadError:
             left()
             return
-        length = int.from_bytes(header[1:], "big")
-        if header[0] != MESSAGE:
-            raise FrameError(f"frame flags {header[0]:#04x}: a bot sends only messages (0x00)")
-        if length > TRANSPORT_LIMIT_BYTES:
-            raise FrameError(f"a frame of {length} bytes is over the limit of {TRANSPORT_LIMIT_BYTES} bytes")
-        yield play_pb2.PlayRequest.FromString(await reader.readexactly(length))
+        yield play_pb2.PlayRequest.FromString(body)
 
 
 class FrameServer:

@@ -215,3 +215,24 @@ def test_the_frames_client_names_every_grpc_status_code_by_its_number() -> None:
     import grpc
 
     assert [code.name for code in sorted(grpc.StatusCode, key=lambda code: code.value[0])] == STATUS_NAMES
+
+
+def test_a_connection_that_ends_inside_a_frame_has_left_its_seat_without_a_protocol_error() -> None:
+    """A process killed while it wrote: as a gRPC client whose connection breaks, not a bot breaking the rules."""
+
+    async def scenario(referee: Referee, address: str) -> None:
+        table = referee.create_table(Rules(), 4, NAMES)
+        act = _frame(play_pb2.PlayRequest(ping=play_pb2.Ping(nonce=2)).SerializeToString())
+        reader, writer = await asyncio.open_unix_connection(address[len("unix:") :])
+        writer.write(_frame(join(table.seats[3].token).SerializeToString()) + act[:-1])
+        writer.write_eof()
+        received = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        header = received[:5]
+        assert header[0] == frames.MESSAGE and len(received) == 5 + int.from_bytes(header[1:], "big"), (
+            "the Joined, then no status: the stream was left, not ended"
+        )
+        assert not table.seats[3].outbox and table.incidents == []
+        table.cancel("the test is over")
+
+    with_frames(scenario)
