@@ -41,6 +41,11 @@ MAX_CONNECTIONS = 4
 replaces for a moment). One more connection is closed without a word."""
 
 
+WRITE_STALL_S = 5.0
+"""How long the referee waits for a bot to read what is already buffered for it before the connection is cut: a
+bot that never reads would otherwise hold its stream, and what the table keeps queueing for it, for ever."""
+
+
 class FrameError(Exception):
     """What a bot wrote is not a frame this side reads."""
 
@@ -87,7 +92,7 @@ async def _requests(reader: asyncio.StreamReader, left: Callable[[], object]) ->
             if length > TRANSPORT_LIMIT_BYTES:
                 raise FrameError(f"a frame of {length} bytes is over the limit of {TRANSPORT_LIMIT_BYTES} bytes")
             body = await reader.readexactly(length)
-        except asyncio.IncompleteReadError:
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):  # an end, or a reset (unread data): it left
             left()
             return
         yield play_pb2.PlayRequest.FromString(body)
@@ -133,13 +138,17 @@ class FrameServer:
             async for message in self._play.Play(_requests(reader, task.cancel), _FrameContext()):
                 body = message if isinstance(message, bytes) else message.SerializeToString()
                 writer.write(frame(body))
-                if transport.get_write_buffer_size() > 65536:
-                    await writer.drain()  # a bot that does not read is not buffered for without end
+                if transport.get_write_buffer_size() > 65536:  # a bot that does not read is not buffered for
+                    try:
+                        await asyncio.wait_for(writer.drain(), WRITE_STALL_S)
+                    except TimeoutError:
+                        transport.abort()  # it stopped reading: it has left, as a stalled gRPC stream would
+                        return
         except _Aborted as aborted:
             code, details = aborted.code, aborted.details
         writer.write(trailer(code, details))
-        with contextlib.suppress(ConnectionError, OSError):
-            await writer.drain()
+        with contextlib.suppress(ConnectionError, OSError, TimeoutError):
+            await asyncio.wait_for(writer.drain(), WRITE_STALL_S)
 
     async def stop(self) -> None:
         """Stop listening, end the streams still open and remove the socket."""

@@ -236,3 +236,19 @@ def test_a_connection_that_ends_inside_a_frame_has_left_its_seat_without_a_proto
         table.cancel("the test is over")
 
     with_frames(scenario)
+
+
+def test_a_bot_that_dies_with_unread_frames_has_left_its_seat_without_a_protocol_error() -> None:
+    """Closing a unix socket with data unread resets it (ECONNRESET): still the bot leaving, not a broken rule."""
+
+    async def scenario(referee: Referee, address: str) -> None:
+        table = referee.create_table(Rules(), 6, NAMES)
+        reader, writer = await asyncio.open_unix_connection(address[len("unix:") :])
+        writer.write(_frame(join(table.seats[2].token).SerializeToString()))
+        await asyncio.wait_for(reader.readexactly(5), 5)  # the Joined is there, unread
+        writer.transport.abort()
+        await asyncio.sleep(0.2)
+        assert not table.seats[2].outbox and table.incidents == []
+        table.cancel("the test is over")
+
+    with_frames(scenario)
