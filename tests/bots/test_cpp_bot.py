@@ -23,10 +23,10 @@ from referee.engine.match import Match
 from referee.engine.outcome import MatchTermination
 from referee.engine.replay import match_record, replay_record
 from referee.engine.rules import Rules
-from referee.service.frames import FrameServer
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
+from tests.support.frames_seat import refused_over_frames
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
 from tests.support.proxy import DropOnceProxy
 from workers.cli.main import app
@@ -236,20 +236,6 @@ def test_a_seat_refused_over_frames_is_logged_with_the_referees_status_and_the_n
     cpp_bot: Path, tmp_path: Path
 ) -> None:
     """The trailer frame's status reaches the bot as a gRPC status would (docs/pool.md, "Frames")."""
-
-    async def scenario() -> str:
-        server = await FrameServer(Referee(), tmp_path / "play.sock").start()
-        try:
-            line = json.dumps({"referee": "unix:/nowhere", "seat_token": "stale", "frames": f"unix:{server.path}"})
-            process = await asyncio.create_subprocess_exec(
-                str(cpp_bot), env={"MUS_SEATS": "stdin"}, stdin=subprocess.PIPE, stderr=subprocess.PIPE
-            )
-            _, errors = await asyncio.wait_for(process.communicate(f"{line}\n".encode()), 30)
-            assert process.returncode == 0
-            return errors.decode()
-        finally:
-            await server.stop()
-
-    log = asyncio.run(scenario())
+    log = refused_over_frames([str(cpp_bot)], tmp_path)
     assert "ended the stream: UNAUTHENTICATED: unknown or expired seat token" in log, log
     assert "end of input after 0 seat(s)" in log, log
