@@ -1,7 +1,8 @@
 """`mus bot check`: a conformance run of one bot program before it enters a league (docs/bot-check.md).
 
 The bot plays short seeded matches against the reference bot (the Python `random` example) on a referee embedded
-in this process, over real gRPC, each seat its own process (sandboxed when asked, as in a league):
+in this process, over real gRPC, each of the bot's seats its own process (sandboxed when asked, as in a league);
+the reference seats play in this process, through the referee's own Play handler:
 
 - the handshake: every seat joins within the limit with `Join.protocol_version = 1`;
 - legal play under every option that changes the set of actions (`VARIANTS`): no fault (illegal action,
@@ -30,10 +31,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
+from clients.bots.random_bot import RandomBot
+from clients.sdk.runner import play_in_process
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.causes import IncidentCause
@@ -47,7 +50,9 @@ from workers.matches import EmbeddedReferee, RefereeFailure, play_programs
 from workers.pool import BotPool
 
 REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
-"""The reference opponent: the Python random example bot, which plays every legal action sometimes."""
+"""The reference opponent: the Python random example bot, which plays every legal action sometimes. Launched as
+processes in the persistent check (a league worker's match); played in this process in the others
+(`_reference_seat`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -759,20 +764,21 @@ async def _play(
     await server.start()
     sandbox = Sandbox(socket_dir, config.sandbox) if config.sandbox is not None else None
     address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else host_address
-    programs = [program if seat % 2 == bot_team else REFERENCE for seat in range(4)]
-    table = referee.create_table(
-        rules, seed, [item.name for item in programs], join_timeout_s=config.join_timeout_s + MARGIN_S
-    )
+    names = [program.name if seat in bot_seats else REFERENCE.name for seat in range(4)]
+    table = referee.create_table(rules, seed, names, join_timeout_s=config.join_timeout_s + MARGIN_S)
     watch.table = table
     processes: list[BotProcess] = []
     tasks: list[asyncio.Task[Any]] = []
     try:
-        for seat, seat_program in enumerate(programs):
-            path = log_dir / f"{label}-seat{seat}-{seat_program.name}.log"
-            if seat in watch.seats:
-                watch.seats[seat].launched_at = time.monotonic()
-                watch.seats[seat].log = path
-            process = await launch_bot(seat_program, address, table.seats[seat].token, log_path=path, sandbox=sandbox)
+        for seat in range(4):
+            token = table.seats[seat].token
+            if seat not in bot_seats:
+                tasks.append(asyncio.create_task(_reference_seat(referee, token, seed * 4 + seat)))
+                continue
+            path = log_dir / f"{label}-seat{seat}-{program.name}.log"
+            watch.seats[seat].launched_at = time.monotonic()
+            watch.seats[seat].log = path
+            process = await launch_bot(program, address, token, log_path=path, sandbox=sandbox)
             processes.append(process)
             tasks.append(asyncio.create_task(_watch_process(table, watch, seat, process)))
         tasks.append(asyncio.create_task(_join_deadline(watch, config.join_timeout_s)))
@@ -797,6 +803,27 @@ async def _play(
         await server.stop(grace=0.5)
         shutil.rmtree(socket_dir, ignore_errors=True)
     return _Played(label, seed, bot_seats, table, watch)
+
+
+class _Ended(Exception):
+    """A reference seat's stream ended with an error status (the check cancelled the table)."""
+
+
+class _InProcess:
+    """The context of a reference seat's Play stream: an abort ends the seat's play."""
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
+        raise _Ended(f"{code.name}: {details}")
+
+
+async def _reference_seat(referee: Referee, token: str, seed: int) -> None:
+    """A reference seat: the random example bot played in this process through the referee's own Play handler
+    (`clients.sdk.play_in_process`). The opponents are the check's, not the bot's: launched as processes they
+    were half of every match's start-up, and the bot's seats see the same messages either way."""
+    servicer = PlayServicer(referee)
+    context = _InProcess()
+    with contextlib.suppress(_Ended):
+        await play_in_process(RandomBot(seed), token, lambda requests: servicer.Play(requests, context))
 
 
 async def _watch_process(table: Table, watch: _Watch, seat: int, process: BotProcess) -> None:

@@ -8,13 +8,14 @@ statuses into a `RefereeError` that says what went wrong.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -91,8 +92,25 @@ class _Outbox(Generic[_M]):
             yield message
 
 
+class _AsyncOutbox:
+    """The request side of a Play handler run in this process (`play_in_process`): an asyncio queue."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
+
+    def put(self, message: play_pb2.PlayRequest) -> None:
+        self._queue.put_nowait(message)
+
+    def close(self) -> None:
+        self._queue.put_nowait(None)
+
+    async def requests(self) -> AsyncIterator[play_pb2.PlayRequest]:
+        while (message := await self._queue.get()) is not None:
+            yield message
+
+
 class _Sends(Protocol):
-    """Where a seat's requests go: a gRPC stream's `_Outbox`, or a `FrameStream`."""
+    """Where a seat's requests go: a gRPC stream's `_Outbox`, a `FrameStream` or an `_AsyncOutbox`."""
 
     def put(self, message: play_pb2.PlayRequest) -> None: ...
 
@@ -137,6 +155,22 @@ class _Seat:
         with FrameStream(address) as stream:
             stream.put(self._join())
             return self._play(stream, stream)
+
+    async def play_in_process(self, play: PlayHandler) -> MatchOutcome:
+        """The same over a Play handler in this process: its messages, bytes or not, are handled as they come."""
+        self.transport = "in-process"
+        outbox = _AsyncOutbox()
+        outbox.put(self._join())
+        try:
+            async for message in play(outbox.requests()):
+                if isinstance(message, bytes):
+                    message = play_pb2.PlayResponse.FromString(message)
+                self._handle(message, outbox)
+        finally:
+            outbox.close()
+        if self.outcome is None:
+            raise SdkError("the referee closed the stream before sending the outcome")
+        return self.outcome
 
     def _join(self) -> play_pb2.PlayRequest:
         join = play_pb2.Join(
@@ -258,6 +292,18 @@ class _Seat:
         answer = self._decide(request, rejected)
         self._answered = {request.decision_id: answer}
         outbox.put(play_pb2.PlayRequest(act=play_pb2.Act(decision_id=request.decision_id, action=answer)))
+
+
+PlayHandler = Callable[[AsyncIterator[play_pb2.PlayRequest]], AsyncIterator[play_pb2.PlayResponse | bytes]]
+"""A Play stream served in this process: the requests in, the responses (or their bytes) out."""
+
+
+async def play_in_process(bot: Bot, token: str, play: PlayHandler) -> MatchOutcome:
+    """Play one seat on a referee that runs in this process, with no socket: the SDK's seat logic (joins, views,
+    rejected actions) over the referee's own Play handler. For a program that hosts the referee and seats of
+    its own beside the bots it runs as processes (`mus bot check`'s reference seats). An error status is the
+    handler's exception, raised as it comes."""
+    return await _Seat(bot, token).play_in_process(play)
 
 
 def _call_hook(hook: Callable[[Any], None], argument: object) -> None:

@@ -68,7 +68,7 @@ def print_summary(console: Console, report: CheckReport, name: str | None = None
         console.print(f"[green]Passed[/green]: {bot} passed all {total} checks.")
         return
     console.print(
-        f"[red]Failed[/red]: {bot} did not pass {len(failed)} of {total} checks. Every seat's output: {report.log_dir}",
+        f"[red]Failed[/red]: {bot} did not pass {len(failed)} of {total} checks. Its seats' output: {report.log_dir}",
         soft_wrap=True,
     )
 
@@ -238,7 +238,8 @@ def check_command(
         bool, typer.Option(help="Run each seat in its own sandbox (bubblewrap) where this machine has one.")
     ] = True,
     logs: Annotated[
-        Path | None, typer.Option("--logs", help="Keep every seat's output in this folder (default: a new temp one).")
+        Path | None,
+        typer.Option("--logs", help="Keep the output of the bot's seats in this folder (default: a new temp one)."),
     ] = None,
     jobs: Annotated[int, typer.Option(help="Matches played at once, after the first.")] = 2,
 ) -> None:
