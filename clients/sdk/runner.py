@@ -8,7 +8,6 @@ statuses into a `RefereeError` that says what went wrong.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -38,6 +37,8 @@ from referee.wire import (
 )
 
 if TYPE_CHECKING:  # grpc is imported where a seat is played over gRPC: over frames a bot starts without it
+    import asyncio
+
     import grpc
 
     from mus.v1 import play_pb2_grpc
@@ -96,6 +97,8 @@ class _AsyncOutbox:
     """The request side of a Play handler run in this process (`play_in_process`): an asyncio queue."""
 
     def __init__(self) -> None:
+        import asyncio  # only here: an SDK bot's process never needs it, and it costs 30 ms to start
+
         self._queue: asyncio.Queue[play_pb2.PlayRequest | None] = asyncio.Queue()
 
     def put(self, message: play_pb2.PlayRequest) -> None:
