@@ -23,12 +23,16 @@ def test_a_seat_line_may_name_where_to_play_over_frames() -> None:
     assert SeatOffer.from_line(line).frames == "unix:/run/mus/play.sock"
 
 
-def test_a_bot_that_plays_over_frames_starts_without_importing_grpc() -> None:
-    """Half of a small Python bot's start-up is grpc's import, which frames do not need (docs/pool.md)."""
+def test_a_bot_that_plays_over_frames_starts_without_importing_grpc_or_asyncio() -> None:
+    """Half of a small Python bot's start-up is grpc's import, which frames do not need (docs/pool.md); asyncio
+    (30 ms) serves only a seat played in process (`play_in_process`)."""
     import subprocess
     import sys
 
-    code = "import sys, clients.sdk, bench.league_bot; print(sorted(m for m in sys.modules if m.startswith('grpc')))"
+    code = (
+        "import sys, clients.sdk, clients.bots.random_bot, bench.league_bot;"
+        " print(sorted(m for m in sys.modules if m.split('.')[0] in ('grpc', 'asyncio')))"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
