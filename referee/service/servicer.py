@@ -46,6 +46,11 @@ MAX_WAIT_S = 60.0
 """The longest one WaitTable call waits: a worker calls again while its table runs on, so a lost call never
 holds an admin call slot for long."""
 
+MAX_UNREAD = 1_000
+"""Messages a seat's stream may hold unread when the seat pings: only its pings add to its stream at its own
+say (the table's messages are bounded by the match), so a bot that pings and never reads is cut here instead of
+the referee queueing pongs for it without end. An honest bot has at most a hand's events unread."""
+
 TRANSPORT_LIMIT_BYTES = 1024 * 1024
 """What gRPC itself accepts: larger messages than MAX_MESSAGE_BYTES get through to be refused by name, and
 counted as a protocol error once the seat is known."""
@@ -282,6 +287,11 @@ class PlayServicer:
                         return
                     table.act(seat, request.act.decision_id, request.act.action)  # a rejection goes out from the table
                 elif kind == "ping":
+                    if outbox.qsize() >= MAX_UNREAD:
+                        while not outbox.empty():  # never to be read: a rejoin resends the events from next_seq
+                            outbox.get_nowait()
+                        close(grpc.StatusCode.RESOURCE_EXHAUSTED, f"a ping with {MAX_UNREAD} messages unread")
+                        return
                     outbox.put_nowait(play_pb2.PlayResponse(pong=play_pb2.Pong(nonce=request.ping.nonce)))
                 elif kind == "join":
                     close(grpc.StatusCode.INVALID_ARGUMENT, "Join may only be the first message of a stream")

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from typing import NoReturn
 
+import grpc
 import pytest
 
+from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee import wire
+from referee.causes import IncidentCause
 from referee.engine.actions import ActionKind
 from referee.engine.match import Match, StepKind
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
+from referee.service import servicer as servicer_module
 from referee.service import table as table_module
-from referee.service.servicer import table_replay_message
+from referee.service.servicer import PlayServicer, Referee, table_replay_message
 from referee.service.table import Outbox, Table, TableStatus
 from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of
 
@@ -165,3 +171,53 @@ def test_the_longest_honest_match_of_the_default_rules_stays_under_both_caps(see
     assert match.outcome is not None
     assert 5_000 < len(match.events) < table_module.MAX_TABLE_EVENTS // 5
     assert len(dumps_record(match).encode()) < table_module.MAX_RECORD_BYTES // 3
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _Context:
+    """A Play stream's context in-process: an abort ends the stream with its code."""
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
+        raise _Aborted(code, details)
+
+
+def test_a_seat_that_pings_and_never_reads_is_cut_at_the_unread_cap_and_its_backlog_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only pings add to a seat's stream at its own say: past MAX_UNREAD messages unread, a ping ends the stream
+    (RESOURCE_EXHAUSTED, a protocol error), the seat's requests are read no further, and what it left unread is
+    dropped (a rejoin resends the events from next_seq) instead of the referee queueing pongs without end."""
+    monkeypatch.setattr(servicer_module, "MAX_UNREAD", 50)
+    sent = 0
+
+    async def scenario() -> tuple[int, _Aborted, list[tuple[int, IncidentCause]]]:
+        referee = Referee()
+        table = referee.create_table(Rules(), 5, ["a", "b", "c", "d"])
+
+        async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
+            nonlocal sent
+            join = play_pb2.Join(seat_token=table.seats[1].token, bot_name="b", protocol_version=1)
+            yield play_pb2.PlayRequest(join=join)
+            for nonce in range(300):  # within the rate limit's burst of 400
+                sent += 1
+                yield play_pb2.PlayRequest(ping=play_pb2.Ping(nonce=nonce))
+
+        stream = PlayServicer(referee).Play(requests(), _Context())
+        await anext(stream)  # Joined: then the bot reads nothing while it pings
+        await asyncio.sleep(0.2)
+        received = 0
+        with pytest.raises(_Aborted) as aborted:
+            async for _ in stream:
+                received += 1
+        incidents = [(incident.seat, incident.cause) for incident in table.incidents]
+        table.cancel("the test is over")
+        return received, aborted.value, incidents
+
+    received, aborted, incidents = asyncio.run(scenario())
+    assert aborted.args == (grpc.StatusCode.RESOURCE_EXHAUSTED, "a ping with 50 messages unread")
+    assert received == 0, "the backlog it never read is dropped, not written"
+    assert sent == 51, "its requests are read no further than the ping past the cap"
+    assert incidents == [(1, IncidentCause.PROTOCOL_ERROR)]
