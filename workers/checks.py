@@ -28,7 +28,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -679,7 +679,7 @@ class _CheckServicer(PlayServicer):
 
     async def Play(
         self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: StreamContext
-    ) -> AsyncIterator[play_pb2.PlayResponse]:
+    ) -> AsyncGenerator[play_pb2.PlayResponse, None]:
         stream = _Stream(asyncio.Queue())
         inner = super().Play(self._requests(stream, request_iterator), context)
 

@@ -41,6 +41,9 @@ MAX_CONNECTIONS = 4
 replaces for a moment). One more connection is closed without a word."""
 
 
+WRITE_BUFFER_BYTES = 64 * 1024
+"""Bytes written and not yet taken by the bot past which the referee waits for it to read (WRITE_STALL_S)."""
+
 WRITE_STALL_S = 5.0
 """How long the referee waits for a bot to read what is already buffered for it before the connection is cut: a
 bot that never reads would otherwise hold its stream, and what the table keeps queueing for it, for ever."""
@@ -114,7 +117,7 @@ class FrameServer:
         return self
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._streams) >= MAX_CONNECTIONS:
+        if self._server is None or len(self._streams) >= MAX_CONNECTIONS:  # stopped, or past the cap
             writer.close()
             return
         task = asyncio.current_task()
@@ -135,20 +138,24 @@ class FrameServer:
         transport = writer.transport
         code, details = grpc.StatusCode.OK, ""
         try:
-            async for message in self._play.Play(_requests(reader, task.cancel), _FrameContext()):
-                body = message if isinstance(message, bytes) else message.SerializeToString()
-                writer.write(frame(body))
-                if transport.get_write_buffer_size() > 65536:  # a bot that does not read is not buffered for
-                    try:
-                        await asyncio.wait_for(writer.drain(), WRITE_STALL_S)
-                    except TimeoutError:
-                        transport.abort()  # it stopped reading: it has left, as a stalled gRPC stream would
-                        return
+            # Closed on the way out, whichever: the seat is detached before this returns, not when it is collected.
+            async with contextlib.aclosing(self._play.Play(_requests(reader, task.cancel), _FrameContext())) as play:
+                async for message in play:
+                    body = message if isinstance(message, bytes) else message.SerializeToString()
+                    writer.write(frame(body))
+                    if transport.get_write_buffer_size() > WRITE_BUFFER_BYTES:  # not buffered for without end
+                        try:
+                            async with asyncio.timeout(WRITE_STALL_S):
+                                await writer.drain()
+                        except TimeoutError:
+                            transport.abort()  # it stopped reading: it has left, as a stalled gRPC stream would
+                            return
         except _Aborted as aborted:
             code, details = aborted.code, aborted.details
         writer.write(trailer(code, details))
         with contextlib.suppress(ConnectionError, OSError, TimeoutError):
-            await asyncio.wait_for(writer.drain(), WRITE_STALL_S)
+            async with asyncio.timeout(WRITE_STALL_S):
+                await writer.drain()
 
     async def stop(self) -> None:
         """Stop listening, end the streams still open and remove the socket."""

@@ -11,7 +11,7 @@ import hmac
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -204,9 +204,10 @@ class PlayServicer:
 
     async def Play(
         self, request_iterator: AsyncIterator[play_pb2.PlayRequest], context: StreamContext
-    ) -> AsyncIterator[play_pb2.PlayResponse | bytes]:
+    ) -> AsyncGenerator[play_pb2.PlayResponse | bytes, None]:
         try:
-            first = await asyncio.wait_for(anext(request_iterator), JOIN_WAIT_S)
+            async with asyncio.timeout(JOIN_WAIT_S):  # not wait_for: its task could swallow a stop's cancel
+                first = await anext(request_iterator)
         except StopAsyncIteration:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending Join")
         except TimeoutError:
@@ -534,7 +535,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         self, request_iterator: AsyncIterator[lobby_pb2.ConnectRequest], context: Context
     ) -> AsyncIterator[lobby_pb2.ConnectResponse]:
         try:
-            first = await asyncio.wait_for(anext(request_iterator), JOIN_WAIT_S)
+            async with asyncio.timeout(JOIN_WAIT_S):  # not wait_for: its task could swallow a stop's cancel
+                first = await anext(request_iterator)
         except StopAsyncIteration:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending LobbyHello")
         except TimeoutError:

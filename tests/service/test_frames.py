@@ -252,3 +252,57 @@ def test_a_bot_that_dies_with_unread_frames_has_left_its_seat_without_a_protocol
         table.cancel("the test is over")
 
     with_frames(scenario)
+
+
+class _StalledTransport:
+    """A connection whose bot reads nothing: its buffer stays full."""
+
+    aborted = False
+
+    def get_write_buffer_size(self) -> int:
+        return frames.WRITE_BUFFER_BYTES + 1
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+class _StalledWriter:
+    def __init__(self) -> None:
+        self.transport = _StalledTransport()
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    async def drain(self) -> None:
+        await asyncio.Event().wait()  # never: nothing is read
+
+
+def test_a_bot_that_stops_reading_is_cut_after_the_write_stall_and_has_left_its_seat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past WRITE_BUFFER_BYTES unread, the referee waits WRITE_STALL_S for the bot to read, then aborts the
+    connection: the seat has left (as a stalled gRPC stream), is no protocol error, and may join again."""
+    monkeypatch.setattr(frames, "WRITE_STALL_S", 0.2)
+
+    async def scenario() -> None:
+        referee = Referee(reconnect_grace_s=5.0)
+        table = referee.create_table(Rules(), 7, NAMES)
+        reader = asyncio.StreamReader()
+        reader.feed_data(_frame(join(table.seats[1].token).SerializeToString()))
+        writer = _StalledWriter()
+        server = FrameServer(referee, Path("unused.sock"))
+
+        async def stream() -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            await server._stream(reader, writer, task)  # type: ignore[arg-type]  # a writer that never drains
+
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(stream(), 5)
+        assert asyncio.get_running_loop().time() - started >= 0.2, "it waited WRITE_STALL_S for the bot to read"
+        assert writer.transport.aborted and len(writer.written) == 1, "the Joined, then the cut: no trailer"
+        assert table.seats[1].outbox is None and table.incidents == [], "it left, without a protocol error"
+        table.cancel("the test is over")
+
+    asyncio.run(scenario())
