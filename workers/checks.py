@@ -773,7 +773,7 @@ async def _play(
         for seat in range(4):
             token = table.seats[seat].token
             if seat not in bot_seats:
-                tasks.append(asyncio.create_task(_reference_seat(referee, token, seed * 4 + seat)))
+                tasks.append(asyncio.create_task(_reference_seat(referee, watch, token, seed * 4 + seat)))
                 continue
             path = log_dir / f"{label}-seat{seat}-{program.name}.log"
             watch.seats[seat].launched_at = time.monotonic()
@@ -816,14 +816,20 @@ class _InProcess:
         raise _Ended(f"{code.name}: {details}")
 
 
-async def _reference_seat(referee: Referee, token: str, seed: int) -> None:
+async def _reference_seat(referee: Referee, watch: _Watch, token: str, seed: int) -> None:
     """A reference seat: the random example bot played in this process through the referee's own Play handler
     (`clients.sdk.play_in_process`). The opponents are the check's, not the bot's: launched as processes they
-    were half of every match's start-up, and the bot's seats see the same messages either way."""
+    were half of every match's start-up, and the bot's seats see the same messages either way. One that fails
+    stops the check as a broken sandbox does: the match would say nothing about the bot."""
     servicer = PlayServicer(referee)
     context = _InProcess()
-    with contextlib.suppress(_Ended):
+    try:
         await play_in_process(RandomBot(seed), token, lambda requests: servicer.Play(requests, context))
+    except _Ended:
+        pass  # the table ended the stream (the check cancelled it)
+    except Exception as error:
+        watch.infrastructure = f"a reference seat failed: {type(error).__name__}: {error}"
+        watch.halt(watch.infrastructure)
 
 
 async def _watch_process(table: Table, watch: _Watch, seat: int, process: BotProcess) -> None:

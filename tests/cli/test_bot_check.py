@@ -16,6 +16,7 @@ from typer.testing import CliRunner, Result
 
 from clients.cpp.build import build_bot, missing_toolchain
 from tests.cli.helpers import error_of, use_database_copy
+from workers import checks
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
 
@@ -114,6 +115,21 @@ def test_a_persistent_bot_also_plays_two_seats_in_a_row_from_each_process() -> N
     found = verdicts(report)
     assert list(found)[-1] == "persistent" and found["persistent"][0] == "pass", found
     assert report["passed"] is True and result.exit_code == 0
+
+
+def test_a_reference_seat_that_fails_stops_the_check_as_this_machines_error_not_a_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reference seats play in the check's process: one that breaks says nothing about the bot."""
+
+    async def broken_reference(*args: object) -> None:
+        raise RuntimeError("the reference seat broke")
+
+    monkeypatch.setattr(checks, "play_in_process", broken_reference)
+    refused = error_of(
+        runner.invoke(app, ["bot", "check", *ONE_VARIANT, "--", sys.executable, "-m", "clients.bots.random"])
+    )
+    assert "a reference seat failed: RuntimeError: the reference seat broke" in refused
 
 
 # ------------------------------------------------------------------------------------- broken bots fail, saying why
