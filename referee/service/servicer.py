@@ -11,7 +11,7 @@ import hmac
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -50,6 +50,10 @@ MAX_UNREAD = 1_000
 """Messages a seat's stream may hold unread when the seat pings: only its pings add to its stream at its own
 say (the table's messages are bounded by the match), so a bot that pings and never reads is cut here instead of
 the referee queueing pongs for it without end. An honest bot has at most a hand's events unread."""
+
+CLOSE_GRACE_S = 5.0
+"""How long a stream closed for a protocol error waits for its bot to read up to its status before it is cut:
+a bot that does not read would otherwise hold its stream, and its seat, for as long as its connection lives."""
 
 TRANSPORT_LIMIT_BYTES = 1024 * 1024
 """What gRPC itself accepts: larger messages than MAX_MESSAGE_BYTES get through to be refused by name, and
@@ -241,7 +245,17 @@ class PlayServicer:
         except TableError as error:
             await context.abort(_STATUS[error.code], str(error))
         closing: list[tuple[grpc.StatusCode, str]] = []
-        reader = asyncio.create_task(self._read(table, seat, request_iterator, outbox, closing))
+        ended = asyncio.Event()
+        handler = asyncio.current_task()
+        assert handler is not None
+
+        def cut() -> None:
+            """A stream closed by `_read` whose bot does not take its end (its transport is full: it does not read)
+            is not waited for: the write it blocks is cancelled, and the seat is detached."""
+            if not ended.is_set():
+                handler.cancel()
+
+        reader = asyncio.create_task(self._read(table, seat, request_iterator, outbox, closing, cut))
         try:
             while True:
                 message = await outbox.get()
@@ -249,6 +263,7 @@ class PlayServicer:
                     break
                 yield message
         finally:
+            ended.set()
             reader.cancel()
             table.detach(seat, outbox)
         if closing:
@@ -263,14 +278,17 @@ class PlayServicer:
         requests: AsyncIterator[play_pb2.PlayRequest],
         outbox: Outbox,
         closing: list[tuple[grpc.StatusCode, str]],
+        cut: Callable[[], None],
     ) -> None:
-        """Apply what the seat sends; a protocol error closes its stream with a status naming it."""
+        """Apply what the seat sends; a protocol error closes its stream with a status naming it (and `cut`s it
+        after CLOSE_GRACE_S if the bot has not read that far)."""
         limiter = RateLimiter()
 
         def close(code: grpc.StatusCode, detail: str) -> None:
             table.protocol_error(seat, detail)
             closing.append((code, detail))
             outbox.put_nowait(None)
+            asyncio.get_running_loop().call_later(CLOSE_GRACE_S, cut)
 
         try:
             async for request in requests:

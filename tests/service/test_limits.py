@@ -7,6 +7,7 @@ already holds right before the flooding seat's message, so the seat that crosses
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import NoReturn
@@ -220,4 +221,44 @@ def test_a_seat_that_pings_and_never_reads_is_cut_at_the_unread_cap_and_its_back
     assert aborted.args == (grpc.StatusCode.RESOURCE_EXHAUSTED, "a ping with 50 messages unread")
     assert received == 0, "the backlog it never read is dropped, not written"
     assert sent == 51, "its requests are read no further than the ping past the cap"
+    assert incidents == [(1, IncidentCause.PROTOCOL_ERROR)]
+
+
+def test_a_stream_closed_for_a_protocol_error_whose_bot_does_not_read_is_cut_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bot whose transport is full (it does not read: gRPC's flow control blocks the write of its next message)
+    never reads the end of its stream: after CLOSE_GRACE_S the blocked write is cancelled and its seat detached,
+    instead of the stream, and the seat, being held for as long as its connection lives."""
+    monkeypatch.setattr(servicer_module, "MAX_UNREAD", 50)
+    monkeypatch.setattr(servicer_module, "CLOSE_GRACE_S", 0.2)
+
+    async def scenario() -> tuple[bool, bool, list[tuple[int, IncidentCause]]]:
+        referee = Referee()
+        table = referee.create_table(Rules(), 5, ["a", "b", "c", "d"])
+
+        async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
+            join = play_pb2.Join(seat_token=table.seats[1].token, bot_name="b", protocol_version=1)
+            yield play_pb2.PlayRequest(join=join)
+            for nonce in range(300):
+                yield play_pb2.PlayRequest(ping=play_pb2.Ping(nonce=nonce))
+            await asyncio.Event().wait()  # the connection stays open
+
+        async def stalled_transport() -> None:
+            async for _ in PlayServicer(referee).Play(requests(), _Context()):
+                await asyncio.Event().wait()  # the bot never takes this message: the write never returns
+
+        writer = asyncio.create_task(stalled_transport())
+        await asyncio.sleep(0.1)
+        charged = table.seats[1].outbox is not None and bool(table.incidents)  # charged, still attached
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(writer, 5)
+        incidents = [(incident.seat, incident.cause) for incident in table.incidents]
+        detached = table.seats[1].outbox is None
+        table.cancel("the test is over")
+        return charged, detached, incidents
+
+    charged, detached, incidents = asyncio.run(scenario())
+    assert charged, "the protocol error is charged at once; the stream waits the grace for the bot to read"
+    assert detached, "then the blocked write is cancelled and the seat detached"
     assert incidents == [(1, IncidentCause.PROTOCOL_ERROR)]
