@@ -44,7 +44,7 @@ from referee.engine.events import Fault
 from referee.engine.rules import Rules
 from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import PlayServicer, Referee, StreamContext
-from referee.service.table import PROTOCOL_VERSION, Table, TableStatus
+from referee.service.table import PROTOCOL_VERSION, Table, TableStatus, reported_name
 from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
 from workers.matches import EmbeddedReferee, RefereeFailure, play_programs
 from workers.pool import BotPool
@@ -304,7 +304,7 @@ class _Watch:
             time.monotonic() - record.launched_at,
             join.protocol_version,
             join.next_seq,
-            join.bot_name,
+            reported_name(join.bot_name),
             join.batch_events,
         )
         record.joins.append(note)

@@ -66,6 +66,11 @@ MAX_INCIDENTS = 1_000
 """The most incidents a table records (a seat reconnecting to break the protocol again and again)."""
 
 
+def reported_name(bot_name: str) -> str:
+    """`Join.bot_name` as reports show it: printable characters only, at most 64, trimmed (a bot chooses it)."""
+    return "".join(char for char in bot_name if char.isprintable())[:64].strip()
+
+
 class Timer(Protocol):
     def cancel(self) -> None: ...
 
@@ -265,7 +270,7 @@ class Table:
         resumed = state.joined
         state.outbox = outbox
         state.joined = True
-        state.joined_as = "".join(char for char in bot_name if char.isprintable())[:64].strip() or state.joined_as
+        state.joined_as = reported_name(bot_name) or state.joined_as
         state.batch = batch
         state.omit_hand_events = omit_hand_events
         state.pending_events, state.pending_update = [], None

@@ -23,7 +23,7 @@ from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
 from referee.service.server import SERVICE_NAMES
 from referee.service.servicer import table_status_message
-from referee.service.table import Table, TableStatus
+from referee.service.table import Table, TableStatus, reported_name
 from referee.wire import rules_to_map
 from tests.service.conftest import Running, with_referee
 from tests.support.referee_checks import until
@@ -450,3 +450,11 @@ def test_reflection_lists_the_services_and_describes_them() -> None:
         "grpc.reflection.v1alpha.ServerReflection",
     }
     assert b"mus/v1/play.proto" in descriptor
+
+
+def test_a_bots_own_name_is_reported_printable_trimmed_and_at_most_64_characters() -> None:
+    """`Join.bot_name` is the bot's to choose: what the table reports (`joined_as`) and what `mus bot check`
+    prints go through `reported_name`."""
+    assert reported_name("  mybot  ") == "mybot"
+    assert reported_name("evil\x1b[2J\nname\x00") == "evil[2Jname"
+    assert reported_name("x" * 10_000) == "x" * 64
