@@ -31,7 +31,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 
@@ -43,7 +43,7 @@ from referee.causes import IncidentCause
 from referee.engine.events import Fault
 from referee.engine.rules import Rules
 from referee.service.server import SERVER_OPTIONS
-from referee.service.servicer import PlayServicer, Referee, StreamContext
+from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, StreamContext
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus, reported_name
 from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
 from workers.matches import EmbeddedReferee, RefereeFailure, play_programs
@@ -805,27 +805,16 @@ async def _play(
     return _Played(label, seed, bot_seats, table, watch)
 
 
-class _Ended(Exception):
-    """A reference seat's stream ended with an error status (the check cancelled the table)."""
-
-
-class _InProcess:
-    """The context of a reference seat's Play stream: an abort ends the seat's play."""
-
-    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
-        raise _Ended(f"{code.name}: {details}")
-
-
 async def _reference_seat(referee: Referee, watch: _Watch, token: str, seed: int) -> None:
     """A reference seat: the random example bot played in this process through the referee's own Play handler
     (`clients.sdk.play_in_process`). The opponents are the check's, not the bot's: launched as processes they
     were half of every match's start-up, and the bot's seats see the same messages either way. One that fails
     stops the check as a broken sandbox does: the match would say nothing about the bot."""
     servicer = PlayServicer(referee)
-    context = _InProcess()
+    context = RaisingContext()
     try:
         await play_in_process(RandomBot(seed), token, lambda requests: servicer.Play(requests, context))
-    except _Ended:
+    except StreamAborted:
         pass  # the table ended the stream (the check cancelled it)
     except Exception as error:
         watch.infrastructure = f"a reference seat failed: {type(error).__name__}: {error}"

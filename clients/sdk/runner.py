@@ -171,9 +171,7 @@ class _Seat:
                 self._handle(message, outbox)
         finally:
             outbox.close()
-        if self.outcome is None:
-            raise SdkError("the referee closed the stream before sending the outcome")
-        return self.outcome
+        return self._outcome()
 
     def _join(self) -> play_pb2.PlayRequest:
         join = play_pb2.Join(
@@ -193,6 +191,10 @@ class _Seat:
                 self._handle(response, outbox)
         finally:
             outbox.close()
+        return self._outcome()
+
+    def _outcome(self) -> MatchOutcome:
+        """The outcome, once the stream has ended: one that ended without it is the referee's failure."""
         if self.outcome is None:
             raise SdkError("the referee closed the stream before sending the outcome")
         return self.outcome

@@ -25,12 +25,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import NoReturn
 
 import grpc
 
 from mus.v1 import play_pb2
-from referee.service.servicer import TRANSPORT_LIMIT_BYTES, PlayServicer, Referee
+from referee.service.servicer import TRANSPORT_LIMIT_BYTES, PlayServicer, RaisingContext, Referee, StreamAborted
 
 MESSAGE = 0x00
 TRAILER = 0x80
@@ -51,20 +50,6 @@ bot that never reads would otherwise hold its stream, and what the table keeps q
 
 class FrameError(Exception):
     """What a bot wrote is not a frame this side reads."""
-
-
-class _Aborted(Exception):
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self.code = code
-        self.details = details
-
-
-class _FrameContext:
-    """What `PlayServicer.Play` asks of its context: `abort` ends the stream with a status, as in grpc.aio."""
-
-    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
-        raise _Aborted(code, details)
 
 
 def frame(body: bytes, flags: int = MESSAGE) -> bytes:
@@ -139,7 +124,7 @@ class FrameServer:
         code, details = grpc.StatusCode.OK, ""
         try:
             # Closed on the way out, whichever: the seat is detached before this returns, not when it is collected.
-            async with contextlib.aclosing(self._play.Play(_requests(reader, task.cancel), _FrameContext())) as play:
+            async with contextlib.aclosing(self._play.Play(_requests(reader, task.cancel), RaisingContext())) as play:
                 async for message in play:
                     body = message if isinstance(message, bytes) else message.SerializeToString()
                     writer.write(frame(body))
@@ -150,7 +135,7 @@ class FrameServer:
                         except TimeoutError:
                             transport.abort()  # it stopped reading: it has left, as a stalled gRPC stream would
                             return
-        except _Aborted as aborted:
+        except StreamAborted as aborted:
             code, details = aborted.code, aborted.details
         writer.write(trailer(code, details))
         with contextlib.suppress(ConnectionError, OSError, TimeoutError):

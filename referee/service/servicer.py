@@ -73,6 +73,23 @@ class StreamContext(Protocol):
     async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn: ...
 
 
+class StreamAborted(Exception):
+    """A Play stream served without gRPC ended with this status (`RaisingContext.abort`)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+class RaisingContext:
+    """The context of a Play stream served without gRPC (over frames, or to a seat in the same process): `abort`
+    ends the stream by raising `StreamAborted`, as grpc.aio's abort raises out of the handler."""
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
+        raise StreamAborted(code, details)
+
+
 _STATUS = {name: getattr(grpc.StatusCode, name) for name in ("ABORTED", "ALREADY_EXISTS", "FAILED_PRECONDITION")}
 
 

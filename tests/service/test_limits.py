@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import NoReturn
 
 import grpc
 import pytest
@@ -25,7 +24,7 @@ from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service import servicer as servicer_module
 from referee.service import table as table_module
-from referee.service.servicer import PlayServicer, Referee, table_replay_message
+from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, table_replay_message
 from referee.service.table import Outbox, Table, TableStatus
 from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of
 
@@ -174,17 +173,6 @@ def test_the_longest_honest_match_of_the_default_rules_stays_under_both_caps(see
     assert len(dumps_record(match).encode()) < table_module.MAX_RECORD_BYTES // 3
 
 
-class _Aborted(Exception):
-    pass
-
-
-class _Context:
-    """A Play stream's context in-process: an abort ends the stream with its code."""
-
-    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
-        raise _Aborted(code, details)
-
-
 def test_a_seat_that_pings_and_never_reads_is_cut_at_the_unread_cap_and_its_backlog_dropped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -194,7 +182,7 @@ def test_a_seat_that_pings_and_never_reads_is_cut_at_the_unread_cap_and_its_back
     monkeypatch.setattr(servicer_module, "MAX_UNREAD", 50)
     sent = 0
 
-    async def scenario() -> tuple[int, _Aborted, list[tuple[int, IncidentCause]]]:
+    async def scenario() -> tuple[int, StreamAborted, list[tuple[int, IncidentCause]]]:
         referee = Referee()
         table = referee.create_table(Rules(), 5, ["a", "b", "c", "d"])
 
@@ -206,11 +194,11 @@ def test_a_seat_that_pings_and_never_reads_is_cut_at_the_unread_cap_and_its_back
                 sent += 1
                 yield play_pb2.PlayRequest(ping=play_pb2.Ping(nonce=nonce))
 
-        stream = PlayServicer(referee).Play(requests(), _Context())
+        stream = PlayServicer(referee).Play(requests(), RaisingContext())
         await anext(stream)  # Joined: then the bot reads nothing while it pings
         await asyncio.sleep(0.2)
         received = 0
-        with pytest.raises(_Aborted) as aborted:
+        with pytest.raises(StreamAborted) as aborted:
             async for _ in stream:
                 received += 1
         incidents = [(incident.seat, incident.cause) for incident in table.incidents]
@@ -218,7 +206,7 @@ def test_a_seat_that_pings_and_never_reads_is_cut_at_the_unread_cap_and_its_back
         return received, aborted.value, incidents
 
     received, aborted, incidents = asyncio.run(scenario())
-    assert aborted.args == (grpc.StatusCode.RESOURCE_EXHAUSTED, "a ping with 50 messages unread")
+    assert (aborted.code, aborted.details) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "a ping with 50 messages unread")
     assert received == 0, "the backlog it never read is dropped, not written"
     assert sent == 51, "its requests are read no further than the ping past the cap"
     assert incidents == [(1, IncidentCause.PROTOCOL_ERROR)]
@@ -245,7 +233,7 @@ def test_a_stream_closed_for_a_protocol_error_whose_bot_does_not_read_is_cut_aft
             await asyncio.Event().wait()  # the connection stays open
 
         async def stalled_transport() -> None:
-            async for _ in PlayServicer(referee).Play(requests(), _Context()):
+            async for _ in PlayServicer(referee).Play(requests(), RaisingContext()):
                 await asyncio.Event().wait()  # the bot never takes this message: the write never returns
 
         writer = asyncio.create_task(stalled_transport())
