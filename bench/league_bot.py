@@ -1,6 +1,7 @@
 """The instant bot of `mus bench league`: one seat over bare mus.v1, answered at once, with the least start-up.
 
-`python bench/league_bot.py` plays the seat named by `MUS_REFEREE` and `MUS_TOKEN`, like any hosted bot. It
+`python bench/league_bot.py` plays the seat named by `MUS_REFEREE` and `MUS_TOKEN`, like any hosted bot, over the
+frames of `MUS_FRAMES` when the worker offers them. It
 imports only the generated messages, the random wire policy (clients/bots/wire_random.py; no SDK, no rules
 engine) and, unless it plays over frames (below), grpc. It answers every DecisionRequest as soon as it arrives
 with a random legal action built from the request's structured legal actions (a legal kind uniformly, then its
@@ -145,8 +146,11 @@ def main() -> int:
         think_s = float(os.environ.get(THINK_ENV) or 0) / 1000
         if os.environ.get("MUS_SEATS") == "stdin":
             return play_seats(think_s)
-        with _channel(os.environ["MUS_REFEREE"]) as channel:
-            finished = play(channel, os.environ["MUS_TOKEN"], think_s)
+        if os.environ.get("MUS_FRAMES"):  # a worker's own referee offers the seat frames of its own
+            finished = play_frames(os.environ["MUS_FRAMES"], os.environ["MUS_TOKEN"], think_s)
+        else:
+            with _channel(os.environ["MUS_REFEREE"]) as channel:
+                finished = play(channel, os.environ["MUS_TOKEN"], think_s)
     except ValueError:
         print(f"instant bot: {THINK_ENV} must be a number of milliseconds", file=sys.stderr)
         return 1

@@ -1,13 +1,14 @@
 """Starting hosted bot programs: the one place a bot process is launched, inside its sandbox.
 
-A sandboxed seat runs under bubblewrap (`bwrap`): new user, pid, network, ipc, uts and cgroup namespaces, uid
-and gid 65534, a read-only file system that holds only the system folders, the Python runtime, the project's
-packages the example bots import, and the bot's own folder; `/tmp` and `HOME` are private tmpfs; the only way
-out is the referee's unix socket, bound in at `SOCKET_DIR`. The environment is cleared: the bot gets
-`MUS_REFEREE`, `MUS_TOKEN`, `PATH`, `HOME`, `LANG` and `PYTHONUNBUFFERED=1` (so a Python bot's log is written as
-it goes). Limits are rlimits set by `prlimit` just before `bwrap` (CPU time, address space, open files, file
-size) and, where this machine lets the worker make cgroups, a `pids.max` and a memory limit on the seat as a
-whole; each seat's output is read here and kept up to `Limits.output_bytes`. See docs/sandbox.md.
+A sandboxed seat runs under bubblewrap (`bwrap`): new user, pid, network, ipc, uts and cgroup namespaces, uid and
+gid 65534, a read-only file system that holds only the system folders, the Python runtime, the project's packages
+the example bots import, and the bot's own folder; `/tmp` and `HOME` are private tmpfs; the only way out is the
+referee's unix socket, bound in at `SOCKET_DIR` (and, on a worker's own referee, the seat's own frames socket at
+`FRAMES_DIR`). The environment is cleared: the bot gets `MUS_REFEREE`, `MUS_TOKEN`, `MUS_FRAMES` where there are
+frames, `PATH`, `HOME`, `LANG` and `PYTHONUNBUFFERED=1` (so a Python bot's log is written as it goes). Limits are
+rlimits set by `prlimit` just before `bwrap` (CPU time, address space, open files, file size) and, where this
+machine lets the worker make cgroups, a `pids.max` and a memory limit on the seat as a whole; each seat's output is
+read here and kept up to `Limits.output_bytes`. See docs/sandbox.md.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ INSTALL_HINT = "no sandbox on this machine: install bubblewrap (apt-get install 
 
 SOCKET_DIR = "/run/mus"
 """Where the referee's socket folder is bound inside a sandbox (read-only: connecting needs no write)."""
+
+FRAMES_DIR = "/run/mus-frames"
+"""Where a launched seat's own frames folder is bound inside its sandbox (read-only, like SOCKET_DIR): its
+`play.sock` serves that seat's Play stream without HTTP/2 (`MUS_FRAMES`, docs/protocol.md). No other seat binds it,
+so no seat can reach or fill another's."""
+
+FRAMES_VARIABLE = "MUS_FRAMES"
+"""Where a launched seat may play its Play stream over frames instead of gRPC (optional for the bot)."""
 
 SANDBOX_HOME = "/home/bot"
 """A sandboxed bot's HOME: a private tmpfs, like /tmp."""
@@ -125,11 +134,13 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class Sandbox:
-    """How to confine a seat: its limits, and the host folder holding the referee's socket (bound in at
-    SOCKET_DIR). None in place of a Sandbox runs the bot unconfined (a `--no-sandbox` league, or no bwrap)."""
+    """How to confine a seat: its limits, the host folder holding the referee's socket (bound in at SOCKET_DIR)
+    and, when the seat is offered frames, the host folder of its own frames socket (bound in at FRAMES_DIR). None
+    in place of a Sandbox runs the bot unconfined (a `--no-sandbox` league, or no bwrap)."""
 
     socket_dir: Path
     limits: Limits = field(default_factory=Limits)
+    frames_dir: Path | None = None
 
 
 def resolve_program(spec: str) -> BotProgram:
@@ -235,12 +246,13 @@ def _warn_no_seccomp() -> None:
     log.warning("no seccomp filter for this architecture: seats run without one (docs/sandbox.md)")
 
 
-def sandbox_environment(referee_address: str, seat_token: str) -> dict[str, str]:
+def sandbox_environment(referee_address: str, seat_token: str, frames: str | None = None) -> dict[str, str]:
     """Everything a sandboxed bot's environment holds (docs/sandbox.md)."""
     path = [str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]
     return {
         "MUS_REFEREE": referee_address,
         "MUS_TOKEN": seat_token,
+        **({FRAMES_VARIABLE: frames} if frames else {}),
         "PATH": os.pathsep.join(dict.fromkeys(path)),
         "HOME": SANDBOX_HOME,
         "LANG": "C.UTF-8",
@@ -315,6 +327,8 @@ def sandbox_command(
             bound.append(source)
     if socket:
         bwrap += ["--ro-bind", str(sandbox.socket_dir), SOCKET_DIR]
+        if sandbox.frames_dir is not None:
+            bwrap += ["--ro-bind", str(sandbox.frames_dir), FRAMES_DIR]
     if program.cwd is not None:
         own = str(Path(program.cwd).resolve())
         bwrap += ["--ro-bind", own, own, "--chdir", own]
@@ -489,22 +503,26 @@ async def launch_bot(
     *,
     log_path: Path | None = None,
     sandbox: Sandbox | None = None,
+    frames: str | None = None,
 ) -> BotProcess:
-    """Start one seat's bot process, pointed at the referee by `MUS_REFEREE` and `MUS_TOKEN`.
+    """Start one seat's bot process, pointed at the referee by `MUS_REFEREE` and `MUS_TOKEN`, and by
+    `MUS_FRAMES` at `frames`, where the seat may be played over frames instead (None: not offered).
 
-    With a `sandbox`, `referee_address` must be the unix socket inside it (`unix:SOCKET_DIR/...`). The bot
-    inherits no standard input; its output goes through a pipe to `log_path`, up to the output limit.
+    With a `sandbox`, both addresses must be unix sockets inside it (`unix:SOCKET_DIR/...`,
+    `unix:FRAMES_DIR/...`). The bot inherits no standard input; its output goes through a pipe to `log_path`, up
+    to the output limit.
     """
     limits = sandbox.limits if sandbox is not None else Limits()
     seccomp = seccomp_pipe() if sandbox is not None else contextlib.nullcontext(None)
     with seccomp as seccomp_fd:
-        return await _launch(program, referee_address, seat_token, log_path, sandbox, limits, seccomp_fd)
+        return await _launch(program, referee_address, seat_token, frames, log_path, sandbox, limits, seccomp_fd)
 
 
 async def _launch(
     program: BotProgram,
     referee_address: str,
     seat_token: str,
+    frames: str | None,
     log_path: Path | None,
     sandbox: Sandbox | None,
     limits: Limits,
@@ -512,7 +530,7 @@ async def _launch(
 ) -> BotProcess:
     cgroups: tuple[Path, ...] = ()
     if sandbox is not None:
-        environment = sandbox_environment(referee_address, seat_token)
+        environment = sandbox_environment(referee_address, seat_token, frames)
         command, cgroups = _confined(program, sandbox, environment, seccomp_fd)
         cwd = None
         env: dict[str, str] | None = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -524,6 +542,9 @@ async def _launch(
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env["MUS_REFEREE"] = referee_address
         env["MUS_TOKEN"] = seat_token
+        env.pop(FRAMES_VARIABLE, None)
+        if frames:
+            env[FRAMES_VARIABLE] = frames
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
         process = await asyncio.create_subprocess_exec(
@@ -934,6 +955,7 @@ def _start_pooled(
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.pop("MUS_TOKEN", None)
         env.pop("MUS_REFEREE", None)
+        env.pop(FRAMES_VARIABLE, None)
         env[SEATS_VARIABLE] = "stdin"
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -37,6 +37,7 @@ from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Referee
 from referee.service.table import Incident
 from workers.launcher import (
+    FRAMES_DIR,
     SOCKET_DIR,
     BotProcess,
     BotProgram,
@@ -130,6 +131,16 @@ class EmbeddedReferee:
             self._pooled[folder] = (server, await FrameServer(self.referee, folder / FRAMES_SOCKET).start())
         return f"unix:{socket}", f"unix:{folder / FRAMES_SOCKET}"
 
+    async def open_seat_frames(self) -> SeatFrames:
+        """A frames socket for one launched seat alone (`service.frames`), in a new private folder that only that
+        seat's sandbox binds (at FRAMES_DIR): no seat can reach or fill another's. Closed after the match."""
+        folder = Path(tempfile.mkdtemp(prefix="mus-seat-frames-"))
+        try:
+            return SeatFrames(folder, await FrameServer(self.referee, folder / FRAMES_SOCKET).start())
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
     async def forget(self, pool: BotPool) -> None:
         """Stop listening in the folders of `pool`'s processes that it has retired (a worker may have two pools,
         one for sandboxed leagues and one for unconfined ones: the other's processes are left alone)."""
@@ -158,6 +169,22 @@ class EmbeddedReferee:
         shutil.rmtree(self.admin_dir, ignore_errors=True)
 
 
+@dataclass(frozen=True, slots=True)
+class SeatFrames:
+    """A launched seat's own frames socket (`EmbeddedReferee.open_seat_frames`)."""
+
+    folder: Path
+    server: FrameServer
+
+    def address(self, confined: bool) -> str:
+        """MUS_FRAMES: the socket as the seat sees it, inside its sandbox or on this host."""
+        return f"unix:{FRAMES_DIR}/{FRAMES_SOCKET}" if confined else f"unix:{self.folder / FRAMES_SOCKET}"
+
+    async def close(self) -> None:
+        await self.server.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 POOLED_SOCKET = "referee.sock"
 """The referee's socket in a pooled process's own folder (bound at SOCKET_DIR in its sandbox)."""
 
@@ -183,6 +210,10 @@ async def play_programs(
     With `sandbox` limits each seat runs in its own sandbox, which sees only the referee's socket; with None the
     bots run unconfined (a `--no-sandbox` league, or a machine without bwrap).
 
+    Each launched seat is also offered frames (`MUS_FRAMES`): a socket of its own, which only its sandbox binds,
+    where it may play the same Play stream without HTTP/2 (docs/protocol.md); a bot that ignores it plays over
+    gRPC.
+
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
     live processes (`workers.pool`) instead of launched: the referee listens on a socket in each such process's
     own folder, which only that process's sandbox binds."""
@@ -190,6 +221,7 @@ async def play_programs(
     own = referee is None
     embedded = await EmbeddedReferee().start() if referee is None else referee
     members: dict[int, PooledProcess] = {}
+    frames: dict[int, SeatFrames] = {}
     try:
         # Pooled seats: a live process of the bot's for each, served in its own folder.
         for seat in range(4):
@@ -201,6 +233,9 @@ async def play_programs(
             if sandbox is not None:  # the sandbox binds the process's folder at SOCKET_DIR
                 addresses = f"unix:{SOCKET_DIR}/{POOLED_SOCKET}", f"unix:{SOCKET_DIR}/{FRAMES_SOCKET}"
             pooled[seat] = (member, *addresses)
+        for seat in range(4):
+            if seat not in members:
+                frames[seat] = await embedded.open_seat_frames()
         confined = Sandbox(embedded.socket_dir, sandbox) if sandbox is not None else None
         return await _play(
             programs,
@@ -212,12 +247,19 @@ async def play_programs(
             external_id="",
             join_timeout_s=join_timeout_s,
             log_dir=log_dir,
-            sandboxes=[confined] * 4,
+            sandboxes=[
+                replace(confined, frames_dir=frames[seat].folder)
+                if confined is not None and seat in frames
+                else confined
+                for seat in range(4)
+            ],
             pool=pool,
             pooled=pooled,
+            frames={seat: own_frames.address(confined is not None) for seat, own_frames in frames.items()},
             admin_channel=embedded.admin_channel,
         )
     finally:
+        await asyncio.gather(*(own_frames.close() for own_frames in frames.values()))
         if own:
             await embedded.close()
         elif pool is not None:
@@ -446,13 +488,15 @@ async def _play(
     sandboxes: Sequence[Sandbox | None],
     pool: BotPool | None,
     pooled: Mapping[int, tuple[PooledProcess, str, str]],
+    frames: Mapping[int, str] | None = None,
     admin_channel: grpc.aio.Channel | None = None,
 ) -> PlayedMatch:
     """A match on the referee whose admin API is at `admin_address`, whichever it is: register the remote bots,
     create the table, start each hosted seat with its token from CreateTableResponse, report a seat whose
     process exits (ReportCrash), wait for the end (WaitTable), fetch the replay (GetTableReplay) and rebuild the
-    result from it. The hosted seats reach the referee at `bot_address`; `admin_channel`, when given, is an open
-    channel to `admin_address` (a referee that outlives its matches keeps one)."""
+    result from it. The hosted seats reach the referee at `bot_address` (and, where `frames` names a seat, may
+    play over frames there instead); `admin_channel`, when given, is an open channel to `admin_address` (a
+    referee that outlives its matches keeps one)."""
     names = [teams[seat % 2].name for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
     options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
@@ -503,7 +547,12 @@ async def _play(
                         watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, member, _left(member))))
                         continue
                     process = await launch_bot(
-                        program, bot_address, token, log_path=logs[seat], sandbox=sandboxes[seat]
+                        program,
+                        bot_address,
+                        token,
+                        log_path=logs[seat],
+                        sandbox=sandboxes[seat],
+                        frames=(frames or {}).get(seat),
                     )
                     processes.append(process)
                     watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, process, _exited(process))))

@@ -4,7 +4,9 @@
 // This is the template for bots in other languages than Python: everything a bot needs is here, over the bare
 // wire (proto/mus/v1/play.proto, docs/protocol.md), with the synchronous grpc++ API and one thread:
 //
-//   1. Read MUS_REFEREE (host:port) and MUS_TOKEN (the seat token) from the environment.
+//   1. Read MUS_REFEREE (host:port) and MUS_TOKEN (the seat token) from the environment. Where MUS_FRAMES is
+//      set too (a unix socket of the seat's own, offered by a worker's referee), play there over frames instead
+//      (step 5's FrameStream): the same messages without HTTP/2.
 //   2. Open PlayService.Play and send Join (batch_events = true: a step's events and decision come in one
 //      Update message).
 //   3. Answer every DecisionRequest at once with Act, echoing its decision_id. Replace ChooseAction() with your
@@ -480,6 +482,7 @@ void PlaySeat(const std::string& referee, const std::string& token, std::optiona
   std::unique_ptr<pb::PlayService::Stub> stub;
   if (!frames.empty()) {
     if (frames.rfind("unix:", 0) != 0) Fail("frames are spoken on a unix socket, not " + frames);
+    Log("playing the seat over frames at " + frames);
     open = [path = frames.substr(5)] { return std::make_unique<FrameStream>(path); };
   } else {
     // Reconnect quickly after a drop: gRPC's default first reconnect backoff is 1 s, a fifth of the grace period.
@@ -556,7 +559,6 @@ int PlaySeats(std::optional<uint64_t> seed) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       const Seat seat = SeatLine(line);
-      if (!seat.frames.empty()) Log("playing the seat over frames at " + seat.frames);
       PlaySeat(seat.referee, seat.token, seed, seat.frames);
       ++played;
     } catch (const Failure& failure) {
@@ -574,7 +576,8 @@ int main() {
     const char* seats = std::getenv("MUS_SEATS");
     if (seats != nullptr && std::string(seats) == "stdin") return PlaySeats(SeedSetting());
     const std::string referee = Setting("MUS_REFEREE", "the referee's host:port");
-    PlaySeat(referee, Setting("MUS_TOKEN", "the seat token"), SeedSetting());
+    const char* frames = std::getenv("MUS_FRAMES");  // offered by a worker's own referee: frames of this seat's own
+    PlaySeat(referee, Setting("MUS_TOKEN", "the seat token"), SeedSetting(), frames != nullptr ? frames : "");
     return 0;
   } catch (const Failure& failure) {
     Log(failure.what());

@@ -2,7 +2,8 @@
 'use strict';
 // mus-js-bot: a Mus Arena bot in JavaScript (Node 20, @grpc/grpc-js, @grpc/proto-loader).
 //
-//   node bot.js                  play one seat: MUS_REFEREE (host:port or unix:/path), MUS_TOKEN (seat token)
+//   node bot.js                  play one seat: MUS_REFEREE (host:port or unix:/path), MUS_TOKEN (seat token);
+//                                over frames at MUS_FRAMES when the worker offers them (docs/protocol.md)
 //   node bot.js --remote [--max-matches N] [--matches N]
 //                                wait in the lobby (MUS_TOKEN is then the bot's lobby token) and play every
 //                                seat it is offered, each on its own Play stream, in this one process
@@ -588,8 +589,10 @@ async function main() {
     log(`lobby: done, ${played} match(es) played`);
     return;
   }
-  const client = playClient(mus, referee, null);
-  await playSeat(client, referee, token);
+  // MUS_FRAMES: the worker's referee offers this seat the same stream without HTTP/2 on a socket of its own.
+  const frames = process.env.MUS_FRAMES || null;
+  const client = frames ? framesClient(mus, frames) : playClient(mus, referee, null);
+  await playSeat(client, frames || referee, token, frames ? 'over frames: ' : '');
   client.close();
 }
 

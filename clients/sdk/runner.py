@@ -52,6 +52,9 @@ PROTOCOL_VERSION = 1
 
 ENV_REFEREE = "MUS_REFEREE"
 ENV_TOKEN = "MUS_TOKEN"
+ENV_FRAMES = "MUS_FRAMES"
+"""Where a launched seat may play over frames instead of gRPC (docs/protocol.md, "Frames"); set by a worker's own
+referee, absent elsewhere."""
 
 # A dropped connection, not a refusal: worth joining again (play.proto lists the refusals).
 _TRANSIENT = frozenset({"UNAVAILABLE", "INTERNAL"})
@@ -331,12 +334,15 @@ def run_bot(
 ) -> MatchOutcome:
     """Play one seat of one match with `bot` and return the outcome.
 
-    `address` and `token` default to the environment variables MUS_REFEREE and MUS_TOKEN. A dropped stream
+    `address` and `token` default to the environment variables MUS_REFEREE and MUS_TOKEN, and then `frames` to
+    MUS_FRAMES: a seat the worker offers frames is played over them (less CPU on both sides). A dropped stream
     (UNAVAILABLE, INTERNAL) is joined again with `Join.next_seq`, with a growing pause, for up to `grace_s`
     seconds without a successful join; any other error status is raised as a `RefereeError`. `channel`: an
-    open channel to `address` to play on (left open), instead of one opened for this seat. `frames`: the seat
-    line's frames address (docs/pool.md): the seat is played there, over frames, instead of over gRPC.
+    open channel to `address` to play on (left open), instead of one opened for this seat. `frames`: the seat's
+    frames address (a seat line's, docs/pool.md): the seat is played there, over frames, instead of over gRPC.
     """
+    if address is None and frames is None and channel is None:
+        frames = os.environ.get(ENV_FRAMES) or None
     target = _setting(address, ENV_REFEREE, "referee address")
     seat = _Seat(bot, _setting(token, ENV_TOKEN, "seat token"))
     if frames is not None:

@@ -26,7 +26,7 @@ from typing import IO, Any, NoReturn
 
 from clients.sdk.bot import Bot
 from clients.sdk.errors import SdkError
-from clients.sdk.runner import ENV_REFEREE, ENV_SEATS, ENV_TOKEN, SeatOffer, run_bot
+from clients.sdk.runner import ENV_FRAMES, ENV_REFEREE, ENV_SEATS, ENV_TOKEN, SeatOffer, run_bot
 from clients.sdk.view import BotView
 from clients.stdio.lines import (
     MAX_LINE_BYTES,
@@ -183,8 +183,8 @@ def default_name(command: Sequence[str]) -> str:
 
 def start(command: Sequence[str]) -> subprocess.Popen[bytes]:
     """Start the program with pipes for stdin and stdout and the bridge's stderr. It gets the bridge's
-    environment without the seat token and the referee's address: it speaks to the bridge only."""
-    hidden = (ENV_TOKEN, ENV_REFEREE, ENV_SEATS)
+    environment without the seat token and the referee's addresses: it speaks to the bridge only."""
+    hidden = (ENV_TOKEN, ENV_REFEREE, ENV_FRAMES, ENV_SEATS)
     environment = {key: value for key, value in os.environ.items() if key not in hidden}
     try:
         return subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)

@@ -78,11 +78,18 @@ def _check_finished_cleanly(match: Match, incidents: Sequence[Incident], logs: I
     [(1, ("cpp", "random")), (2, ("random", "cpp")), (3, ("cpp", "cpp"))],
     ids=["cpp-vs-random", "random-vs-cpp", "cpp-vs-cpp"],
 )
-def test_the_cpp_bot_plays_whole_matches_over_grpc(cpp_bot: Path, seed: int, sides: tuple[str, str]) -> None:
+def test_the_cpp_bot_plays_whole_matches_over_the_frames_it_is_offered(
+    cpp_bot: Path, seed: int, sides: tuple[str, str]
+) -> None:
+    """Launched by a worker's own referee, each seat is offered frames (MUS_FRAMES) and takes them; the whole
+    match over gRPC is the drop test's below, on a standalone referee that offers none."""
     programs = {"cpp": _reporting(cpp_bot), "random": resolve_program("random")}
     played = _play((programs[sides[0]], programs[sides[1]]), seed)
     _check_finished_cleanly(played.match, played.incidents, played.logs.values())
     assert played.match.log, "no decision was made"
+    for seat in range(4):
+        if sides[seat % 2] == "cpp":
+            assert "playing the seat over frames at unix:" in played.logs[seat].read_text()
 
 
 def test_the_same_match_seed_plays_the_same_match(cpp_bot: Path) -> None:

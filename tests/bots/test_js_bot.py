@@ -85,6 +85,8 @@ def test_it_plays_a_whole_match_against_the_rules_bot_without_a_fault(node: str)
     played: PlayedMatch = asyncio.run(play_programs(programs, Rules.from_options(QUICK), 4))
     _check_finished_cleanly(played.match, played.incidents, [played.logs[seat] for seat in range(4)], {0, 2})
     assert {0, 2} <= {step.seat for step in played.match.log}, "both JS seats decided"
+    for seat in (0, 2):  # the frames of its own that a worker's referee offers each seat (MUS_FRAMES)
+        assert f"over frames: seat {seat}: " in played.logs[seat].read_text()
 
 
 def test_bad_arguments_and_missing_settings_are_one_line_errors(node: str) -> None:

@@ -131,7 +131,7 @@ def test_a_program_reads_hello_events_requests_and_the_outcome_then_its_input_en
     """Unconfined, so the program can keep a copy of what it read: the lines come in the documented order, every
     request carries the time left and its legal answers, and the program's stderr is in the seat's log."""
     script = (
-        f'echo "token: ${{MUS_TOKEN:-none}} referee: ${{MUS_REFEREE:-none}}" >&2; '
+        f'echo "token: ${{MUS_TOKEN:-none}} referee: ${{MUS_REFEREE:-none}} frames: ${{MUS_FRAMES:-none}}" >&2; '
         f'tee "{tmp_path}/seat$$.jsonl" | sh {EXAMPLE}; echo "input ended" >&2'
     )
     played = _play(_shell_bot(script), seed=5)
@@ -154,7 +154,8 @@ def test_a_program_reads_hello_events_requests_and_the_outcome_then_its_input_en
     for seat in (1, 3):
         log = played.logs[seat].read_text()
         assert "first_legal: outcome:" in log and "input ended" in log, log
-        assert "token: none referee: none" in log, "the program talks to the bridge only"
+        assert "token: none referee: none frames: none" in log, "the program talks to the bridge only"
+        assert "joined over frames" in log, "the bridge took the frames of its own that its seat was offered"
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +89,21 @@ def attack_tcp(options: argparse.Namespace) -> None:
                 report("tcp", True, f"connected to 127.0.0.1:{port}")
         except OSError as error:
             report("tcp", False, f"127.0.0.1:{port}: {errno.errorcode.get(error.errno or 0, error)}")
+
+
+def attack_frames(options: argparse.Namespace) -> None:
+    """A launched seat's own frames socket (MUS_FRAMES) is all it sees of frames: it looks for the other seats'
+    (in their host folders, /tmp/mus-seat-frames-*) and connects to any it finds."""
+    own = os.environ.get("MUS_FRAMES", "")
+    listing = ",".join(sorted(os.listdir("/run/mus-frames"))) if os.path.isdir("/run/mus-frames") else "none"
+    reached = []
+    for path in Path(tempfile.gettempdir()).glob("mus-seat-frames-*/play.sock"):
+        if own.endswith(str(path)):
+            continue
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as other:
+            other.connect(str(path))
+            reached.append(str(path))
+    report("frames", bool(reached), f"own={own} folder={listing} others_reached={len(reached)}")
 
 
 def attack_write(options: argparse.Namespace) -> None:
@@ -302,6 +318,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "proc": attack_proc,
     "signal": attack_signal,
     "tcp": attack_tcp,
+    "frames": attack_frames,
     "write": attack_write,
     "share": attack_share,
     "locks": attack_locks,

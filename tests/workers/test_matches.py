@@ -140,6 +140,33 @@ def test_the_embedded_and_the_standalone_referee_give_the_same_result_for_the_sa
     assert remote.launched_at <= remote.started_at <= remote.ended_at <= remote.exited_at
 
 
+def test_each_launched_seat_is_offered_frames_of_its_own_which_a_bot_may_ignore_and_which_end_with_the_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MUS_FRAMES (docs/protocol.md, "Frames"): the SDK's seats play over it, a bot that ignores it plays over
+    gRPC as before, in the same match; each seat's socket is in a folder of its own, gone once the match is."""
+    opened: list[Path] = []
+    open_seat_frames = EmbeddedReferee.open_seat_frames
+
+    async def recorded(referee: EmbeddedReferee) -> Any:
+        frames = await open_seat_frames(referee)
+        opened.append(frames.folder)
+        return frames
+
+    monkeypatch.setattr(EmbeddedReferee, "open_seat_frames", recorded)
+    grpc_only = BotProgram(
+        "grpc-only", ("sh", "-c", f'unset MUS_FRAMES; exec "{sys.executable}" -m clients.bots.random')
+    )
+    played = asyncio.run(play_programs((resolve_program("random"), grpc_only), FAST, 5, log_dir=tmp_path))
+
+    assert played.match.outcome is not None and played.incidents == ()
+    for seat in range(4):
+        log = played.logs[seat].read_text()
+        assert ("joined over frames" if seat % 2 == 0 else "joined over gRPC") in log, log
+    assert len(set(opened)) == 4, "a folder and a socket for each seat"
+    assert not any(folder.exists() for folder in opened), "removed with the match"
+
+
 def test_a_replay_whose_incident_has_the_cause_of_a_fault_is_the_referees_failure() -> None:
     """Incidents come back through the one table of causes; a fault's cause (or none) in their list is refused."""
     replay = admin_pb2.GetTableReplayResponse(

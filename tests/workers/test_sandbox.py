@@ -20,8 +20,10 @@ from referee.service.server import start_server
 from referee.service.servicer import Referee
 from workers import matches
 from workers.launcher import (
+    FRAMES_DIR,
     INSTALL_HINT,
     SANDBOX_HOME,
+    SOCKET_DIR,
     TRUNCATED_MARKER,
     BotProgram,
     LaunchError,
@@ -103,8 +105,9 @@ def cgroup_limits() -> set[str]:
 
 def test_the_sandbox_binds_no_project_root_no_home_and_nothing_writable(tmp_path: Path) -> None:
     program = BotProgram("bot", (sys.executable, "bot.py"), tmp_path)
-    environment = sandbox_environment("unix:/run/mus/referee.sock", "token")
-    command = sandbox_command(program, Sandbox(tmp_path / "socket"), environment)
+    environment = sandbox_environment("unix:/run/mus/referee.sock", "token", "unix:/run/mus-frames/play.sock")
+    frames = tmp_path / "frames"
+    command = sandbox_command(program, Sandbox(tmp_path / "socket", frames_dir=frames), environment)
     assert command[0] == "prlimit" and "bwrap" in command
     bwrap = command[command.index("bwrap") :]
     for option in ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"):
@@ -116,7 +119,17 @@ def test_the_sandbox_binds_no_project_root_no_home_and_nothing_writable(tmp_path
         assert forbidden not in sources
     assert not any(source.endswith("mus.db") for source in sources)
     assert str(PROJECT / "clients") in sources and str(tmp_path) in sources
-    assert sorted(environment) == ["HOME", "LANG", "MUS_REFEREE", "MUS_TOKEN", "PATH", "PYTHONUNBUFFERED"]
+    binds = {bwrap[index + 2]: bwrap[index + 1] for index, word in enumerate(bwrap) if word == "--ro-bind"}
+    assert binds[SOCKET_DIR] == str(tmp_path / "socket") and binds[FRAMES_DIR] == str(frames), "both read-only"
+    assert sorted(environment) == [
+        "HOME",
+        "LANG",
+        "MUS_FRAMES",
+        "MUS_REFEREE",
+        "MUS_TOKEN",
+        "PATH",
+        "PYTHONUNBUFFERED",
+    ]
     assert environment["HOME"] == SANDBOX_HOME
 
 
@@ -140,7 +153,7 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     venv = Path(sys.prefix)
     program, tag = hostile(
         tmp_path,
-        "env,db,proc,signal,tcp,write,share,locks,sigterm",
+        "env,db,proc,signal,tcp,frames,write,share,locks,sigterm",
         *("--db", str(elsewhere), "--pid", str(os.getpid()), "--port", str(port)),
         *("--target", str(PROJECT), "--target", str(PROJECT / "referee"), "--target", str(venv)),
     )
@@ -150,7 +163,9 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     assert causes(played) == [], "every seat played: the attacks cost the bot nothing and harmed nobody"
     for seat in (0, 2):
         seen = attacks(played.logs[seat])
-        assert set(seen) == {"env", "db", "proc", "signal", "ptrace", "tcp", "write", "share", "locks", "sigterm"}
+        assert set(seen) == {
+            *("env", "db", "proc", "signal", "ptrace", "tcp", "frames", "write", "share", "locks", "sigterm")
+        }
         # A folder under /tmp that is not itself bound (the project root of a clone in /tmp) lies, inside the
         # sandbox, on the seat's private tmpfs: writing there reaches nothing of the host (checked below).
         breaches = [
@@ -162,6 +177,9 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
         assert breaches == []
         assert "visible_pids=2 " in seen["proc"][0], "its own pid namespace: bwrap's init and itself"
         assert len(seen["tcp"]) == 4 and all("ECONNREFUSED" in line for line in seen["tcp"])
+        # Its own frames socket, alone in its folder; no other seat's is in reach (each binds only its own).
+        assert seen["frames"] == ["BLOCKED own=unix:/run/mus-frames/play.sock folder=play.sock others_reached=0"]
+        assert "joined over frames" in played.logs[seat].read_text(), "the seat then played over its frames"
         if seccomp_filter() is not None:  # the shared files' locks and watches: no channel between seats
             (locks,) = seen["locks"]
             assert all(
