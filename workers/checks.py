@@ -29,7 +29,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,22 @@ from mus.v1 import types_pb2 as pb
 from referee.causes import IncidentCause
 from referee.engine.events import Fault
 from referee.engine.rules import Rules
+from referee.service.frames import FrameServer
 from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, StreamContext
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus, reported_name
-from workers.launcher import EXAMPLE_BOTS, SOCKET_DIR, BotProcess, BotProgram, LaunchError, Limits, Sandbox, launch_bot
-from workers.matches import EmbeddedReferee, RefereeFailure, play_programs
+from workers.launcher import (
+    EXAMPLE_BOTS,
+    FRAMES_DIR,
+    SOCKET_DIR,
+    BotProcess,
+    BotProgram,
+    LaunchError,
+    Limits,
+    Sandbox,
+    launch_bot,
+)
+from workers.matches import FRAMES_SOCKET, EmbeddedReferee, RefereeFailure, play_programs
 from workers.pool import BotPool
 
 REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
@@ -748,15 +759,19 @@ async def _play(
     label: str,
     config: CheckConfig,
     log_dir: Path,
+    frames: bool = False,
 ) -> _Played:
     """One match of the bot (team `bot_team`) against the reference bot on a referee of its own, over a unix
-    socket in a private folder; it stops early when the handshake fails or the probes are done."""
+    socket in a private folder; it stops early when the handshake fails or the probes are done. With `frames`
+    each of the bot's seats is also offered frames on a socket of its own (MUS_FRAMES), as a league worker's
+    referee offers them; without, it has gRPC alone, as on the standalone referee."""
     socket_dir = Path(tempfile.mkdtemp(prefix="mus-check-"))
     referee = Referee(reconnect_grace_s=config.reconnect_grace_s)
     bot_seats = (bot_team, bot_team + 2)
     watch = _Watch(referee, bot_seats, bot_team if probe else None, config.reconnect_grace_s)
     server = grpc.aio.server(options=SERVER_OPTIONS)
-    _CheckServicer(referee, watch).add_to_server(server)
+    servicer = _CheckServicer(referee, watch)
+    servicer.add_to_server(server)
     host_address = f"unix:{socket_dir / 'referee.sock'}"
     if server.add_insecure_port(host_address) == 0:
         shutil.rmtree(socket_dir, ignore_errors=True)
@@ -769,6 +784,8 @@ async def _play(
     watch.table = table
     processes: list[BotProcess] = []
     tasks: list[asyncio.Task[Any]] = []
+    frame_servers: list[FrameServer] = []
+    frame_folders: list[Path] = []
     try:
         for seat in range(4):
             token = table.seats[seat].token
@@ -776,9 +793,21 @@ async def _play(
                 tasks.append(asyncio.create_task(_reference_seat(referee, watch, token, seed * 4 + seat)))
                 continue
             path = log_dir / f"{label}-seat{seat}-{program.name}.log"
+            seat_sandbox, frames_address = sandbox, None
+            if frames:  # a folder of the seat's own, which its partner's sandbox does not bind
+                folder = Path(tempfile.mkdtemp(prefix="mus-check-frames-"))
+                frame_folders.append(folder)
+                frame_servers.append(await FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer).start())
+                if sandbox is not None:
+                    seat_sandbox = replace(sandbox, frames_dir=folder)
+                    frames_address = f"unix:{FRAMES_DIR}/{FRAMES_SOCKET}"
+                else:
+                    frames_address = f"unix:{folder / FRAMES_SOCKET}"
             watch.seats[seat].launched_at = time.monotonic()
             watch.seats[seat].log = path
-            process = await launch_bot(program, address, token, log_path=path, sandbox=sandbox)
+            process = await launch_bot(
+                program, address, token, log_path=path, sandbox=seat_sandbox, frames=frames_address
+            )
             processes.append(process)
             tasks.append(asyncio.create_task(_watch_process(table, watch, seat, process)))
         tasks.append(asyncio.create_task(_join_deadline(watch, config.join_timeout_s)))
@@ -800,8 +829,9 @@ async def _play(
             await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 2.0)
         for process in processes:
             await process.close()
-        await server.stop(grace=0.5)
-        shutil.rmtree(socket_dir, ignore_errors=True)
+        await asyncio.gather(server.stop(grace=0.5), *(frame_server.stop() for frame_server in frame_servers))
+        for folder in (socket_dir, *frame_folders):
+            shutil.rmtree(folder, ignore_errors=True)
     return _Played(label, seed, bot_seats, table, watch)
 
 
@@ -1142,7 +1172,7 @@ async def run_check(
     jobs = asyncio.Semaphore(max(config.jobs, 1))
     played_count = 0
 
-    async def play(index: int, rules: Rules, *, team: int, probe: bool, label: str) -> _Played:
+    async def play(index: int, rules: Rules, *, team: int, probe: bool, label: str, frames: bool) -> _Played:
         nonlocal played_count
         async with jobs:
             one = await _play(
@@ -1154,6 +1184,7 @@ async def run_check(
                 label=label,
                 config=config,
                 log_dir=log_dir,
+                frames=frames,
             )
         played_count += 1
         named(one)
@@ -1163,11 +1194,14 @@ async def run_check(
     def legal_match(index: int) -> Coroutine[Any, Any, _Played]:
         variant, number = plan[index]
         label = f"{index + 1:02d}-{variant.name}"
-        return play(index, config.rules(SHORT_MATCH, variant.options), team=number % 2, probe=False, label=label)
+        # Every other match offers frames, as a league worker's referee does; the others gRPC alone, as the
+        # standalone referee: a bot plays on both in a league.
+        rules = config.rules(SHORT_MATCH, variant.options)
+        return play(index, rules, team=number % 2, probe=False, label=label, frames=index % 2 == 0)
 
     def probe_match() -> Coroutine[Any, Any, _Played]:
         label = f"{len(plan) + 1:02d}-probes"
-        return play(len(plan), config.rules(PROBE_MATCH, {}), team=0, probe=True, label=label)
+        return play(len(plan), config.rules(PROBE_MATCH, {}), team=0, probe=True, label=label, frames=False)
 
     progress("the handshake: the first match")
     first = await (legal_match(0) if plan else probe_match())

@@ -87,11 +87,12 @@ async def _requests(reader: asyncio.StreamReader, left: Callable[[], object]) ->
 
 
 class FrameServer:
-    """Play streams over frames on one unix socket (see the module)."""
+    """Play streams over frames on one unix socket (see the module), with the referee's own Play servicer or
+    `servicer` (one that also watches the streams: `mus bot check`'s)."""
 
-    def __init__(self, referee: Referee, path: Path) -> None:
+    def __init__(self, referee: Referee, path: Path, *, servicer: PlayServicer | None = None) -> None:
         self.path = path
-        self._play = PlayServicer(referee)
+        self._play = servicer if servicer is not None else PlayServicer(referee)
         self._server: asyncio.Server | None = None
         self._streams: set[asyncio.Task[None]] = set()
         self.served = 0

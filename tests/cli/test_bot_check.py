@@ -166,6 +166,21 @@ def test_a_bot_that_plays_an_illegal_action_every_time_fails_legal_play_with_the
 
 
 @pytest.mark.slow
+def test_a_bot_broken_over_the_frames_it_is_offered_fails_legal_play_in_those_matches_only() -> None:
+    """Every other legal-play match offers frames (MUS_FRAMES), as a league worker's referee does: a bot that
+    breaks them is caught, while its matches over gRPC alone pass."""
+    command = (sys.executable, "-m", "tests.support.broken_bots", "bad_frames")
+    result, report = check(*FAST, "--matches", "2", "--variant", "defaults", "--", *command)
+    assert result.exit_code == 1
+    found = {item["check"]: item for item in report["checks"]}
+    assert found["handshake"]["status"] == found["rejoin"]["status"] == "pass", "the probes' match is over gRPC"
+    legal = found["legal_play:defaults"]
+    assert legal["status"] == "fail" and legal["summary"].startswith("match 01-defaults (seed 1): seat 0"), legal
+    assert "match 01-defaults (seed 1): seat 0: protocol_error: unreadable message: FrameError" in legal["details"]
+    assert not any("02-defaults" in line for line in legal["details"]), "the second match, over gRPC alone, passed"
+
+
+@pytest.mark.slow
 def test_a_bot_too_slow_for_its_clock_fails_the_deadline_with_its_times() -> None:
     found = broken("slow", "--matches", "1", "--decision-timeout", "0.3", "--variant", "defaults",
                    module="tests.support.misbehaving")  # fmt: skip

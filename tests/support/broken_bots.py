@@ -14,6 +14,8 @@ dropped stream, unless its mode says otherwise:
   rejection's decision and code.
 - no_rejoin: exits with status 1 when its stream drops, instead of joining again.
 - skip_events: joins again after a drop with a `next_seq` 5 past the next event it expects.
+- bad_frames: plays like random over gRPC; offered frames (MUS_FRAMES), it joins there, then sends a frame whose
+  flags are not 0, and exits once the referee has closed that stream.
 - one_seat: plays like random; with `MUS_SEATS=stdin` (a persistent bot, docs/pool.md) it plays the first seat
   given on its standard input, then exits instead of reading the next.
 
@@ -35,7 +37,10 @@ import grpc
 from mus.v1 import play_pb2, play_pb2_grpc
 from tests.support.wire import random_wire_action
 
-MODES = ("random", "never_joins", "wrong_version", "no_retry", "stale_answer", "no_rejoin", "skip_events", "one_seat")
+MODES = (
+    *("random", "never_joins", "wrong_version", "no_retry", "stale_answer", "no_rejoin", "skip_events", "one_seat"),
+    "bad_frames",
+)
 TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
 SKIPPED_EVENTS = 5
 
@@ -129,6 +134,14 @@ async def main(mode: str) -> int:
     if mode == "never_joins":
         log(mode, "started; never joining")
         await asyncio.sleep(3600)
+        return 0
+    if mode == "bad_frames" and os.environ.get("MUS_FRAMES"):
+        reader, writer = await asyncio.open_unix_connection(os.environ["MUS_FRAMES"].removeprefix("unix:"))
+        join = play_pb2.Join(seat_token=os.environ["MUS_TOKEN"], bot_name=mode, protocol_version=1)
+        body = play_pb2.PlayRequest(join=join).SerializeToString()
+        writer.write(bytes((0,)) + len(body).to_bytes(4, "big") + body)
+        writer.write(bytes((1, 0, 0, 0, 0)))  # flags 1: no frame the protocol has
+        log(mode, f"sent a bad frame; the referee answered {await reader.read()!r}")
         return 0
     if mode == "one_seat" and os.environ.get("MUS_SEATS") == "stdin":
         seat = json.loads(sys.stdin.readline())
