@@ -74,10 +74,13 @@ class FrameStream:
 
     def __iter__(self) -> Iterator[play_pb2.PlayResponse]:
         while True:
-            header = self._reader.read(5)
+            try:
+                header = self._reader.read(5)
+                body = self._reader.read(int.from_bytes(header[1:], "big")) if len(header) == 5 else b""
+            except OSError as error:  # reset (the referee cut a stalled stream, or refused one past its cap)
+                raise StreamEnded("UNAVAILABLE", f"the referee's connection ended: {error}") from None
             if len(header) < 5:
                 raise StreamEnded("UNAVAILABLE", "the referee's connection ended without a status")
-            body = self._reader.read(int.from_bytes(header[1:], "big"))
             if header[0] == MESSAGE:
                 yield play_pb2.PlayResponse.FromString(body)
                 continue

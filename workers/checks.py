@@ -797,7 +797,8 @@ async def _play(
             if frames:  # a folder of the seat's own, which its partner's sandbox does not bind
                 folder = Path(tempfile.mkdtemp(prefix="mus-check-frames-"))
                 frame_folders.append(folder)
-                frame_servers.append(await FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer).start())
+                frame_servers.append(FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer))
+                await frame_servers[-1].start()  # stopped in `finally`, also when cancelled as it opens
                 if sandbox is not None:
                     seat_sandbox = replace(sandbox, frames_dir=folder)
                     frames_address = f"unix:{FRAMES_DIR}/{FRAMES_SOCKET}"

@@ -135,9 +135,11 @@ class EmbeddedReferee:
         """A frames socket for one launched seat alone (`service.frames`), in a new private folder that only that
         seat's sandbox binds (at FRAMES_DIR): no seat can reach or fill another's. Closed after the match."""
         folder = Path(tempfile.mkdtemp(prefix="mus-seat-frames-"))
+        server = FrameServer(self.referee, folder / FRAMES_SOCKET)
         try:
-            return SeatFrames(folder, await FrameServer(self.referee, folder / FRAMES_SOCKET).start())
-        except BaseException:
+            return SeatFrames(folder, await server.start())
+        except BaseException:  # a failure, or the match cancelled as the socket opened: nothing stays listening
+            await server.stop()
             shutil.rmtree(folder, ignore_errors=True)
             raise
 

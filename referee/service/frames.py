@@ -99,7 +99,9 @@ class FrameServer:
         """Streams taken so far (connections past the cap are not)."""
 
     async def start(self) -> FrameServer:
-        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path))
+        # Held before the first await that may be cancelled, so that `stop` always closes it.
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), start_serving=False)
+        await self._server.start_serving()
         return self
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -127,6 +129,8 @@ class FrameServer:
             # Closed on the way out, whichever: the seat is detached before this returns, not when it is collected.
             async with contextlib.aclosing(self._play.Play(_requests(reader, task.cancel), RaisingContext())) as play:
                 async for message in play:
+                    if transport.is_closing():  # the bot went away: the rest of a resent backlog is for nobody
+                        return
                     body = message if isinstance(message, bytes) else message.SerializeToString()
                     writer.write(frame(body))
                     if transport.get_write_buffer_size() > WRITE_BUFFER_BYTES:  # not buffered for without end

@@ -9,7 +9,9 @@ the seat is known, as on gRPC; a seat that closes its connection may join again.
 from __future__ import annotations
 
 import asyncio
+import socket
 import tempfile
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -258,9 +260,13 @@ class _StalledTransport:
     """A connection whose bot reads nothing: its buffer stays full."""
 
     aborted = False
+    full = True
 
     def get_write_buffer_size(self) -> int:
-        return frames.WRITE_BUFFER_BYTES + 1
+        return frames.WRITE_BUFFER_BYTES + 1 if self.full else 0
+
+    def is_closing(self) -> bool:
+        return self.aborted
 
     def abort(self) -> None:
         self.aborted = True
@@ -304,5 +310,73 @@ def test_a_bot_that_stops_reading_is_cut_after_the_write_stall_and_has_left_its_
         assert writer.transport.aborted and len(writer.written) == 1, "the Joined, then the cut: no trailer"
         assert table.seats[1].outbox is None and table.incidents == [], "it left, without a protocol error"
         table.cancel("the test is over")
+
+    asyncio.run(scenario())
+
+
+def test_nothing_more_is_written_to_a_connection_the_bot_has_closed() -> None:
+    """A bot that joins and resets at once, again and again, has the rest of its backlog dropped, not written
+    message after message to the dead connection (asyncio would log a warning for each: a flood of the worker's
+    log, from a hostile review)."""
+
+    async def scenario() -> None:
+        referee = Referee(reconnect_grace_s=5.0)
+        table = referee.create_table(Rules(), 7, NAMES)
+        reader = asyncio.StreamReader()
+        reader.feed_data(_frame(join(table.seats[1].token).SerializeToString()))
+        writer = _StalledWriter()
+        writer.transport.full = False
+        writer.transport.aborted = True  # closed by the bot before the referee writes
+        server = FrameServer(referee, Path("unused.sock"))
+        task = asyncio.current_task()
+        assert task is not None
+        await asyncio.wait_for(server._stream(reader, writer, task), 5)  # type: ignore[arg-type]
+        assert writer.written == [], "not the Joined, not a trailer: nobody is there to read them"
+        assert table.seats[1].outbox is None and table.incidents == [], "it left, without a protocol error"
+        table.cancel("the test is over")
+
+    asyncio.run(scenario())
+
+
+def test_a_reset_connection_is_unavailable_to_the_frames_client_so_an_sdk_seat_joins_again() -> None:
+    """A connection reset under the client (the referee cut a stalled stream, or closed one past its cap with the
+    Join unread) ends its stream as UNAVAILABLE, as over gRPC: worth joining again, never the seat's crash."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "reset.sock")
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(path)
+            listener.listen()
+
+            def reset_once() -> None:
+                connection, _ = listener.accept()
+                connection.recv(1)  # the rest of the Join stays unread: closing now resets the connection
+                connection.close()
+
+            server = threading.Thread(target=reset_once)
+            server.start()
+            with FrameStream(f"unix:{path}") as stream:
+                stream.put(join("token"))
+                server.join()
+                with pytest.raises(StreamEnded) as ended:
+                    list(stream)
+    assert ended.value.code == "UNAVAILABLE", ended.value
+
+
+def test_a_server_cancelled_as_it_starts_is_closed_by_stop() -> None:
+    """A match cancelled while a seat's frames socket opens (a time limit) leaves nothing listening: `start` holds
+    the server before its first await, so the clean-up's `stop` closes it (from a hostile review)."""
+
+    async def scenario() -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            server = FrameServer(Referee(), Path(folder) / "play.sock")
+            starting = asyncio.create_task(server.start())
+            await asyncio.sleep(0)  # `start` runs up to its first await, as far as a cancel can reach it
+            starting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await starting
+            listening = server._server
+            assert listening is not None, "held before the await that was cancelled"
+            await server.stop()
+            assert not listening.is_serving() and not (Path(folder) / "play.sock").exists()
 
     asyncio.run(scenario())
