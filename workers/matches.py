@@ -105,6 +105,8 @@ class EmbeddedReferee:
         self.referee = Referee()
         self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
         self.admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
+        self.frames_dir = Path(tempfile.mkdtemp(prefix="mus-referee-frames-"))
+        """Where each launched seat's own frames folder is made (`open_seat_frames`; a sandbox binds only its own)."""
         self.host_address = f"unix:{self.socket_dir / 'referee.sock'}"
         self.admin_address = f"unix:{self.admin_dir / 'admin.sock'}"
         self._servers: list[grpc.aio.Server] = []
@@ -134,7 +136,7 @@ class EmbeddedReferee:
     async def open_seat_frames(self) -> SeatFrames:
         """A frames socket for one launched seat alone (`service.frames`), in a new private folder that only that
         seat's sandbox binds (at FRAMES_DIR): no seat can reach or fill another's. Closed after the match."""
-        folder = Path(tempfile.mkdtemp(prefix="mus-seat-frames-"))
+        folder = Path(tempfile.mkdtemp(prefix="seat-", dir=self.frames_dir))
         server = FrameServer(self.referee, folder / FRAMES_SOCKET)
         try:
             return SeatFrames(folder, await server.start())
@@ -167,8 +169,8 @@ class EmbeddedReferee:
         await asyncio.gather(*(server.stop(grace=1.0) for server in servers), *(server.stop() for server in frames))
         for folder in folders:
             (folder / POOLED_SOCKET).unlink(missing_ok=True)
-        shutil.rmtree(self.socket_dir, ignore_errors=True)
-        shutil.rmtree(self.admin_dir, ignore_errors=True)
+        for folder in (self.socket_dir, self.admin_dir, self.frames_dir):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)

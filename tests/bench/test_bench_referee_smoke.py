@@ -17,10 +17,11 @@ from workers.cli.main import app
 SHORT_WINDOW = replace(referee.QUICK, level_warmup_s=0.1, level_window_s=0.2)
 """`--quick` with a load level of 0.1 s of warm-up and 0.2 s of window, for a test that asserts which rows the
 table prints, not their values (two tables join in tens of ms, so the figures are still numbers as a rule)."""
-LEVEL_WINDOW = replace(referee.QUICK, level_warmup_s=0.2, level_window_s=0.5)
-"""`--quick` with each default load level's warm-up and window cut from 0.3 s and 1 s: sixteen tables join in
-about 0.1 s on an idle machine, so every level but the hundred tables' still has round trips to report, and the
-four levels saturate both cores for 2.4 s less."""
+LEVEL_WINDOW = replace(referee.QUICK, level_warmup_s=0.2, level_window_s=0.5, levels=(1, 16))
+"""`--quick` with two of its load levels, each's warm-up and window cut from 0.3 s and 1 s: one table (one client
+process) and sixteen (as many client processes as any level starts, `CLIENT_PROCESSES`), which join in about
+0.1 s on an idle machine, so both still have round trips to report. The levels of 4 and 100 tables run the same
+code with other counts; each would start four more client processes and saturate both cores for 0.7 s."""
 FLOOD_WINDOW = replace(referee.QUICK, level_window_s=0.5)
 """`--quick` with each flood phase's window 0.5 s instead of 1 s (the warm-up and the flood's lead unchanged): two
 honest tables make hundreds of decisions a second even during the flood, so there are still round trips and
@@ -43,13 +44,12 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
     )
     assert data["ratio"] == pytest.approx(data["referee_rtt_median_us"] / data["raw_rtt_median_us"])
     assert data["round_trip_stream_errors"] == 0
-    assert [level["tables"] for level in data["concurrency"]] == [1, 4, 16, 100]
+    assert [level["tables"] for level in data["concurrency"]] == [1, 16], "every level asked, in order"
     for level in data["concurrency"]:
         assert level["matches"] >= level["tables"] and level["timeouts"] == 0 and level["stream_errors"] == 0, level
         assert level["stream_errors_by_status"] == {} and level["incidents"] == 0, level
         assert level["client_processes"] == min(level["tables"], 4), level
-        # The window closes 0.7 s after the clients start: on a loaded machine 100 tables may still be joining.
-        assert level["decisions_per_s"] > 0 or level["tables"] == 100, level
+        assert level["decisions_per_s"] > 0, level
         if level["decisions_per_s"] > 0:
             assert 0 < level["decision_latency_p50_ms"] <= level["decision_latency_p99_ms"], level
         assert level["referee_rss_mb"] is None or level["referee_rss_mb"] > 0, level

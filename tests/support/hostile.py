@@ -93,11 +93,11 @@ def attack_tcp(options: argparse.Namespace) -> None:
 
 def attack_frames(options: argparse.Namespace) -> None:
     """A launched seat's own frames socket (MUS_FRAMES) is all it sees of frames: it looks for the other seats'
-    (in their host folders, /tmp/mus-seat-frames-*) and connects to any it finds."""
+    (in their host folders, /tmp/mus-referee-frames-*/seat-*) and connects to any it finds."""
     own = os.environ.get("MUS_FRAMES", "")
     listing = ",".join(sorted(os.listdir("/run/mus-frames"))) if os.path.isdir("/run/mus-frames") else "none"
     reached = []
-    for path in Path(tempfile.gettempdir()).glob("mus-seat-frames-*/play.sock"):
+    for path in Path(tempfile.gettempdir()).glob("mus-referee-frames-*/seat-*/play.sock"):
         if own.endswith(str(path)):
             continue
         with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as other:
