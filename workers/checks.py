@@ -42,13 +42,11 @@ from mus.v1 import types_pb2 as pb
 from referee.causes import IncidentCause
 from referee.engine.events import Fault
 from referee.engine.rules import Rules
-from referee.service.frames import FrameServer
 from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, StreamContext
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus, reported_name
 from workers.launcher import (
     EXAMPLE_BOTS,
-    FRAMES_DIR,
     SOCKET_DIR,
     BotProcess,
     BotProgram,
@@ -57,7 +55,7 @@ from workers.launcher import (
     Sandbox,
     launch_bot,
 )
-from workers.matches import FRAMES_SOCKET, EmbeddedReferee, RefereeFailure, play_programs
+from workers.matches import EmbeddedReferee, RefereeFailure, SeatFrames, play_programs
 from workers.pool import BotPool
 
 REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
@@ -784,8 +782,9 @@ async def _play(
     watch.table = table
     processes: list[BotProcess] = []
     tasks: list[asyncio.Task[Any]] = []
-    frame_servers: list[FrameServer] = []
-    frame_folders: list[Path] = []
+    frames_dir = Path(tempfile.mkdtemp(prefix="mus-check-frames-"))
+    """Each of the bot's seats gets a folder of its own in it, which its partner's sandbox does not bind."""
+    seat_frames: list[SeatFrames] = []
     try:
         for seat in range(4):
             token = table.seats[seat].token
@@ -794,16 +793,11 @@ async def _play(
                 continue
             path = log_dir / f"{label}-seat{seat}-{program.name}.log"
             seat_sandbox, frames_address = sandbox, None
-            if frames:  # a folder of the seat's own, which its partner's sandbox does not bind
-                folder = Path(tempfile.mkdtemp(prefix="mus-check-frames-"))
-                frame_folders.append(folder)
-                frame_servers.append(FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer))
-                await frame_servers[-1].start()  # stopped in `finally`, also when cancelled as it opens
+            if frames:
+                seat_frames.append(await SeatFrames.open(referee, frames_dir, servicer))
+                frames_address = seat_frames[-1].address(confined=sandbox is not None)
                 if sandbox is not None:
-                    seat_sandbox = replace(sandbox, frames_dir=folder)
-                    frames_address = f"unix:{FRAMES_DIR}/{FRAMES_SOCKET}"
-                else:
-                    frames_address = f"unix:{folder / FRAMES_SOCKET}"
+                    seat_sandbox = replace(sandbox, frames_dir=seat_frames[-1].folder)
             watch.seats[seat].launched_at = time.monotonic()
             watch.seats[seat].log = path
             process = await launch_bot(
@@ -830,8 +824,8 @@ async def _play(
             await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 2.0)
         for process in processes:
             await process.close()
-        await asyncio.gather(server.stop(grace=0.5), *(frame_server.stop() for frame_server in frame_servers))
-        for folder in (socket_dir, *frame_folders):
+        await asyncio.gather(server.stop(grace=0.5), *(own.close() for own in seat_frames))
+        for folder in (socket_dir, frames_dir):
             shutil.rmtree(folder, ignore_errors=True)
     return _Played(label, seed, bot_seats, table, watch)
 

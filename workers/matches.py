@@ -34,7 +34,7 @@ from referee.engine.replay import dumps_record, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service.frames import FrameServer
 from referee.service.server import start_admin_server, start_server
-from referee.service.servicer import Referee
+from referee.service.servicer import PlayServicer, Referee
 from referee.service.table import Incident
 from workers.launcher import (
     FRAMES_DIR,
@@ -134,16 +134,8 @@ class EmbeddedReferee:
         return f"unix:{socket}", f"unix:{folder / FRAMES_SOCKET}"
 
     async def open_seat_frames(self) -> SeatFrames:
-        """A frames socket for one launched seat alone (`service.frames`), in a new private folder that only that
-        seat's sandbox binds (at FRAMES_DIR): no seat can reach or fill another's. Closed after the match."""
-        folder = Path(tempfile.mkdtemp(prefix="seat-", dir=self.frames_dir))
-        server = FrameServer(self.referee, folder / FRAMES_SOCKET)
-        try:
-            return SeatFrames(folder, await server.start())
-        except BaseException:  # a failure, or the match cancelled as the socket opened: nothing stays listening
-            await server.stop()
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
+        """A frames socket for one launched seat alone, in this referee's frames folder. Closed after the match."""
+        return await SeatFrames.open(self.referee, self.frames_dir)
 
     async def forget(self, pool: BotPool) -> None:
         """Stop listening in the folders of `pool`'s processes that it has retired (a worker may have two pools,
@@ -179,6 +171,19 @@ class SeatFrames:
 
     folder: Path
     server: FrameServer
+
+    @classmethod
+    async def open(cls, referee: Referee, parent: Path, servicer: PlayServicer | None = None) -> SeatFrames:
+        """A frames socket (`service.frames`, served by `servicer` if given) in a new private folder under
+        `parent`, which only that seat's sandbox binds (at FRAMES_DIR): no seat can reach or fill another's."""
+        folder = Path(tempfile.mkdtemp(prefix="seat-", dir=parent))
+        server = FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer)
+        try:
+            return cls(folder, await server.start())
+        except BaseException:  # a failure, or the match cancelled as the socket opened: nothing stays listening
+            await server.stop()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
 
     def address(self, confined: bool) -> str:
         """MUS_FRAMES: the socket as the seat sees it, inside its sandbox or on this host."""
