@@ -49,6 +49,19 @@ def betting_menu(
     return betting_legal(pending, ordago, min_bet, min_raise, cap, target).expand()
 
 
+class _AmountRefused(IllegalActionError):
+    """A bet amount not legal now. The message ends with the legal menu, described only when it is read: the
+    accepted amounts never build it, and `is_legal` refuses many whose message nobody reads."""
+
+    def __init__(self, why: str, betting: Betting, rules: Rules) -> None:
+        super().__init__()
+        self._refused = (why, betting.menu(rules))
+
+    def __str__(self) -> str:
+        why, menu = self._refused
+        return f"{why} legal: {describe(menu)}"
+
+
 @dataclass(slots=True)
 class LanceResult:
     """How a lance closed, and what the tanteo needs to count it (rules §8, §9.2)."""
@@ -91,26 +104,27 @@ class Betting:
     def check_amount(self, action: Action, rules: Rules) -> None:
         """Raise `IllegalActionError` unless an envido or mas has an amount legal now (rules §8.1, §8.2)."""
         cap = rules.stake_cap
-        legal = f"legal: {describe(self.menu(rules))}"
         if action.kind is ActionKind.ENVIDO:
             if self.pending is not None or self.ordago:
-                raise IllegalActionError(f"envido opens a lance; a bet is pending, {legal}")
+                raise _AmountRefused("envido opens a lance; a bet is pending,", self, rules)
             if action.amount < rules.min_bet:
-                raise IllegalActionError(f"envido {action.amount} is below min_bet {rules.min_bet}; {legal}")
+                raise _AmountRefused(f"envido {action.amount} is below min_bet {rules.min_bet};", self, rules)
             if cap is not None and action.amount > cap:
-                raise IllegalActionError(
-                    f"envido {action.amount} is above the stake cap {cap} (max_total_stake); {legal}"
+                raise _AmountRefused(
+                    f"envido {action.amount} is above the stake cap {cap} (max_total_stake);", self, rules
                 )
             return
         if self.pending is None or self.ordago:
             what = "an órdago cannot be raised" if self.ordago else "no bet is pending to raise"
-            raise IllegalActionError(f"mas {action.amount}: {what}; {legal}")
+            raise _AmountRefused(f"mas {action.amount}: {what};", self, rules)
         if action.amount < rules.min_raise:
-            raise IllegalActionError(f"mas {action.amount} is below min_raise {rules.min_raise}; {legal}")
+            raise _AmountRefused(f"mas {action.amount} is below min_raise {rules.min_raise};", self, rules)
         if cap is not None and self.pending + action.amount > cap:
-            raise IllegalActionError(
+            raise _AmountRefused(
                 f"mas {action.amount} takes the stake to {self.pending + action.amount}, "
-                f"above the cap {cap} (max_total_stake); {legal}"
+                f"above the cap {cap} (max_total_stake);",
+                self,
+                rules,
             )
 
     def totals_after(self, action: Action) -> tuple[int | None, int, bool]:
