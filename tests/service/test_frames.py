@@ -284,6 +284,24 @@ class _StalledWriter:
         await asyncio.Event().wait()  # never: nothing is read
 
 
+async def _stream_seat_1(writer: _StalledWriter) -> Table:
+    """Seat 1 of a new table joins on a frames stream served to `writer` (a connection of the test's own);
+    returns the table once the stream has ended (within 5 s)."""
+    referee = Referee(reconnect_grace_s=5.0)
+    table = referee.create_table(Rules(), 7, NAMES)
+    reader = asyncio.StreamReader()
+    reader.feed_data(_frame(join(table.seats[1].token).SerializeToString()))
+    server = FrameServer(referee, Path("unused.sock"))
+
+    async def stream() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        await server._stream(reader, writer, task)  # type: ignore[arg-type]  # the test's own connection
+
+    await asyncio.wait_for(stream(), 5)
+    return table
+
+
 def test_a_bot_that_stops_reading_is_cut_after_the_write_stall_and_has_left_its_seat(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -292,20 +310,9 @@ def test_a_bot_that_stops_reading_is_cut_after_the_write_stall_and_has_left_its_
     monkeypatch.setattr(frames, "WRITE_STALL_S", 0.2)
 
     async def scenario() -> None:
-        referee = Referee(reconnect_grace_s=5.0)
-        table = referee.create_table(Rules(), 7, NAMES)
-        reader = asyncio.StreamReader()
-        reader.feed_data(_frame(join(table.seats[1].token).SerializeToString()))
         writer = _StalledWriter()
-        server = FrameServer(referee, Path("unused.sock"))
-
-        async def stream() -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            await server._stream(reader, writer, task)  # type: ignore[arg-type]  # a writer that never drains
-
         started = asyncio.get_running_loop().time()
-        await asyncio.wait_for(stream(), 5)
+        table = await _stream_seat_1(writer)
         assert asyncio.get_running_loop().time() - started >= 0.2, "it waited WRITE_STALL_S for the bot to read"
         assert writer.transport.aborted and len(writer.written) == 1, "the Joined, then the cut: no trailer"
         assert table.seats[1].outbox is None and table.incidents == [], "it left, without a protocol error"
@@ -320,17 +327,10 @@ def test_nothing_more_is_written_to_a_connection_the_bot_has_closed() -> None:
     log, from a hostile review)."""
 
     async def scenario() -> None:
-        referee = Referee(reconnect_grace_s=5.0)
-        table = referee.create_table(Rules(), 7, NAMES)
-        reader = asyncio.StreamReader()
-        reader.feed_data(_frame(join(table.seats[1].token).SerializeToString()))
         writer = _StalledWriter()
         writer.transport.full = False
         writer.transport.aborted = True  # closed by the bot before the referee writes
-        server = FrameServer(referee, Path("unused.sock"))
-        task = asyncio.current_task()
-        assert task is not None
-        await asyncio.wait_for(server._stream(reader, writer, task), 5)  # type: ignore[arg-type]
+        table = await _stream_seat_1(writer)
         assert writer.written == [], "not the Joined, not a trailer: nobody is there to read them"
         assert table.seats[1].outbox is None and table.incidents == [], "it left, without a protocol error"
         table.cancel("the test is over")
