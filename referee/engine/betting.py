@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from referee.engine.actions import Action, ActionKind
-from referee.engine.errors import IllegalActionError
 from referee.engine.hands import Lance
-from referee.engine.legal import LegalAction, LegalActions, describe
+from referee.engine.legal import LegalAction, LegalActions, Refusal
 from referee.engine.outcome import LanceOutcome
 from referee.engine.rules import DejeMode, Rules
 from referee.engine.seats import rivals_after
@@ -47,19 +46,6 @@ def betting_menu(
 ) -> tuple[Action, ...]:
     """The betting actions of a lance state, listed (`betting_legal`), cached."""
     return betting_legal(pending, ordago, min_bet, min_raise, cap, target).expand()
-
-
-class _AmountRefused(IllegalActionError):
-    """A bet amount not legal now. The message ends with the legal menu, described only when it is read: the
-    accepted amounts never build it, and `is_legal` refuses many whose message nobody reads."""
-
-    def __init__(self, why: str, betting: Betting, rules: Rules) -> None:
-        super().__init__()
-        self._refused = (why, betting.menu(rules))
-
-    def __str__(self) -> str:
-        why, menu = self._refused
-        return f"{why} legal: {describe(menu)}"
 
 
 @dataclass(slots=True)
@@ -106,25 +92,24 @@ class Betting:
         cap = rules.stake_cap
         if action.kind is ActionKind.ENVIDO:
             if self.pending is not None or self.ordago:
-                raise _AmountRefused("envido opens a lance; a bet is pending,", self, rules)
+                raise Refusal("envido opens a lance; a bet is pending,", self.menu(rules))
             if action.amount < rules.min_bet:
-                raise _AmountRefused(f"envido {action.amount} is below min_bet {rules.min_bet};", self, rules)
+                raise Refusal(f"envido {action.amount} is below min_bet {rules.min_bet};", self.menu(rules))
             if cap is not None and action.amount > cap:
-                raise _AmountRefused(
-                    f"envido {action.amount} is above the stake cap {cap} (max_total_stake);", self, rules
+                raise Refusal(
+                    f"envido {action.amount} is above the stake cap {cap} (max_total_stake);", self.menu(rules)
                 )
             return
         if self.pending is None or self.ordago:
             what = "an órdago cannot be raised" if self.ordago else "no bet is pending to raise"
-            raise _AmountRefused(f"mas {action.amount}: {what};", self, rules)
+            raise Refusal(f"mas {action.amount}: {what};", self.menu(rules))
         if action.amount < rules.min_raise:
-            raise _AmountRefused(f"mas {action.amount} is below min_raise {rules.min_raise};", self, rules)
+            raise Refusal(f"mas {action.amount} is below min_raise {rules.min_raise};", self.menu(rules))
         if cap is not None and self.pending + action.amount > cap:
-            raise _AmountRefused(
+            raise Refusal(
                 f"mas {action.amount} takes the stake to {self.pending + action.amount}, "
                 f"above the cap {cap} (max_total_stake);",
-                self,
-                rules,
+                self.menu(rules),
             )
 
     def totals_after(self, action: Action) -> tuple[int | None, int, bool]:

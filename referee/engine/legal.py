@@ -14,6 +14,7 @@ from itertools import combinations
 
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import Card
+from referee.engine.errors import IllegalActionError
 from referee.engine.rules import Rules
 from referee.engine.senas import Sena
 
@@ -156,3 +157,16 @@ def describe(actions: Sequence[Action]) -> str:
     for kind, values in amounts.items():
         parts.append(f"{kind.value} {min(values)}..{max(values)}")
     return ", ".join(parts) if parts else "nothing"
+
+
+class Refusal(IllegalActionError):
+    """An action refused for a reason (`why`), its message ending with what is legal now. The legal set is
+    described only when the message is read: `is_legal` refuses many actions whose message nobody reads (the
+    property tests ask it of every action code at every sampled step)."""
+
+    def __init__(self, why: str, legal: Sequence[Action]) -> None:
+        super().__init__(why)
+        self.legal = tuple(legal)
+
+    def __str__(self) -> str:
+        return f"{self.args[0]} legal: {describe(self.legal)}"

@@ -56,7 +56,7 @@ from referee.engine.events import (
     VacaEnded,
 )
 from referee.engine.hands import HandFacts, Lance, best_seat, evaluate
-from referee.engine.legal import LegalAction, LegalActions, describe
+from referee.engine.legal import LegalAction, LegalActions, Refusal
 from referee.engine.outcome import (
     FaultCause,
     GameResult,
@@ -163,19 +163,6 @@ _NO_SENAS = Action.send_senas(())
 
 class _GameOver(Exception):
     """Raised inside a hand when the game has just ended, to stop playing and counting the hand at once."""
-
-
-class _NotInLegalSet(IllegalActionError):
-    """An action outside the seat's legal set. The message describes the whole set, so it is written only when
-    read: `is_legal` refuses many actions whose message nobody reads (the property tests ask it of every code)."""
-
-    def __init__(self, action: Action, seat: int, kind: DecisionKind, legal: tuple[Action, ...]) -> None:
-        super().__init__()
-        self._refused = (action, seat, kind, legal)
-
-    def __str__(self) -> str:
-        action, seat, kind, legal = self._refused
-        return f"{action} is not legal for seat {seat} now ({kind.value} decision); legal: {describe(legal)}"
 
 
 class Match:
@@ -355,7 +342,7 @@ class Match:
             return
         legal = self.legal_actions(seat)
         if action not in legal:
-            raise _NotInLegalSet(action, seat, kind, legal)
+            raise Refusal(f"{action} is not legal for seat {seat} now ({kind.value} decision);", legal)
 
     def is_legal(self, seat: int, action: Action) -> bool:
         """Whether `check` would accept the action."""
