@@ -26,7 +26,7 @@ demo: bytecode
 	$(BIN)/mus demo
 
 test: bytecode
-	$(BIN)/pytest -n auto
+	$(BIN)/pytest -n auto --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
