@@ -58,6 +58,8 @@ referee, absent elsewhere."""
 
 # A dropped connection, not a refusal: worth joining again (play.proto lists the refusals).
 _TRANSIENT = frozenset({"UNAVAILABLE", "INTERNAL"})
+_REJOIN_LATER = frozenset({"ALREADY_EXISTS", "RESOURCE_EXHAUSTED"})
+"""Statuses of a refused rejoin that a later one may get past (docs/protocol.md "Reconnecting")."""
 
 
 def _setting(value: str | None, variable: str, what: str) -> str:
@@ -363,9 +365,10 @@ def _play_seat(seat: _Seat, play: Callable[[], MatchOutcome], target: str, grace
             return play()
         except StreamEnded as error:
             code, details = error.code, error.details
-            # A rejoin may race the referee noticing that the old stream ended (play.proto ALREADY_EXISTS).
-            rejoining = seat.joins > 0
-            if code not in _TRANSIENT and not (rejoining and code == "ALREADY_EXISTS"):
+            # A rejoin may race the referee noticing that the old stream ended (play.proto ALREADY_EXISTS), or
+            # come too soon after many others (RESOURCE_EXHAUSTED, refusing that join): both are waited out.
+            refused_rejoin = seat.joins > 0 and seat.joins == joins and code in _REJOIN_LATER
+            if code not in _TRANSIENT and not refused_rejoin:
                 raise RefereeError(code, details, what=f"the referee at {target}") from None
             now = time.monotonic()
             if seat.joins > joins or not lost_since:  # the grace period runs from the last good join

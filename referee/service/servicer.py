@@ -10,7 +10,6 @@ import contextlib
 import hmac
 import logging
 import secrets
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
@@ -32,7 +31,7 @@ from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service.lobby import Lobby, LobbySession, StateError, is_token_sha256
-from referee.service.table import PROTOCOL_VERSION, Clock, Outbox, Table, TableError, TableStatus
+from referee.service.table import PROTOCOL_VERSION, Clock, Outbox, RateLimiter, Table, TableError, TableStatus
 
 log = logging.getLogger(__name__)
 
@@ -90,24 +89,10 @@ class RaisingContext:
         raise StreamAborted(code, details)
 
 
-_STATUS = {name: getattr(grpc.StatusCode, name) for name in ("ABORTED", "ALREADY_EXISTS", "FAILED_PRECONDITION")}
-
-
-class RateLimiter:
-    """A token bucket per stream: a bot may send bursts, but not a flood (messages per second)."""
-
-    def __init__(self, rate: float = 200.0, burst: float = 400.0) -> None:
-        self.rate, self.capacity, self.tokens = rate, burst, burst
-        self.updated = time.monotonic()
-
-    def allow(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
-        self.updated = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
+_STATUS = {
+    name: getattr(grpc.StatusCode, name)
+    for name in ("ABORTED", "ALREADY_EXISTS", "FAILED_PRECONDITION", "RESOURCE_EXHAUSTED")
+}
 
 
 class Referee:
@@ -299,7 +284,7 @@ class PlayServicer:
     ) -> None:
         """Apply what the seat sends; a protocol error closes its stream with a status naming it (and `cut`s it
         after CLOSE_GRACE_S if the bot has not read that far)."""
-        limiter = RateLimiter()
+        limiter = RateLimiter(rate=200.0, burst=400.0)
 
         def close(code: grpc.StatusCode, detail: str) -> None:
             table.protocol_error(seat, detail)

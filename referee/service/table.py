@@ -16,6 +16,7 @@ import functools
 import json
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -64,11 +65,34 @@ pays for encoding its events twice, and the cap is still checked on the exact by
 
 MAX_INCIDENTS = 1_000
 """The most incidents a table records (a seat reconnecting to break the protocol again and again)."""
+JOIN_BURST = 10
+JOIN_RATE = 1.0
+"""Joins of one seat that the table takes: bursts of `JOIN_BURST`, then `JOIN_RATE` a second. Each join resends
+the seat what it missed (the whole match, from `next_seq` 0), so a seat joining in a loop would keep its referee's
+core busy for every other table of the process; an honest seat joins once, and again after a drop."""
 
 
 def reported_name(bot_name: str) -> str:
     """`Join.bot_name` as reports show it: printable characters only, at most 64, trimmed (a bot chooses it)."""
     return "".join(char for char in bot_name if char.isprintable())[:64].strip()
+
+
+class RateLimiter:
+    """A token bucket: bursts of `burst`, then `rate` a second (a stream's messages, a seat's joins)."""
+
+    def __init__(self, rate: float, burst: float, now: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.capacity, self.tokens = rate, burst, burst
+        self.now = now
+        self.updated = now()
+
+    def allow(self) -> bool:
+        now = self.now()
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
 
 
 class Timer(Protocol):
@@ -161,6 +185,10 @@ class _Seat:
     """The seat will not answer any more (crashed, absent, or disconnected past the grace period): its
     decisions time out at once."""
     grace: Timer | None = None
+    joins: RateLimiter | None = None
+    """The seat's joins (`JOIN_BURST`), from its first one on."""
+    join_limit_met: bool = False
+    """A join was refused by `joins`: recorded once as an incident, the later refusals are not."""
     last_decision_id: int = 0
     asked: set[int] = field(default_factory=set)
     """Every decision id issued to this seat: an Act with any other id is NOT_ASKED."""
@@ -267,6 +295,14 @@ class Table:
             raise TableError("ALREADY_EXISTS", f"seat {seat} of table {self.table_id} already has a live stream")
         if state.gone and self.status is TableStatus.RUNNING:
             raise TableError("FAILED_PRECONDITION", f"seat {seat} was dropped: the reconnect grace period is over")
+        if state.joins is None:
+            state.joins = RateLimiter(JOIN_RATE, JOIN_BURST, self.clock.now)
+        if not state.joins.allow():
+            detail = f"joined too often: {JOIN_BURST} joins at once, then {JOIN_RATE:g} a second"
+            if not state.join_limit_met:
+                state.join_limit_met = True
+                self.record_incident(seat, IncidentCause.PROTOCOL_ERROR, detail)
+            raise TableError("RESOURCE_EXHAUSTED", f"seat {seat} {detail}: wait, then join again")
         resumed = state.joined
         state.outbox = outbox
         state.joined = True

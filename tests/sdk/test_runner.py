@@ -66,9 +66,11 @@ def mus_request(decision_id: int) -> play_pb2.PlayResponse:
 class ScriptedReferee(play_pb2_grpc.PlayServiceServicer):
     """One seat's match in two streams: a decision, a rejection and a retry, a dropped stream, a rejoin."""
 
-    def __init__(self) -> None:
+    def __init__(self, refused_rejoins: tuple[tuple[grpc.StatusCode, str], ...] = ()) -> None:
         self.joins: list[play_pb2.Join] = []
         self.acts: list[play_pb2.Act] = []
+        self.refused_rejoins = list(refused_rejoins)
+        """The statuses the rejoins after the drop get, one each, before one is taken."""
 
     def Play(
         self, request_iterator: Iterator[play_pb2.PlayRequest], context: grpc.ServicerContext
@@ -99,6 +101,8 @@ class ScriptedReferee(play_pb2_grpc.PlayServiceServicer):
             self.acts.append(next(request_iterator).act)
             yield event(2, mus_called=pb.MusCalled(seat=1, mus=True))
             context.abort(grpc.StatusCode.UNAVAILABLE, "the network went away")
+        if self.refused_rejoins:
+            context.abort(*self.refused_rejoins.pop(0))
         yield play_pb2.PlayResponse(
             joined=play_pb2.Joined(seat=1, table_id="t1", rules=rules, protocol_version=1, resumed=True)
         )
@@ -172,6 +176,23 @@ def test_run_bot_plays_retries_after_a_rejection_and_rejoins_from_the_next_event
         EventKind.MUS_CALLED,
     ]
     assert bot.hand_starts == 1
+
+
+def test_a_rejoin_refused_as_too_soon_or_racing_the_old_stream_is_tried_again(server: tuple[grpc.Server, str]) -> None:
+    """ALREADY_EXISTS (the referee still holds the old stream) and RESOURCE_EXHAUSTED (too many joins at once,
+    `table.JOIN_BURST`) refuse only that join: the seat waits and joins again, and plays on."""
+    grpc_server, address = server
+    referee = ScriptedReferee(
+        refused_rejoins=(
+            (grpc.StatusCode.ALREADY_EXISTS, "seat 1 of table t1 already has a live stream"),
+            (grpc.StatusCode.RESOURCE_EXHAUSTED, "seat 1 joined too often: wait, then join again"),
+        )
+    )
+    play_pb2_grpc.add_PlayServiceServicer_to_server(referee, grpc_server)
+    grpc_server.start()
+    outcome = run_bot(FirstPasoThenMus(), address, "seat-token", grace_s=5)
+    assert outcome.winner == 1
+    assert [join.next_seq for join in referee.joins] == [0, 3, 3, 3]
 
 
 def test_a_crashing_decide_answers_with_no_action_so_the_referee_counts_a_fault(

@@ -16,7 +16,7 @@ import grpc
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
-from referee.service.table import Table, TableStatus
+from referee.service.table import JOIN_BURST, JOIN_RATE, Table, TableStatus
 from tests.service.conftest import Running, with_referee
 from tests.support.clock import FakeClock
 from tests.support.referee_checks import assert_replays_legally, engine_faults, incidents, until
@@ -210,5 +210,41 @@ def test_a_seat_that_leaves_while_the_table_waits_and_returns_before_the_start_p
     table, seats = with_referee(scenario, timeout=40, reconnect_grace_s=SHORT_GRACE)
     assert seats[0].of("joined")[-1].joined.resumed
     assert_clean_finish(table)
+    for seat in seats:
+        assert seat.last.code == "OK"
+
+
+def test_a_seat_that_joins_in_a_loop_is_refused_past_its_burst_until_its_clock_allows_one_more() -> None:
+    """Each join resends what the seat missed: past `JOIN_BURST` joins, one is taken a second (`JOIN_RATE`).
+    A refused join is RESOURCE_EXHAUSTED before anything is sent, and one `protocol_error` incident says so,
+    however many are refused; the seat then joins when its clock allows, and the match plays normally."""
+
+    async def scenario(running: Running) -> tuple[Table, list[StreamResult], list[WireSeat]]:
+        clock = FakeClock()
+        table = running.referee.create_table(ROOMY, 45, NAMES, join_timeout_s=20.0, clock=clock)
+        looping = WireSeat(running.address, table.seats[0].token, seed=0)
+        for _ in range(JOIN_BURST):
+            await looping.join()
+            assert await looping.play(lambda message: kind(message) == "joined")
+            await looping.drop()
+            await until(lambda: table.seats[0].outbox is None, what="the referee to see the stream end")
+        refused = []
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            for attempt in range(2):
+                stream = PlayStream(channel, f"refused {attempt}")
+                await stream.join(table.seats[0].token)
+                refused.append(await stream.refused())
+        clock.advance(1 / JOIN_RATE)
+        seats = [looping] + [WireSeat(running.address, table.seats[seat].token, seed=seat) for seat in range(1, 4)]
+        await asyncio.gather(*(seat.run() for seat in seats))
+        return table, refused, seats
+
+    table, refused, seats = with_referee(scenario, timeout=40)
+    for result in refused:
+        assert result.code == "RESOURCE_EXHAUSTED" and "joined too often" in result.details, result
+        assert result.received == 0, "a refused join is sent nothing"
+    assert incidents(table) == [(0, "protocol_error")], "one incident for the refused joins"
+    assert table.status is TableStatus.FINISHED and table.faults() == []
+    assert seats[0].of("joined")[-1].joined.resumed
     for seat in seats:
         assert seat.last.code == "OK"

@@ -53,6 +53,8 @@ class PlayServiceStub:
       once the seat is known. The seat may join again, as after a dropped stream, within the reconnect grace
       period.
     - RESOURCE_EXHAUSTED: a message over the referee's size limit, or a flood of messages; also a protocol error.
+      On a Join: the seat joined too often (10 joins at once, then one a second); nothing was sent, and the first
+      such refusal is recorded as a protocol_error incident. Wait a second and join again.
     - ABORTED: the table was cancelled by an administrator while the stream was open.
     - DEADLINE_EXCEEDED: no Join within 10 s of opening the stream.
     A stream that breaks without a status from the referee ends with UNAVAILABLE (some clients say INTERNAL):
@@ -96,6 +98,8 @@ class PlayServiceAsyncStub(PlayServiceStub):
       once the seat is known. The seat may join again, as after a dropped stream, within the reconnect grace
       period.
     - RESOURCE_EXHAUSTED: a message over the referee's size limit, or a flood of messages; also a protocol error.
+      On a Join: the seat joined too often (10 joins at once, then one a second); nothing was sent, and the first
+      such refusal is recorded as a protocol_error incident. Wait a second and join again.
     - ABORTED: the table was cancelled by an administrator while the stream was open.
     - DEADLINE_EXCEEDED: no Join within 10 s of opening the stream.
     A stream that breaks without a status from the referee ends with UNAVAILABLE (some clients say INTERNAL):
@@ -135,6 +139,8 @@ class PlayServiceServicer(metaclass=_abc_1.ABCMeta):
       once the seat is known. The seat may join again, as after a dropped stream, within the reconnect grace
       period.
     - RESOURCE_EXHAUSTED: a message over the referee's size limit, or a flood of messages; also a protocol error.
+      On a Join: the seat joined too often (10 joins at once, then one a second); nothing was sent, and the first
+      such refusal is recorded as a protocol_error incident. Wait a second and join again.
     - ABORTED: the table was cancelled by an administrator while the stream was open.
     - DEADLINE_EXCEEDED: no Join within 10 s of opening the stream.
     A stream that breaks without a status from the referee ends with UNAVAILABLE (some clients say INTERNAL):
