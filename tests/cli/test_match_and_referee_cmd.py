@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -166,3 +168,42 @@ def test_referee_serve_takes_its_admin_token_from_a_file_or_the_environment_neve
         assert result.exit_code == 1 and message in result.stderr, result.stderr
     missing = runner.invoke(app, ["referee", "serve", "--admin-token-file", str(tmp_path / "nope")])
     assert missing.exit_code == 1 and "cannot read the admin token file" in missing.stderr
+
+
+@pytest.mark.slow
+def test_a_match_stopped_by_sigterm_stops_its_seats_removes_its_folders_and_exits_143(tmp_path: Path) -> None:
+    """`kill` (SIGTERM) cancels `mus match play` as Ctrl-C would: Python's default for it would exit at once and
+    leave the referee's folders in the temporary directory and the seats' processes running."""
+    started = tmp_path / "started"
+    started.mkdir()
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text(
+        "import os, pathlib, sys, time\npathlib.Path(sys.argv[1], str(os.getpid())).touch()\ntime.sleep(600)\n"
+    )
+    temporary = Path(tempfile.mkdtemp(prefix="mus-t"))  # short: the seats' sockets are made in it (AF_UNIX paths)
+    command = ["match", "play", "random", "--no-sandbox", "--", sys.executable, str(sleeper), str(started)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli.main", *command],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, TMPDIR=str(temporary)),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(list(started.iterdir())) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        pids = [int(path.name) for path in started.iterdir()]
+        assert len(pids) == 2, "both seats of the sleeper are running (the match waits for them to join)"
+        assert list(temporary.glob("mus-referee-*")), "the referee's folders exist while it runs"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 143
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.stderr is not None and "terminated (SIGTERM)" in process.stderr.read()
+    left = [path.name.split("-")[1] for path in temporary.iterdir()]
+    shutil.rmtree(temporary)
+    assert left == ["match"], "the referee's folders are removed; the bots' output is kept, as after any match"
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

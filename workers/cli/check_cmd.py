@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import shutil
@@ -20,7 +19,7 @@ from typer.core import TyperCommand
 from referee.engine.errors import MusError
 from workers.checks import VARIANT_NAMES, CheckConfig, CheckReport, CheckResult, Status, run_check
 from workers.cli.db import open_session
-from workers.cli.errors import fail
+from workers.cli.errors import fail, run_to_the_end
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.db import repo
 from workers.launcher import (
@@ -126,7 +125,7 @@ def check_program(
                 print_result(console, found)
 
         try:
-            report = asyncio.run(run_check(program, config, on_progress=progress, on_result=result))
+            report = run_to_the_end(run_check(program, config, on_progress=progress, on_result=result))
         except LaunchError as error:
             fail(str(error))
     if json_output:

@@ -1,13 +1,55 @@
-"""How the CLI reports a domain error: one line on stderr and exit code 1, never a traceback."""
+"""How the CLI reports a domain error (one line on stderr and exit code 1, never a traceback) and how it ends
+when it is told to stop."""
 
 from __future__ import annotations
 
-from typing import NoReturn
+import asyncio
+import signal
+import threading
+from collections.abc import Coroutine
+from typing import Any, NoReturn, TypeVar
 
 import typer
+
+T = TypeVar("T")
 
 
 def fail(message: str) -> NoReturn:
     """Print `error: message` on stderr and exit with code 1."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
+
+
+EXIT_TERMINATED = 128 + signal.SIGTERM
+"""The exit code of a command stopped by SIGTERM, as a shell reports a process killed by it."""
+
+
+def run_to_the_end(main: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(main)`, where SIGTERM (a `kill`, a container or CI job stopping) cancels `main` as Ctrl-C
+    does, so its `finally` blocks run (the seats' processes stopped, the referee's folders removed) before the
+    command exits with EXIT_TERMINATED. Python's default for SIGTERM is to exit at once and run none of them."""
+
+    async def cancelled_by_sigterm() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        terminated = asyncio.Event()
+
+        def on_sigterm() -> None:
+            terminated.set()
+            task.cancel()
+
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+        try:
+            return await main
+        except asyncio.CancelledError:
+            if not terminated.is_set():
+                raise
+            typer.echo("terminated (SIGTERM): stopped and cleaned up", err=True)
+            raise typer.Exit(code=EXIT_TERMINATED) from None
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.run(main)  # signal handlers are the main thread's only
+    return asyncio.run(cancelled_by_sigterm())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 from collections import Counter
@@ -15,7 +14,7 @@ from referee.engine.errors import MusError
 from referee.engine.rules import Rules
 from referee.engine.seats import team_of
 from referee.engine.transcript import render_transcript
-from workers.cli.errors import fail
+from workers.cli.errors import fail, run_to_the_end
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available, stdio_program
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
@@ -91,7 +90,7 @@ def play_command(
         except OSError as error:
             fail(f"cannot create the logs folder {str(logs)!r}: {error.strerror}")
     try:
-        played = asyncio.run(play_programs(programs, rules, seed, sandbox=limits, log_dir=logs))
+        played = run_to_the_end(play_programs(programs, rules, seed, sandbox=limits, log_dir=logs))
     except LaunchError as error:
         fail(str(error))
     result = match_result(played, team_names(played, (programs[0].name, programs[1].name)), seed)
