@@ -102,6 +102,12 @@ class EmbeddedReferee:
     """
 
     def __init__(self) -> None:
+        longest = Path(tempfile.gettempdir(), "mus-referee-frames-12345678", "seat-12345678", FRAMES_SOCKET)
+        if len(bytes(longest)) > MAX_SOCKET_PATH:
+            raise LaunchError(
+                f"the temporary folder {tempfile.gettempdir()!r} is too long a path for the referee's unix sockets"
+                f" ({len(bytes(longest))} bytes with them, at most {MAX_SOCKET_PATH}): set TMPDIR to a shorter one"
+            )
         self.referee = Referee()
         self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
         self.admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
@@ -196,6 +202,9 @@ class SeatFrames:
 
 POOLED_SOCKET = "referee.sock"
 """The referee's socket in a pooled process's own folder (bound at SOCKET_DIR in its sandbox)."""
+
+MAX_SOCKET_PATH = 107
+"""The longest unix socket path Linux takes (`sun_path` holds 108 bytes, with the final NUL)."""
 
 FRAMES_SOCKET = "play.sock"
 """Beside it, the socket where the same process may play its seats over frames instead (`service.frames`)."""

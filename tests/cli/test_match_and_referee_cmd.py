@@ -207,3 +207,16 @@ def test_a_match_stopped_by_sigterm_stops_its_seats_removes_its_folders_and_exit
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_temporary_folder_too_long_for_unix_sockets_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The referee's sockets are made under TMPDIR: past 107 bytes, binding one failed with a traceback."""
+    long_folder = tmp_path / ("x" * 90)
+    long_folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long_folder))
+    result = runner.invoke(app, ["match", "play", "random", "random", "--seed", "1"])
+    assert result.exit_code == 1, result.output
+    assert "too long a path for the referee's unix sockets" in result.stderr and "TMPDIR" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
