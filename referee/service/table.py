@@ -177,6 +177,8 @@ class _Seat:
     name: str
     token: str
     bank: float
+    joins: RateLimiter
+    """The seat's joins (`JOIN_BURST`), on its table's clock."""
     outbox: Outbox | None = None
     joined: bool = False
     joined_as: str = ""
@@ -185,8 +187,6 @@ class _Seat:
     """The seat will not answer any more (crashed, absent, or disconnected past the grace period): its
     decisions time out at once."""
     grace: Timer | None = None
-    joins: RateLimiter | None = None
-    """The seat's joins (`JOIN_BURST`), from its first one on."""
     join_limit_met: bool = False
     """A join was refused by `joins`: recorded once as an incident, the later refusals are not."""
     last_decision_id: int = 0
@@ -237,7 +237,12 @@ class Table:
         self.reconnect_grace_s = reconnect_grace_s
         self.bot_names = tuple(bot_names)
         """The bots' names by seat, as `MatchStarted.bot_names` tells every seat."""
-        self.seats = [_Seat(name, secrets.token_urlsafe(24), rules.time_bank_s) for name in bot_names]
+        self.seats = [
+            _Seat(
+                name, secrets.token_urlsafe(24), rules.time_bank_s, RateLimiter(JOIN_RATE, JOIN_BURST, self.clock.now)
+            )
+            for name in bot_names
+        ]
         self.status = TableStatus.WAITING
         self.cancel_reason = ""
         self.match: Match | None = None
@@ -295,8 +300,6 @@ class Table:
             raise TableError("ALREADY_EXISTS", f"seat {seat} of table {self.table_id} already has a live stream")
         if state.gone and self.status is TableStatus.RUNNING:
             raise TableError("FAILED_PRECONDITION", f"seat {seat} was dropped: the reconnect grace period is over")
-        if state.joins is None:
-            state.joins = RateLimiter(JOIN_RATE, JOIN_BURST, self.clock.now)
         if not state.joins.allow():
             detail = f"joined too often: {JOIN_BURST} joins at once, then {JOIN_RATE:g} a second"
             if not state.join_limit_met:

@@ -33,17 +33,18 @@ def run_to_the_end(main: Coroutine[Any, Any, T]) -> T:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
-        terminated = asyncio.Event()
+        terminated = False
 
         def on_sigterm() -> None:
-            terminated.set()
+            nonlocal terminated
+            terminated = True
             task.cancel()
 
         loop.add_signal_handler(signal.SIGTERM, on_sigterm)
         try:
             return await main
         except asyncio.CancelledError:
-            if not terminated.is_set():
+            if not terminated:
                 raise
             typer.echo("terminated (SIGTERM): stopped and cleaned up", err=True)
             raise typer.Exit(code=EXIT_TERMINATED) from None
