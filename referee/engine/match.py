@@ -216,6 +216,9 @@ class Match:
         self._sena_queue: list[int] = []
         self._betting: Betting | None = None
         self._results: dict[Lance, LanceResult] = {}
+        self._awaited: tuple[int, ...] | None = None
+        """`awaited()` as last computed; every change of whom the match waits for (`_dispatch`, `_forfeit`)
+        drops it. The edges ask for it several times a decision (`check`, `legal`, `decision_kind`)."""
         # The seed fixes every deal, so it is never part of an event: seats must not learn it (rules §4.1).
         self._emit(MatchStarted(self.first_dealer, self.rules))
         self._start_game()
@@ -236,6 +239,12 @@ class Match:
 
     def awaited(self) -> tuple[int, ...]:
         """The seats whose decision the match waits for, in speaking order; empty once the match is over."""
+        awaited = self._awaited
+        if awaited is None:
+            awaited = self._awaited = self._waiting_for()
+        return awaited
+
+    def _waiting_for(self) -> tuple[int, ...]:
         if self.outcome is not None or self.decision is None:
             return ()
         kind = self.decision
@@ -506,6 +515,8 @@ class Match:
                 self._bet(seat, action)
         except _GameOver:
             self._after_game()
+        finally:
+            self._awaited = None
         return rejected
 
     # ------------------------------------------------------------------ events
@@ -607,6 +618,7 @@ class Match:
 
     def _forfeit(self, team: int) -> None:
         """A team reached the fault limit: the other team wins the match; the game in progress has no winner."""
+        self._awaited = None
         self._emit(Forfeit(team))
         self._record_game(None, GameTermination.FORFEIT)
         # types.proto: a forfeit ends the vaca in progress too, with no winner (Outcome.vacas includes it).

@@ -17,9 +17,13 @@ def partner_of(seat: int) -> int:
     return (seat + 2) % 4
 
 
+_SPEAKING_ORDERS = tuple(tuple((mano + k) % 4 for k in range(4)) for mano in range(4))
+"""The four speaking orders, made once: the engine asks for one several times a decision."""
+
+
 def speaking_order(mano: int) -> tuple[int, ...]:
     """The seats from the mano in speaking order (rules §1)."""
-    return tuple((mano + k) % 4 for k in range(4))
+    return _SPEAKING_ORDERS[mano]
 
 
 def rivals_after(seat: int, participants: Sequence[int]) -> list[int]:
