@@ -130,6 +130,10 @@ MAX_DECISION_TIMEOUT_S = 3600.0
 """The longest decision time: clocks cross the wire as uint32 milliseconds, and an hour is already generous."""
 MAX_TIME_BANK_S = 86400.0
 """The largest time bank (a day), well inside a uint32 of milliseconds (about 49.7 days)."""
+MAX_POINTS = 1000
+"""The largest `target_score` and integer `max_total_stake`. Every bet amount up to them is a listed legal action
+(`LegalActions.expand`, what `Match.legal_actions` returns), so a target of a billion made one betting decision
+take gigabytes; Mus is played to 30-60 points."""
 MAX_SENAS_PER_WINDOW = 17
 """Every seña of the vocabulary once (rules §12.1): what one window, and one message, may carry."""
 
@@ -233,6 +237,10 @@ class Rules:
             raise RulesError(f"rules option max_mus_rounds must be at least 1 or null, got {self.max_mus_rounds}")
         if isinstance(self.max_total_stake, int) and self.max_total_stake < 2:
             raise RulesError(f"rules option max_total_stake must be at least 2, got {self.max_total_stake}")
+        for key in ("target_score", "max_total_stake"):
+            value = getattr(self, key)
+            if isinstance(value, int) and value > MAX_POINTS:
+                raise RulesError(f"rules option {key} must be at most {MAX_POINTS}, got {value}")
         for key in ("discard_min", "discard_max"):
             if not 1 <= getattr(self, key) <= 4:
                 raise RulesError(f"rules option {key} must be between 1 and 4, got {getattr(self, key)}")

@@ -238,6 +238,9 @@ def test_an_unknown_key_is_rejected_removed_keys_included_14(key: str) -> None:
         ({"decision_timeout_s": 1e308}, "decision_timeout_s must be above 0 and at most 3600, got 1e+308"),
         ({"decision_timeout_s": 3600.5}, "decision_timeout_s must be above 0 and at most 3600"),
         ({"max_senas_per_window": 18}, "max_senas_per_window must be at most 17"),
+        ({"target_score": 1001}, "target_score must be at most 1000"),
+        ({"target_score": 10**9}, "target_score must be at most 1000"),
+        ({"max_total_stake": 1001}, "max_total_stake must be at most 1000"),
         ({"illegal_action_policy": "ignore"}, "illegal_action_policy must be one of retry, default_action"),
         ({"max_faults_before_forfeit": 0}, "max_faults_before_forfeit must be at least 1"),
         ({"mus_decision_mode": "anyone"}, "mus_decision_mode must be one of sequential, fem_out_of_turn"),
@@ -287,6 +290,7 @@ def test_a_match_refuses_rules_built_in_python_with_a_value_of_the_wrong_type_14
         {"decision_timeout_s": 0.001},
         {"decision_timeout_s": 3600},
         {"max_senas_per_window": 17},
+        {"target_score": 1000, "max_total_stake": 1000},
         {"max_faults_before_forfeit": 1},
     ],
 )
