@@ -102,7 +102,8 @@ class EmbeddedReferee:
     """
 
     def __init__(self) -> None:
-        longest = Path(tempfile.gettempdir(), "mus-referee-frames-12345678", "seat-12345678", FRAMES_SOCKET)
+        suffix = "x" * 8  # what mkdtemp appends to a prefix
+        longest = Path(tempfile.gettempdir(), FRAMES_PREFIX + suffix, SEAT_FRAMES_PREFIX + suffix, FRAMES_SOCKET)
         if len(bytes(longest)) > MAX_SOCKET_PATH:
             raise LaunchError(
                 f"the temporary folder {tempfile.gettempdir()!r} is too long a path for the referee's unix sockets"
@@ -111,7 +112,7 @@ class EmbeddedReferee:
         self.referee = Referee()
         self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
         self.admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
-        self.frames_dir = Path(tempfile.mkdtemp(prefix="mus-referee-frames-"))
+        self.frames_dir = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX))
         """Where each launched seat's own frames folder is made (`open_seat_frames`; a sandbox binds only its own)."""
         self.host_address = f"unix:{self.socket_dir / 'referee.sock'}"
         self.admin_address = f"unix:{self.admin_dir / 'admin.sock'}"
@@ -182,7 +183,7 @@ class SeatFrames:
     async def open(cls, referee: Referee, parent: Path, servicer: PlayServicer | None = None) -> SeatFrames:
         """A frames socket (`service.frames`, served by `servicer` if given) in a new private folder under
         `parent`, which only that seat's sandbox binds (at FRAMES_DIR): no seat can reach or fill another's."""
-        folder = Path(tempfile.mkdtemp(prefix="seat-", dir=parent))
+        folder = Path(tempfile.mkdtemp(prefix=SEAT_FRAMES_PREFIX, dir=parent))
         server = FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer)
         try:
             return cls(folder, await server.start())
@@ -203,6 +204,11 @@ class SeatFrames:
 POOLED_SOCKET = "referee.sock"
 """The referee's socket in a pooled process's own folder (bound at SOCKET_DIR in its sandbox)."""
 
+FRAMES_PREFIX = "mus-referee-frames-"
+"""The folder of a referee's seat frames folders, under the temporary folder (`EmbeddedReferee.frames_dir`)."""
+SEAT_FRAMES_PREFIX = "seat-"
+"""One seat's frames folder in it (`SeatFrames.open`): the deepest socket a referee makes, checked against
+MAX_SOCKET_PATH when it starts."""
 MAX_SOCKET_PATH = 107
 """The longest unix socket path Linux takes (`sun_path` holds 108 bytes, with the final NUL)."""
 

@@ -45,6 +45,11 @@ MAX_WAIT_S = 60.0
 """The longest one WaitTable call waits: a worker calls again while its table runs on, so a lost call never
 holds an admin call slot for long."""
 
+MESSAGE_RATE = 200.0
+MESSAGE_BURST = 400.0
+"""What one Play stream may send: bursts of `MESSAGE_BURST` messages, then `MESSAGE_RATE` a second (docs/protocol.md
+"Limits"); past that the stream ends with RESOURCE_EXHAUSTED."""
+
 MAX_UNREAD = 1_000
 """Messages a seat's stream may hold unread when the seat pings: only its pings add to its stream at its own
 say (the table's messages are bounded by the match), so a bot that pings and never reads is cut here instead of
@@ -284,7 +289,7 @@ class PlayServicer:
     ) -> None:
         """Apply what the seat sends; a protocol error closes its stream with a status naming it (and `cut`s it
         after CLOSE_GRACE_S if the bot has not read that far)."""
-        limiter = RateLimiter(rate=200.0, burst=400.0)
+        limiter = RateLimiter(MESSAGE_RATE, MESSAGE_BURST)
 
         def close(code: grpc.StatusCode, detail: str) -> None:
             table.protocol_error(seat, detail)
