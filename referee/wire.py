@@ -387,13 +387,7 @@ def event_to_proto(event: Event, seq: int, recipient: int | None, *, bot_names: 
             message.declared.seat = payload.seat
             message.declared.has_jugada = payload.has
         case SenaDelivered():
-            sena = message.sena_delivered
-            sena.sender = payload.seat
-            sena.sena = _SENA_TO_PB[payload.sena]
-            sena.lance = lance_to_proto(payload.lance)
-            sena.mus_round = payload.mus_round
-            opponent = recipient is not None and team_of(recipient) != team_of(payload.seat)
-            sena.leaked = event.to is None and (recipient is None or opponent)
+            message.sena_delivered.CopyFrom(_sena_delivered(payload, _leaked(event, recipient)))
         case SenaRejected():
             for item in payload.senas:
                 rejected = message.sena_rejected.senas.add()
@@ -458,6 +452,31 @@ def event_to_proto(event: Event, seq: int, recipient: int | None, *, bot_names: 
         case _:  # pragma: no cover - every kind is handled above
             assert_never(payload)
     return message
+
+
+def _leaked(event: Event, recipient: int | None) -> bool:
+    """A delivered seña's `leaked` flag as `recipient` (None: a spectator) is told it: never to the sender's team
+    (rules §12.3 item 5)."""
+    assert isinstance(event.payload, SenaDelivered)
+    opponent = recipient is not None and team_of(recipient) != team_of(event.payload.seat)
+    return event.to is None and (recipient is None or opponent)
+
+
+def _sena_delivered(payload: SenaDelivered, leaked: bool) -> pb.SenaDelivered:
+    return pb.SenaDelivered(
+        sender=payload.seat,
+        sena=_SENA_TO_PB[payload.sena],
+        lance=lance_to_proto(payload.lance),
+        mus_round=payload.mus_round,
+        leaked=leaked,
+    )
+
+
+@lru_cache(maxsize=1 << 10)
+def _sena_bytes(payload: SenaDelivered, leaked: bool) -> tuple[bytes, bytes]:
+    """A delivered seña's event with seq 0 and its SenaDelivered alone (for `senas_received`), as wire bytes."""
+    sena = _sena_delivered(payload, leaked)
+    return pb.Event(sena_delivered=sena).SerializeToString(), sena.SerializeToString()
 
 
 def event_from_proto(message: pb.Event, recipient: int) -> Event:
@@ -601,31 +620,69 @@ def match_faults(match: Match) -> list[pb.Fault]:
 # ------------------------------------------------------------------ views
 
 
-def seat_view_to_proto(view: SeatView) -> pb.SeatView:
-    """A seat's view without the events of the hand: the referee adds those as wire bytes (`view_entries`), in
-    place inside the message that carries the view, to copy none of them."""
+def seat_view_bytes(view: SeatView) -> bytes:
+    """A seat's view without the events of the hand, as wire bytes: the referee adds those as wire bytes too
+    (`view_entries`), in place inside the message that carries the view, to copy none of them.
+
+    Two halves, each serialized once per value: where the match stands with the seat's cards (they change once
+    a hand or a discard) and the lance's betting (once a step). Concatenated, they parse as the one SeatView."""
+    return _view_standing(
+        view.seat,
+        view.mano,
+        view.dealer,
+        view.hand_number,
+        view.vaca,
+        view.game,
+        view.score,
+        view.games,
+        view.vacas,
+        view.faults,
+        view.cards,
+    ) + _view_betting(view.lance, view.mus_round, view.accepted_total, view.pending_total, view.ordago_pending)
+
+
+@lru_cache(maxsize=1 << 12)
+def _view_standing(
+    seat: int,
+    mano: int,
+    dealer: int,
+    hand_number: int,
+    vaca: int,
+    game: int,
+    score: tuple[int, int],
+    games: tuple[int, int],
+    vacas: tuple[int, int],
+    faults: tuple[int, int],
+    cards: tuple[Card, ...],
+) -> bytes:
     return pb.SeatView(
-        seat=view.seat,
-        mano=view.mano,
-        dealer=view.dealer,
-        hand_number=view.hand_number,
-        vaca_number=view.vaca,
-        game_number=view.game,
-        score_team_0=view.score[0],
-        score_team_1=view.score[1],
-        games_team_0=view.games[0],
-        games_team_1=view.games[1],
-        vacas_team_0=view.vacas[0],
-        vacas_team_1=view.vacas[1],
-        cards=_cards_to_proto(view.cards),
-        faults_team_0=view.faults[0],
-        faults_team_1=view.faults[1],
-        lance=lance_to_proto(view.lance),
-        discard_rounds=view.mus_round,
-        accepted_total=view.accepted_total,
-        pending_total=view.pending_total,
-        ordago_pending=view.ordago_pending,
-    )
+        seat=seat,
+        mano=mano,
+        dealer=dealer,
+        hand_number=hand_number,
+        vaca_number=vaca,
+        game_number=game,
+        score_team_0=score[0],
+        score_team_1=score[1],
+        games_team_0=games[0],
+        games_team_1=games[1],
+        vacas_team_0=vacas[0],
+        vacas_team_1=vacas[1],
+        cards=_cards_to_proto(cards),
+        faults_team_0=faults[0],
+        faults_team_1=faults[1],
+    ).SerializeToString()
+
+
+@lru_cache(maxsize=1 << 10)
+def _view_betting(lance: Lance | None, mus_round: int, accepted: int, pending: int, ordago: bool) -> bytes:
+    return pb.SeatView(
+        lance=lance_to_proto(lance),
+        discard_rounds=mus_round,
+        accepted_total=accepted,
+        pending_total=pending,
+        ordago_pending=ordago,
+    ).SerializeToString()
 
 
 def seat_view_from_proto(
@@ -723,7 +780,7 @@ def decision_response(request: bytes) -> bytes:
 
 
 def update_decision_entry(request: bytes) -> bytes:
-    """A decision request's bytes as the `decision_request` of an Update (beside its `stream_entries` events)."""
+    """A decision request's bytes as the `decision_request` of an Update (beside its `stream_entry` events)."""
     return _UPDATE_DECISION_KEY + _varint(len(request)) + request
 
 
@@ -737,28 +794,32 @@ def _payload_bytes(payload: Payload) -> bytes:
     return event_to_proto(Event(0, payload), 0, None).SerializeToString()
 
 
-def event_payload_bytes(event: Event, bot_names: Sequence[str]) -> bytes:
-    """An event's wire bytes with seq 0 (`event_bytes` adds a seq) as a spectator sees it, which is how every seat
-    sees it too except for a delivered seña's `leaked` flag (`event_to_proto` per recipient). Kept by payload:
-    most events of a match (a paso, a lance started, a mus called) are values every match repeats."""
-    if isinstance(event.payload, MatchStarted | SenaDelivered):  # the bot names, and `to`, are not in the payload
+def seen_event_bytes(event: Event, recipient: int | None, bot_names: Sequence[str]) -> bytes:
+    """An event's wire bytes with seq 0 (`event_bytes` adds a seq) as `recipient` (None: a spectator) sees it.
+    Only a delivered seña's `leaked` flag depends on the recipient. Kept by payload: most events of a match (a
+    paso, a lance started, a mus called, a seña) are values every match repeats."""
+    payload = event.payload
+    if isinstance(payload, SenaDelivered):
+        return _sena_bytes(payload, _leaked(event, recipient))[0]
+    if isinstance(payload, MatchStarted):  # the bot names are not in the payload
         return event_to_proto(event, 0, None, bot_names=bot_names).SerializeToString()
-    return _payload_bytes(event.payload)
+    return _payload_bytes(payload)
 
 
-def stream_entries(data: bytes, *, batch: bool) -> tuple[bytes, bytes]:
-    """An event's bytes framed twice: as an entry of the seat's stream (an entry of `Update.events` for a batching
-    seat, else a whole PlayResponse) and as an entry of its SeatView (a delivered seña's is `view_entries`)."""
-    framed = _varint(len(data)) + data
-    return (_UPDATE_EVENT_KEY if batch else _RESPONSE_EVENT_KEY) + framed, _VIEW_EVENT_KEY + framed
+def stream_entry(data: bytes, *, batch: bool) -> bytes:
+    """An event's bytes as an entry of a seat's stream: of `Update.events` for a batching seat, else a whole
+    PlayResponse."""
+    return (_UPDATE_EVENT_KEY if batch else _RESPONSE_EVENT_KEY) + _varint(len(data)) + data
 
 
-def view_entries(event: pb.Event, data: bytes, seat: int) -> bytes:
+def view_entries(event: Event, data: bytes, seat: int) -> bytes:
     """What an event of the hand adds to `seat`'s SeatView, as wire bytes: the event, and a seña from another
-    seat also in `senas_received`. `data` is the event's serialized bytes."""
+    seat also in `senas_received`. `data` is the event's bytes as `seat` sees it (`seen_event_bytes`, its seq
+    added)."""
     entries = _VIEW_EVENT_KEY + _varint(len(data)) + data
-    if event.WhichOneof("payload") == "sena_delivered" and event.sena_delivered.sender != seat:
-        sena = event.sena_delivered.SerializeToString()
+    payload = event.payload
+    if isinstance(payload, SenaDelivered) and payload.seat != seat:
+        sena = _sena_bytes(payload, _leaked(event, seat))[1]
         entries += _VIEW_SENA_KEY + _varint(len(sena)) + sena
     return entries
 

@@ -161,9 +161,20 @@ class SeatLog:
         """The view of `seat` now (call `update` first to include the latest events)."""
         match = self.match
         accepted, pending, ordago = match.betting_totals()
+        score, games, vacas, faults = match.score, match.games_won, match.vacas_won, match.faults
+        # No dict of counters spread into it: the referee builds a view per decision, and that cost about as much
+        # as the rest of the view.
         return SeatView(
             seat=seat,
-            **_counters(match),
+            mano=match.mano,
+            dealer=match.dealer,
+            hand_number=match.hand_number,
+            vaca=match.vaca_number,
+            game=match.game_number,
+            score=(score[0], score[1]),
+            games=(games[0], games[1]),
+            vacas=(vacas[0], vacas[1]),
+            faults=(faults[0], faults[1]),
             cards=match.hands[seat],
             lance=match.lance,
             mus_round=match.discard_rounds,

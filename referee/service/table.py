@@ -162,6 +162,8 @@ class _Decision:
     decision_id: int
     kind: DecisionKind
     asked_at: float
+    deadline: float
+    """When it times out: the seat's bank changes only when one of its decisions closes (`clocks.allowed_s`)."""
 
 
 Outbox = asyncio.Queue[play_pb2.PlayResponse | bytes | None]
@@ -198,7 +200,7 @@ class _Seat:
     omit_hand_events: bool = False
     """The seat keeps the hand's events itself (Join.omit_hand_events): its views carry none."""
     pending_events: list[bytes] = field(default_factory=list)
-    """Events for the next Update, as its wire entries (`wire.stream_entries`)."""
+    """Events for the next Update, as its wire entries (`wire.stream_entry`)."""
     pending_update: bytes | None = None
     """The seat's new decision request, as wire bytes (`wire.decision_request_bytes`); it leaves with the pending
     events in one Update at the flush."""
@@ -341,10 +343,10 @@ class Table:
 
     def _send_event(self, state: _Seat, data: bytes) -> None:
         """`data` is the event's wire bytes: a batching seat's Update is parsed from them."""
-        self._send_entry(state, wire.stream_entries(data, batch=state.batch)[0])
+        self._send_entry(state, wire.stream_entry(data, batch=state.batch))
 
     def _send_entry(self, state: _Seat, entry: bytes) -> None:
-        """`entry` is an event framed for the seat's stream (`wire.stream_entries`)."""
+        """`entry` is an event framed for the seat's stream (`wire.stream_entry`)."""
         if state.outbox is None:
             return
         if state.batch:
@@ -354,8 +356,7 @@ class Table:
 
     def _view_entry(self, event: Event, seat: int) -> bytes:
         """What one event of the hand adds to `seat`'s SeatView, as wire bytes (numbered as the seat saw it)."""
-        message = self._message(event, seat)
-        return wire.view_entries(message, message.SerializeToString(), seat)
+        return wire.view_entries(event, self._message(event, seat).SerializeToString(), seat)
 
     def _message(self, event: Event, recipient: int | None) -> pb.Event:
         """An event as `recipient` (None: a spectator) saw it, numbered in its stream (`Event.seen_by`)."""
@@ -530,35 +531,35 @@ class Table:
         """Route the match's new events to the seats and live spectators, each converted and serialized once.
 
         Each seat gets an event with its own seq (`SeatLog`), framed once per seq however many seats share it;
-        only a seña's `leaked` flag depends on the recipient, so those are converted per recipient. Nothing is
+        only a seña's `leaked` flag depends on the recipient, so those are framed per recipient. Nothing is
         copied: the match's log stays the one copy."""
         views = self.views
         assert views is not None
+        seats, hand_view, bot_names = self.seats, self._hand_view, self.bot_names
         for event, seqs in views.update():
             per_recipient = isinstance(event.payload, SenaDelivered)
-            starts_hand = isinstance(event.payload, HandStarted)
-            base_data = wire.event_payload_bytes(event, self.bot_names)
-            framed: dict[tuple[int, bool], tuple[bytes, bytes]] = {}
+            if isinstance(event.payload, HandStarted):
+                hand_view[:] = [], [], [], []
+            base_data = wire.seen_event_bytes(event, None, bot_names)
+            framed: dict[tuple[int, bool], tuple[bytes, bytes]] = {}  # by seq and stream kind: the two entries
             for seat, seq in enumerate(seqs):
                 if seq < 0:
                     continue
-                state = self.seats[seat]
+                state = seats[seat]
                 if per_recipient:
-                    message = wire.event_to_proto(event, seq, seat, bot_names=self.bot_names)
-                    data = message.SerializeToString()
-                    entry = wire.stream_entries(data, batch=state.batch)[0]
-                    view_entry = wire.view_entries(message, data, seat)
+                    data = wire.event_bytes(wire.seen_event_bytes(event, seat, bot_names), seq)
+                    entry, view_entry = wire.stream_entry(data, batch=state.batch), wire.view_entries(event, data, seat)
                 else:
                     entries = framed.get((seq, state.batch))
                     if entries is None:
-                        entries = framed[seq, state.batch] = wire.stream_entries(
-                            wire.event_bytes(base_data, seq), batch=state.batch
+                        data = wire.event_bytes(base_data, seq)
+                        entries = framed[seq, state.batch] = (
+                            wire.stream_entry(data, batch=state.batch),
+                            wire.view_entries(event, data, seat),
                         )
                     entry, view_entry = entries
                 if not state.omit_hand_events:
-                    if starts_hand:
-                        self._hand_view[seat] = []
-                    self._hand_view[seat].append(view_entry)
+                    hand_view[seat].append(view_entry)
                 self._send_entry(state, entry)
             if _live(event):
                 if self.watchers:
@@ -598,7 +599,10 @@ class Table:
         assert match is not None
         kind = match.decision_kind(seat)
         assert kind is not None
-        decision = _Decision(self._next_decision_id, kind, self.clock.now())
+        now = self.clock.now()
+        decision = _Decision(
+            self._next_decision_id, kind, now, now + clocks.allowed_s(kind, self.seats[seat].bank, self.rules)
+        )
         self._next_decision_id += 1
         self.seats[seat].last_decision_id = decision.decision_id
         self.seats[seat].asked.add(decision.decision_id)
@@ -609,9 +613,6 @@ class Table:
         """(decision time left, bank left) in seconds for an open decision."""
         elapsed = self.clock.now() - decision.asked_at
         return clocks.time_left(decision.kind, elapsed, self.seats[seat].bank, self.rules)
-
-    def _deadline(self, seat: int, decision: _Decision) -> float:
-        return decision.asked_at + clocks.allowed_s(decision.kind, self.seats[seat].bank, self.rules)
 
     def _send_decision(self, seat: int, decision: _Decision) -> None:
         state = self.seats[seat]
@@ -630,7 +631,7 @@ class Table:
         )
         # The request is put together as wire bytes: the view, the hand's events and the legal entries are
         # serialized once, never copied into messages that gRPC would serialize again.
-        view_bytes = wire.seat_view_to_proto(view).SerializeToString()
+        view_bytes = wire.seat_view_bytes(view)
         if not state.omit_hand_events:
             view_bytes += b"".join(self._hand_view[seat])
         request = wire.decision_request_bytes(header, view_bytes, wire.request_legal_bytes(view.legal))
@@ -646,7 +647,7 @@ class Table:
         `_on_timer` then sets the next one. So an instant bot's decision costs no timer of its own."""
         if not self.decisions:
             return
-        deadline = min(self._deadline(seat, decision) for seat, decision in self.decisions.items())
+        deadline = min(decision.deadline for decision in self.decisions.values())
         if self._timer is not None and self._timer_at <= deadline:
             return
         if self._timer is not None:
@@ -664,7 +665,7 @@ class Table:
         due = [
             seat
             for seat in match.awaited()
-            if (decision := self.decisions.get(seat)) is not None and now >= self._deadline(seat, decision)
+            if (decision := self.decisions.get(seat)) is not None and now >= decision.deadline
         ]
         if not due:  # woken before the earliest deadline (`_arm_timer` keeps an earlier timer)
             self._arm_timer()
@@ -719,7 +720,7 @@ class Table:
             return None
         now = self.clock.now()
         elapsed = now - decision.asked_at
-        if now >= self._deadline(seat, decision):
+        if now >= decision.deadline:
             self._reply(
                 seat,
                 play_pb2.ActionRejected(

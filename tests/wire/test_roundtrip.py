@@ -71,11 +71,11 @@ VARIANTS = _variants()
 def request_of(log: SeatLog, view: SeatView, decision_id: int) -> play_pb2.DecisionRequest:
     """The decision request the table sends: counters, legal entries, and the hand's events as wire bytes."""
     assert view.decision is not None
-    message = wire.seat_view_to_proto(view)
+    message = pb.SeatView.FromString(wire.seat_view_bytes(view))
     entries = []
     for event in view.hand_events:
         converted = wire.event_to_proto(event, event.seq, view.seat)
-        entries.append(wire.view_entries(converted, converted.SerializeToString(), view.seat))
+        entries.append(wire.view_entries(event, converted.SerializeToString(), view.seat))
     message.MergeFromString(b"".join(entries))
     return play_pb2.DecisionRequest(
         decision_id=decision_id,
