@@ -71,7 +71,7 @@ from referee.engine.outcome import (
 from referee.engine.rules import Rules, rules_from_assignments
 from referee.engine.seats import partner_of, team_of
 from referee.engine.senas import Sena, SenaRejectionCode
-from referee.engine.views import SeatView
+from referee.engine.views import SeatView, Standing, view_betting, view_standing
 
 
 class WireError(MalformedError):
@@ -620,28 +620,27 @@ def match_faults(match: Match) -> list[pb.Fault]:
 # ------------------------------------------------------------------ views
 
 
-def seat_view_bytes(view: SeatView) -> bytes:
-    """A seat's view without the events of the hand, as wire bytes: the referee adds those as wire bytes too
-    (`view_entries`), in place inside the message that carries the view, to copy none of them.
+class SeatViewBytes:
+    """The views of one match's seats without the events of the hand, as wire bytes, straight from the match (the
+    same fields `SeatLog.view` reads: `view_standing`, `view_betting`). The referee adds the events as wire bytes
+    too (`view_entries`), in place inside the message that carries the view, to copy none of them.
 
-    Two halves, each serialized once per value: where the match stands with the seat's cards (they change once
-    a hand or a discard) and the lance's betting (once a step). Concatenated, they parse as the one SeatView."""
-    return _view_standing(
-        view.seat,
-        view.mano,
-        view.dealer,
-        view.hand_number,
-        view.vaca,
-        view.game,
-        view.score,
-        view.games,
-        view.vacas,
-        view.faults,
-        view.cards,
-    ) + _view_betting(view.lance, view.mus_round, view.accepted_total, view.pending_total, view.ordago_pending)
+    Two halves: where the match stands with the seat's cards, serialized again only when they change (once a hand
+    or a discard), kept per seat; and the lance's betting, kept by value. Concatenated, they parse as one
+    SeatView."""
+
+    def __init__(self) -> None:
+        self._standing: list[tuple[Standing | None, bytes]] = [(None, b"")] * 4
+
+    def __call__(self, match: Match, seat: int) -> bytes:
+        standing = view_standing(match, seat)
+        known, data = self._standing[seat]
+        if known != standing:
+            data = _view_standing(*standing)
+            self._standing[seat] = (standing, data)
+        return data + _view_betting(*view_betting(match))
 
 
-@lru_cache(maxsize=1 << 12)
 def _view_standing(
     seat: int,
     mano: int,

@@ -160,32 +160,48 @@ class SeatLog:
     def view(self, seat: int) -> SeatView:
         """The view of `seat` now (call `update` first to include the latest events)."""
         match = self.match
-        accepted, pending, ordago = match.betting_totals()
-        score, games, vacas, faults = match.score, match.games_won, match.vacas_won, match.faults
-        # No dict of counters spread into it: the referee builds a view per decision, and that cost about as much
-        # as the rest of the view.
         return SeatView(
-            seat=seat,
-            mano=match.mano,
-            dealer=match.dealer,
-            hand_number=match.hand_number,
-            vaca=match.vaca_number,
-            game=match.game_number,
-            score=(score[0], score[1]),
-            games=(games[0], games[1]),
-            vacas=(vacas[0], vacas[1]),
-            faults=(faults[0], faults[1]),
-            cards=match.hands[seat],
-            lance=match.lance,
-            mus_round=match.discard_rounds,
-            accepted_total=accepted,
-            pending_total=0 if ordago else pending,
-            ordago_pending=ordago,
+            *view_standing(match, seat),
+            *view_betting(match),
             decision=match.decision_kind(seat),
             legal=match.legal(seat),
             hand_events=self.hand_events(seat),
             is_over=match.is_over,
         )
+
+
+Standing = tuple[
+    int, int, int, int, int, int, tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int], tuple[Card, ...]
+]
+"""`SeatView`'s first fields, `seat` to `cards`, in its order: they change once a hand or a discard."""
+
+Betting = tuple[Lance | None, int, int, int, bool]
+"""`SeatView`'s fields `lance` to `ordago_pending`, in its order: they change with the steps of a lance."""
+
+
+def view_standing(match: Match, seat: int) -> Standing:
+    """Where the match stands, as `seat`'s view shows it, and its cards. The referee serializes a view from these
+    two tuples (`wire.SeatViewBytes`) without building the view: one definition of what a view holds."""
+    score, games, vacas, faults = match.score, match.games_won, match.vacas_won, match.faults
+    return (
+        seat,
+        match.mano,
+        match.dealer,
+        match.hand_number,
+        match.vaca_number,
+        match.game_number,
+        (score[0], score[1]),
+        (games[0], games[1]),
+        (vacas[0], vacas[1]),
+        (faults[0], faults[1]),
+        match.hands[seat],
+    )
+
+
+def view_betting(match: Match) -> Betting:
+    """The current lance and its betting as a view shows them: `pending_total` is 0 while an órdago is pending."""
+    accepted, pending, ordago = match.betting_totals()
+    return (match.lance, match.discard_rounds, accepted, 0 if ordago else pending, ordago)
 
 
 def _counters(match: Match) -> dict[str, Any]:

@@ -249,6 +249,7 @@ class Table:
         self.cancel_reason = ""
         self.match: Match | None = None
         self.views: SeatLog | None = None
+        self._view_bytes = wire.SeatViewBytes()
         """What each seat has been shown: its views are built from it (the engine's, as the local table's)."""
         self._hand_view: list[list[bytes]] = [[], [], [], []]
         """Per seat that wants them in its views (not `omit_hand_events`), what the events of the current hand add
@@ -619,9 +620,8 @@ class Table:
         outbox = state.outbox
         if outbox is None:
             return
-        views = self.views
-        assert views is not None
-        view = views.view(seat)  # the events are routed (`_publish`) before any decision is sent
+        match = self.match
+        assert match is not None  # the events are routed (`_publish`) before any decision is sent
         left, bank = self._time_left(seat, decision)
         header = play_pb2.DecisionRequest(
             decision_id=decision.decision_id,
@@ -631,10 +631,10 @@ class Table:
         )
         # The request is put together as wire bytes: the view, the hand's events and the legal entries are
         # serialized once, never copied into messages that gRPC would serialize again.
-        view_bytes = wire.seat_view_bytes(view)
+        view_bytes = self._view_bytes(match, seat)
         if not state.omit_hand_events:
             view_bytes += b"".join(self._hand_view[seat])
-        request = wire.decision_request_bytes(header, view_bytes, wire.request_legal_bytes(view.legal))
+        request = wire.decision_request_bytes(header, view_bytes, wire.request_legal_bytes(match.legal(seat)))
         if state.batch:
             state.pending_update = request
         else:

@@ -68,10 +68,13 @@ def _variants() -> list[dict[str, Any]]:
 VARIANTS = _variants()
 
 
-def request_of(log: SeatLog, view: SeatView, decision_id: int) -> play_pb2.DecisionRequest:
-    """The decision request the table sends: counters, legal entries, and the hand's events as wire bytes."""
+def request_of(
+    log: SeatLog, view: SeatView, decision_id: int, view_bytes: wire.SeatViewBytes
+) -> play_pb2.DecisionRequest:
+    """The decision request the table sends: counters, legal entries, and the hand's events as wire bytes. The
+    counters are read from the match as the table reads them (`view_bytes`, one per match, as a table keeps)."""
     assert view.decision is not None
-    message = pb.SeatView.FromString(wire.seat_view_bytes(view))
+    message = pb.SeatView.FromString(view_bytes(log.match, view.seat))
     entries = []
     for event in view.hand_events:
         converted = wire.event_to_proto(event, event.seq, view.seat)
@@ -96,6 +99,7 @@ def test_views_events_and_outcomes_survive_the_wire(variant: dict[str, Any], see
     assert wire_rules == rules
     match = Match(rules, seed)
     log = SeatLog(match)
+    view_bytes = wire.SeatViewBytes()
     rng = random.Random(seed)
     decision_id = 0
     while not match.is_over:
@@ -103,7 +107,7 @@ def test_views_events_and_outcomes_survive_the_wire(variant: dict[str, Any], see
         seat = match.awaited()[0]
         view = log.view(seat)
         decision_id += 1
-        read = wire.seat_view_from_proto(request_of(log, view, decision_id), wire_rules)
+        read = wire.seat_view_from_proto(request_of(log, view, decision_id, view_bytes), wire_rules)
         assert read == view
         local = bot_view(view, rules, decision_time_left_s=1.5, bank_time_left_s=2.5)
         assert bot_view(read, wire_rules, decision_time_left_s=1.5, bank_time_left_s=2.5) == local
