@@ -27,6 +27,12 @@ What is measured:
   process; `referee_rest_us` is what remains of the referee median beyond the raw median and that: the
   referee's extra hops between streams (the Act is read on one seat's stream, the next request leaves on
   another's) and the event loop's scheduling of them.
+- `act_over_engine` is `referee_act_us_median` over the engine's µs per decision (`engine_us_per_decision_median`,
+  random self-play timed in this process after the rounds). The two are not timed in the same conditions: the
+  engine's steps run back to back, with the processor's caches holding nothing else, while each Act runs
+  between the gRPC work of the server's event loop. So the same run also times the engine's step inside each Act
+  (`Match.apply`, `referee_engine_us_median`) and gives `act_over_engine_in_referee`, the Act over the engine's
+  step both timed in the server: how much the referee adds to the engine, like for like.
 - The ratio is referee median over raw median. Both are measured in the same run, in interleaved rounds
   (raw then referee, referee then raw, ...), after a warm-up of both; the medians and p99 pool every round,
   and `ratio_per_round` shows how much the ratio moves from round to round on this machine.
@@ -238,6 +244,7 @@ async def compare_round_trips(server: ServerProcess, admin: Admin, settings: Set
         "ratio_per_round": [round(ratio, 3) for ratio in ratios],
         "referee_act_us_median": act["median_us"],
         "referee_act_us_p99": act["p99_us"],
+        "referee_engine_us_median": act["engine_median_us"],
         "referee_rest_us": (
             referee_median / 1000 - raw_median / 1000 - act["median_us"] if act["median_us"] is not None else None
         ),
@@ -348,6 +355,8 @@ async def _run(settings: Settings, profile: Path | None) -> dict[str, Any]:
             act_us = result["referee_act_us_median"]
             result["act_over_engine"] = act_us / engine_us if act_us is not None else None
             result["act_over_engine_target"] = ACT_OVER_ENGINE_TARGET
+            engine_in_referee = result["referee_engine_us_median"]
+            result["act_over_engine_in_referee"] = act_us / engine_in_referee if engine_in_referee else None
             if profile is not None:
                 await server.command("profile-start")
             levels = [await run_level(server, tables, settings) for tables in settings.levels]

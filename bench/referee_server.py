@@ -13,8 +13,10 @@ one a line, and answers each with one line on stdout:
 - `profile-start`: start cProfile on the event loop's thread;
 - `profile-stop PATH`: stop it and write the pstats file to PATH;
 - `act-times-start`: from now on, time every `Table.act` (a bot's Act, from validation to the next decision
-  and the messages it queues: everything the referee computes for one decision, without gRPC);
-- `act-times-stop`: stop timing and answer `{"count": ..., "median_us": ..., "p99_us": ...}`;
+  and the messages it queues: everything the referee computes for one decision, without gRPC) and the engine's
+  step within it (`Match.apply`);
+- `act-times-stop`: stop timing and answer `{"count": ..., "median_us": ..., "p99_us": ...,
+  "engine_median_us": ...}`;
 - `quit` (or the end of stdin): stop both servers and exit.
 """
 
@@ -35,6 +37,7 @@ import grpc
 
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
+from referee.engine.match import Match
 from referee.service.server import SERVER_OPTIONS, start_server
 from referee.service.servicer import Referee
 from referee.service.table import Table
@@ -61,36 +64,58 @@ async def start_ping_pong_server(address: str = "127.0.0.1:0") -> tuple[grpc.aio
 
 
 class ActTimes:
-    """Times every `Table.act` while installed (it wraps the class's method in this process only)."""
+    """Times every `Table.act` while installed (it wraps the class's method in this process only), and the engine's
+    step inside it (`Match.apply`, wrapped too): both run in the same conditions, between the gRPC work of the
+    server's event loop, which leaves the processor's caches colder than a loop of engine steps alone finds them."""
 
     def __init__(self) -> None:
         self.samples_ns: list[int] = []
+        self.engine_ns: list[int] = []
         self.original: Callable[[Table, int, int, pb.Action], play_pb2.ActionRejected | None] | None = None
+        self.original_apply: Callable[..., Any] | None = None
 
     def start(self) -> None:
         if self.original is not None:
             return
         original = self.original = Table.act
-        samples = self.samples_ns = []
+        original_apply = self.original_apply = Match.apply
+        samples, engine = self.samples_ns, self.engine_ns = [], []
+        applying = [0]  # ns in Match.apply during the current Act
+
+        def timed_apply(match: Match, *args: Any, **kwargs: Any) -> Any:
+            begin = time.perf_counter_ns()
+            try:
+                return original_apply(match, *args, **kwargs)
+            finally:
+                applying[0] += time.perf_counter_ns() - begin
 
         def timed(table: Table, seat: int, decision_id: int, message: pb.Action) -> play_pb2.ActionRejected | None:
+            applying[0] = 0
             begin = time.perf_counter_ns()
             try:
                 return original(table, seat, decision_id, message)
             finally:
                 samples.append(time.perf_counter_ns() - begin)
+                engine.append(applying[0])
 
         Table.act = timed  # type: ignore[method-assign, assignment]  # timing in the bench server only
+        Match.apply = timed_apply  # type: ignore[method-assign, assignment]  # timing in the bench server only
 
     def stop(self) -> dict[str, Any]:
-        if self.original is not None:
+        if self.original is not None and self.original_apply is not None:
             Table.act = self.original  # type: ignore[method-assign, assignment]  # timing in the bench server only
-            self.original = None
+            Match.apply = self.original_apply  # type: ignore[method-assign]  # timing in the bench server only
+            self.original = self.original_apply = None
         samples = sorted(self.samples_ns)
         if not samples:
-            return {"count": 0, "median_us": None, "p99_us": None}
+            return {"count": 0, "median_us": None, "p99_us": None, "engine_median_us": None}
         p99 = samples[min(len(samples) - 1, int(0.99 * len(samples)))]
-        return {"count": len(samples), "median_us": statistics.median(samples) / 1000, "p99_us": p99 / 1000}
+        return {
+            "count": len(samples),
+            "median_us": statistics.median(samples) / 1000,
+            "p99_us": p99 / 1000,
+            "engine_median_us": statistics.median(self.engine_ns) / 1000,
+        }
 
 
 async def serve(admin_token: str) -> None:

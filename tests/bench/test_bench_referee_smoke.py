@@ -42,6 +42,10 @@ def test_bench_referee_quick_prints_the_round_trips_their_breakdown_and_every_le
     assert data["act_over_engine"] == pytest.approx(
         data["referee_act_us_median"] / data["engine_us_per_decision_median"]
     )
+    assert 0 < data["referee_engine_us_median"] < data["referee_act_us_median"], "the engine's step is part of an Act"
+    assert data["act_over_engine_in_referee"] == pytest.approx(
+        data["referee_act_us_median"] / data["referee_engine_us_median"]
+    )
     assert data["ratio"] == pytest.approx(data["referee_rtt_median_us"] / data["raw_rtt_median_us"])
     assert data["round_trip_stream_errors"] == 0
     assert [level["tables"] for level in data["concurrency"]] == [1, 16], "every level asked, in order"
