@@ -249,8 +249,9 @@ class Table:
         self.cancel_reason = ""
         self.match: Match | None = None
         self.views: SeatLog | None = None
-        self._view_bytes = wire.SeatViewBytes()
         """What each seat has been shown: its views are built from it (the engine's, as the local table's)."""
+        self._view_bytes = wire.SeatViewBytes()
+        """Serializes a seat's view for its decision request, from the match (the fields `SeatLog.view` reads)."""
         self._hand_view: list[list[bytes]] = [[], [], [], []]
         """Per seat that wants them in its views (not `omit_hand_events`), what the events of the current hand add
         to its SeatView, as wire bytes (`wire.view_entries`). The match's log is the only copy of the events: a
