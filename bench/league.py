@@ -66,11 +66,17 @@ Efficiency: before and after each configuration's league, the engine plays rando
 
 The pool (`--pool`): the entrants are added as persistent bots (`mus bot add --persistent`), so each worker
 keeps their seat processes alive across matches (docs/pool.md); `per_match` then also times a pooled match
-(`instant_pooled`).
+(`instant_pooled`). A pooled process starts at its first seat, so a short league spends much of its time
+starting them (each worker keeps one per bot, seat of the team and half of a duplicate pair: 24 for six
+entrants). The second half of each league says what the rest of a long run keeps:
+`second_half_matches_per_s` (the matches claimed from the middle claim on, over the span from that claim to the
+last result; a match of the first half still playing then uses the span without being counted, so it errs low),
+`second_half_cpu_s_per_match` (their bots, referee and database, from the same log lines) and
+`second_half_efficiency` (that rate over the same engine rate; top level: of `efficiency_of`).
 
 Ratios: `scaling_2_over_1` (per broker, two workers over one; target 1.8) and `embedded_over_redis` (per
-worker count; target 0.85). The league is CPU-bound (four bot processes start for every match), so two
-workers gain over one only as many more cores as they get: compare `league_cores` and `others_busy_pct`. The
+worker count; target 0.85). The league is CPU-bound (without the pool four bot processes start for every match),
+so two workers gain over one only as many more cores as they get: compare `league_cores` and `others_busy_pct`. The
 machine is shared: `load_average_1m_before` and `_after` say how busy it was.
 """
 
@@ -425,12 +431,17 @@ def engine_rate(workers: int, cores: Sequence[int] | None, settings: Settings) -
     }
 
 
+def cpu_lines(path: Path) -> list[dict[str, Any]]:
+    """The workers' MUS_CPU_LOG lines (workers/cpu_log.py), one a played match."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 def cpu_components(path: Path, matches: int, scheduler_s: float) -> dict[str, Any]:
     """CPU-seconds per match by component, from the workers' MUS_CPU_LOG (workers/cpu_log.py) and this process's
     getrusage. `worker` is each worker process's CPU from its first claim to its last result that was not a
     match's database or referee work (Celery, the broker, the heartbeat, the launch checks);
     `scheduler` is `run_league`'s process (queueing, following progress in the database)."""
-    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    lines = cpu_lines(path)
     if not lines or not matches:
         return {"cpu_s_per_match": None}
     sums = {name: sum(line[f"{name}_s"] for line in lines) for name in ("bots", "referee", "database")}
@@ -512,6 +523,42 @@ def timings(engine: Engine, league_id: int) -> dict[str, Any]:
     }
 
 
+def second_half(played: Sequence[tuple[int, datetime, datetime]], lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The league's second half by claim, `played` being (match id, claim, result) of every played match: the
+    matches claimed from the middle one on, over the span from its claim to the last result, and their CPU per
+    match by component from their MUS_CPU_LOG `lines`. A pooled process starts at its first seat and plays on
+    (docs/pool.md), so the first matches of a league also pay the pool's start-ups; the second half shows the
+    league at the pace it keeps for the rest of a long run. Matches of the first half still playing at the
+    middle claim use the span without being counted: the rate errs low, never high."""
+    if len(played) < 2:
+        return {"second_half_matches": 0, "second_half_matches_per_s": None, "second_half_cpu_s_per_match": None}
+    ordered = sorted(played, key=lambda match: match[1])
+    half = ordered[len(ordered) // 2 :]
+    span = _seconds(max(end for _, _, end in ordered), half[0][1])
+    ids = {match_id for match_id, _, _ in half}
+    own = [line for line in lines if line.get("match_id") in ids]
+    cpu = (
+        {name: round(sum(line[f"{name}_s"] for line in own) / len(own), 4) for name in ("bots", "referee", "database")}
+        if own
+        else None
+    )
+    return {
+        "second_half_matches": len(half),
+        "second_half_matches_per_s": len(half) / span if span > 0 else None,
+        "second_half_cpu_s_per_match": cpu,
+    }
+
+
+def played_matches(engine: Engine, league_id: int) -> list[tuple[int, datetime, datetime]]:
+    """(match id, claim, result) of every played match of the league, from the database."""
+    with session_scope(engine) as session:
+        return [
+            (m.id, m.started_at, m.finished_at)
+            for m in repo.list_matches(session, league_id)
+            if m.id is not None and m.started_at and m.finished_at
+        ]
+
+
 def run_configuration(broker: str, workers: int, settings: Settings, url: str | None) -> dict[str, Any]:
     """One league on a fresh deployment: `workers` workers on `broker`; its figures."""
     with deployment(url if broker == "redis" else None, settings.think_ms) as (root, engine):
@@ -568,6 +615,8 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             for key in ("matches_per_s", "decisions_per_match")
         }
         rate = finished / span if report.completed and span else None
+        later = second_half(played_matches(engine, league_id), cpu_lines(root / "cpu.jsonl"))
+        later_rate = later["second_half_matches_per_s"] if report.completed else None
         result: dict[str, Any] = {
             "completed": report.completed,
             "matches": finished,
@@ -583,6 +632,8 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             "machine_busy_pct": busy,
             "others_busy_pct": busy - 100 * league_cpu / (wall * cpus) if busy is not None else None,
             **components,
+            **later,
+            "second_half_efficiency": later_rate / engine_figures["matches_per_s"] if later_rate is not None else None,
         }
         if not report.completed:
             reason = f" ({stopped[0]})" if stopped else ""
@@ -615,7 +666,7 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
             merged[key] = values
         elif key in ("error", "pinned_cores"):
             merged[key] = values[0]
-        elif key == "cpu_s_per_match":
+        elif key in ("cpu_s_per_match", "second_half_cpu_s_per_match"):
             parts = [value for value in values if isinstance(value, dict)]
             merged[key] = (
                 {name: round(statistics.median(part[name] for part in parts), 4) for name in parts[0]}
@@ -772,6 +823,7 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
     result["efficiency_of"] = first[0] if first else None
     result["efficiency_by_configuration"] = efficiencies
     result["efficiency_target"] = EFFICIENCY_TARGET
+    result["second_half_efficiency"] = configs[first[0]].get("second_half_efficiency") if first else None
     result["per_match"] = probe(settings)
     result["cpus"] = os.cpu_count()
     result["load_average_1m_before"], result["load_average_1m_after"] = load_before, os.getloadavg()[0]

@@ -7,11 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from bench.league import Pinner, cpu_components
+from bench.league import Pinner, cpu_components, second_half
 
 
 def test_the_pinner_puts_each_new_child_on_the_least_used_core_and_its_children_inherit_it() -> None:
@@ -56,3 +57,26 @@ def test_cpu_components_add_up_each_workers_lines_and_leave_its_start_up_out(tmp
     assert figures["worker"] == pytest.approx(0.03 / 3, abs=1e-4)
     assert figures["scheduler"] == pytest.approx(0.1, abs=1e-4)
     assert figures["total"] == pytest.approx(sum(v for k, v in figures.items() if k != "total"), abs=1e-3)
+
+
+def test_the_second_half_counts_the_matches_claimed_from_the_middle_claim_on_and_their_own_cpu() -> None:
+    """Four matches claimed at 0, 1, 2 and 3 s (listed out of order): the last two, from 2 s to the last result at
+    6 s. The first half's second match ends last, at 6 s: its time stays in the span, the match is not counted."""
+    at = datetime(2026, 1, 1)
+    played = [
+        (3, at + timedelta(seconds=2), at + timedelta(seconds=4)),
+        (1, at, at + timedelta(seconds=1)),
+        (4, at + timedelta(seconds=3), at + timedelta(seconds=5)),
+        (2, at + timedelta(seconds=1), at + timedelta(seconds=6)),
+    ]
+    lines = [
+        {"match_id": 1, "bots_s": 0.9, "referee_s": 0.5, "database_s": 0.1},  # the pool's start-ups
+        {"match_id": 2, "bots_s": 0.9, "referee_s": 0.5, "database_s": 0.1},
+        {"match_id": 3, "bots_s": 0.1, "referee_s": 0.02, "database_s": 0.01},
+        {"match_id": 4, "bots_s": 0.3, "referee_s": 0.04, "database_s": 0.03},
+    ]
+    figures = second_half(played, lines)
+    assert figures["second_half_matches"] == 2
+    assert figures["second_half_matches_per_s"] == pytest.approx(2 / 4)
+    assert figures["second_half_cpu_s_per_match"] == pytest.approx({"bots": 0.2, "referee": 0.03, "database": 0.02})
+    assert second_half(played[:1], lines)["second_half_matches_per_s"] is None, "one match has no second half"

@@ -60,6 +60,7 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         assert key in data, key
     assert data["efficiency_of"] == "embedded_1"
     assert 0 < data["efficiency"] < 1, "the league cannot outrun the engine's own self-play on the same cores"
+    assert 0 < data["second_half_efficiency"] < 1
     assert set(data["configurations"]) == {"embedded_1", "embedded_2"}, "only the embedded broker was asked"
     for name, config in data["configurations"].items():
         assert config["completed"], (name, config)
@@ -71,6 +72,8 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         assert set(components) == {"bots", "referee", "database", "worker", "scheduler", "total"}
         assert all(value >= 0 for value in components.values()), components
         assert components["referee"] > 0 and components["database"] > 0 and components["bots"] > 0
+        assert config["second_half_matches"] == 1 and config["second_half_matches_per_s"] > 0
+        assert set(config["second_half_cpu_s_per_match"]) == {"bots", "referee", "database"}
         if len(os.sched_getaffinity(0)) >= 2:
             assert config["pinned_cores"] == sorted(os.sched_getaffinity(0))[: config["workers"]], "one core a worker"
     assert data["identical_results"] is True, "the same league plays the same matches in every configuration"
