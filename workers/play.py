@@ -191,7 +191,7 @@ def _changed_program(session: Session, setup: MatchSetup) -> str:
         version = session.get(BotVersion, team.version_id)
         assert version is not None, "a match's versions are foreign keys"
         try:
-            now = repo.content_hash(team.command, team.folder)
+            now = repo.current_content_hash(team.command, team.folder)
         except DbError as error:
             now = f"unreadable ({error})"
         if now != version.content_hash:

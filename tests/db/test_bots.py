@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from tests.db.factories import COMMAND, add_bots, bot_folder, finish, make_leagu
 from workers.db import repo
 from workers.db.errors import Conflict, InvalidInput, NotFound
 from workers.db.models import LeagueStatus
+from workers.db.repo import bots
 from workers.db.session import session_scope
 
 
@@ -74,6 +77,49 @@ def test_content_hash_does_not_depend_on_where_the_folder_is(tmp_path: Path) -> 
     here = bot_folder(tmp_path / "here", "alpha")
     there = bot_folder(tmp_path / "there", "alpha")
     assert repo.content_hash(COMMAND, here) == repo.content_hash(COMMAND, there)
+
+
+def test_the_current_content_hash_reads_a_folder_again_only_when_a_file_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker checks a hosted bot's folder before every match; it reads the files again only when one of them
+    changed since, even if the change kept the file's size and modification time (its change time moves)."""
+    folder = bot_folder(tmp_path, "alpha")
+    monkeypatch.setattr(bots, "RACY_S", 0.0)  # the files were just written: no need to wait out the racy window
+    reads: list[Path] = []
+    content_hash = bots.content_hash
+
+    def counted(command: Sequence[str], where: str | Path | None) -> str:
+        reads.append(Path(str(where)))
+        return content_hash(command, where)
+
+    monkeypatch.setattr(bots, "content_hash", counted)
+    original = repo.content_hash(COMMAND, folder)
+    assert repo.current_content_hash(COMMAND, folder) == original
+    assert repo.current_content_hash(COMMAND, folder) == original
+    assert len(reads) == 1, "the second check reads no file"
+    assert repo.current_content_hash([*COMMAND, "--bold"], folder) != original, "the command is part of the key"
+
+    helper = folder / "helpers.py"
+    times = helper.stat()
+    helper.write_text(helper.read_text().replace("0", "1"))  # same size
+    os.utime(helper, ns=(times.st_atime_ns, times.st_mtime_ns))  # same modification time
+    changed = repo.current_content_hash(COMMAND, folder)
+    assert changed != original and changed == repo.content_hash(COMMAND, folder)
+    (folder / "data").mkdir()
+    (folder / "data" / "book.txt").write_text("opening book\n")
+    assert repo.current_content_hash(COMMAND, folder) == repo.content_hash(COMMAND, folder) != changed
+
+
+def test_a_folder_changed_just_before_its_check_is_read_again_at_the_next(tmp_path: Path) -> None:
+    """Within RACY_S of a change the file system's clock may not have moved on (git's racily clean files): such a
+    folder's hash is not kept."""
+    folder = bot_folder(tmp_path, "alpha")
+    key = (tuple(COMMAND), str(folder.resolve()))
+    first = repo.current_content_hash(COMMAND, folder)
+    assert key not in bots._HASHED
+    assert repo.current_content_hash(COMMAND, folder) == first
+    assert key not in bots._HASHED
 
 
 def test_a_missing_folder_is_reported(tmp_path: Path) -> None:
