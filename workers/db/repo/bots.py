@@ -84,8 +84,11 @@ RACY_S = 2.0
 """A file changed this recently when its folder was hashed is hashed again next time (`current_content_hash`):
 a write in the same tick of the filesystem's clock could leave its times as they were (git's racy-clean case)."""
 
-_HASHED: dict[tuple[tuple[str, ...], str], tuple[tuple[tuple[str, int, int, int, int, int], ...], str]] = {}
-"""`current_content_hash`'s cache, in this process: per command and folder, its files' stat signature and hash."""
+_Stamp = tuple[str, int, int, int, int, int]
+"""A file of a bot's folder as `_signature` sees it: its path in the folder, size, mtime, inode, ctime, device."""
+
+_HASHED: dict[tuple[tuple[str, ...], str], tuple[tuple[_Stamp, ...], str]] = {}
+"""`current_content_hash`'s cache, in this process: per command and folder, its files' stamps and its hash."""
 
 
 def current_content_hash(command: Sequence[str], folder: str | Path | None) -> str:
@@ -112,8 +115,8 @@ def current_content_hash(command: Sequence[str], folder: str | Path | None) -> s
     return digest
 
 
-def _signature(root: Path) -> tuple[tuple[str, int, int, int, int, int], ...]:
-    """Each file `content_hash` reads, with its size, modification time, inode, change time and device."""
+def _signature(root: Path) -> tuple[_Stamp, ...]:
+    """Each file `content_hash` reads, stamped (`_Stamp`)."""
     if not root.is_dir():
         raise NotFound(f"bot folder {str(root)!r} is not a directory")
     return tuple(
