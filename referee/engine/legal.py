@@ -145,6 +145,44 @@ def _expand(legal: LegalActions) -> tuple[Action, ...]:
     return tuple(out)
 
 
+# The legal values of the decisions that are not bets, made once per value: the referee lists the legal actions of
+# every decision it sends, and building these frozen values (each field set through `object.__setattr__`) cost
+# more than working out what they hold. A betting decision's are kept by `betting.betting_legal`.
+
+
+@lru_cache(maxsize=1 << 10)
+def mus_call_legal(senas: tuple[Sena, ...], window: int) -> LegalActions:
+    """A mus decision: mus or no mus, each with up to `window` señas, `senas` those that would be accepted."""
+    return LegalActions(
+        (
+            LegalAction(ActionKind.MUS, senas=senas, max_senas=window),
+            LegalAction(ActionKind.NO_MUS, senas=senas, max_senas=window),
+        )
+    )
+
+
+@lru_cache(maxsize=1 << 10)
+def senas_legal(senas: tuple[Sena, ...], window: int) -> LegalActions:
+    """A seña round: a list of up to `window` señas, `senas` those that would be accepted."""
+    return LegalActions((LegalAction(ActionKind.SENAS, senas=senas, max_senas=window),))
+
+
+@lru_cache(maxsize=4)
+def declare_legal(has_jugada: bool) -> LegalActions:
+    """A declaration: the one true answer."""
+    return LegalActions((LegalAction(ActionKind.DECLARE, has_jugada=has_jugada),))
+
+
+@lru_cache(maxsize=1 << 4)
+def _discard_entry(low: int, high: int) -> LegalAction:
+    return LegalAction(ActionKind.DISCARD, min_cards=low, max_cards=high)
+
+
+def discard_legal(hand: tuple[Card, ...], low: int, high: int) -> LegalActions:
+    """A discard: `low` to `high` distinct cards of `hand`."""
+    return LegalActions((_discard_entry(low, high),), hand)
+
+
 def describe(actions: Sequence[Action]) -> str:
     """A short description of a legal set: amounts given as ranges."""
     parts: list[str] = []

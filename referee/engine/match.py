@@ -56,7 +56,14 @@ from referee.engine.events import (
     VacaEnded,
 )
 from referee.engine.hands import HandFacts, Lance, best_seat, evaluate
-from referee.engine.legal import LegalAction, LegalActions, Refusal
+from referee.engine.legal import (
+    LegalActions,
+    Refusal,
+    declare_legal,
+    discard_legal,
+    mus_call_legal,
+    senas_legal,
+)
 from referee.engine.outcome import (
     FaultCause,
     GameResult,
@@ -292,23 +299,13 @@ class Match:
         rules = self.rules
         if kind is DecisionKind.MUS:
             window = rules.senas_per_window
-            senas = self._acceptable_senas(seat, None) if window else ()
-            return LegalActions(
-                (
-                    LegalAction(ActionKind.MUS, senas=senas, max_senas=window),
-                    LegalAction(ActionKind.NO_MUS, senas=senas, max_senas=window),
-                )
-            )
+            return mus_call_legal(self._acceptable_senas(seat, None) if window else (), window)
         if kind is DecisionKind.DISCARD:
-            discard = LegalAction(ActionKind.DISCARD, min_cards=rules.discard_min, max_cards=rules.discard_max)
-            return LegalActions((discard,), self.hands[seat])
+            return discard_legal(self.hands[seat], rules.discard_min, rules.discard_max)
         if kind is DecisionKind.DECLARE:
-            return LegalActions(
-                (LegalAction(ActionKind.DECLARE, has_jugada=self._holds(seat, self._declaring_lance())),)
-            )
+            return declare_legal(self._holds(seat, self._declaring_lance()))
         if kind is DecisionKind.SENAS:
-            senas = self._acceptable_senas(seat, self.lance)
-            return LegalActions((LegalAction(ActionKind.SENAS, senas=senas, max_senas=rules.senas_per_window),))
+            return senas_legal(self._acceptable_senas(seat, self.lance), rules.senas_per_window)
         betting = self._betting
         assert betting is not None
         return betting.legal(rules)
