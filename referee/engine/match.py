@@ -202,6 +202,9 @@ class Match:
         self.dealer = self.first_dealer
         self.hands: list[tuple[Card, ...]] = [(), (), (), ()]
         self.facts: list[HandFacts] = []
+        self._held: list[tuple[HandFacts, dict[Lance | None, tuple[Sena, ...]]] | None] = [None, None, None, None]
+        """Per seat, the facts of the hand it holds and the señas accepted from it by window (None: not worked
+        out yet). A deal or a discard changes the hand and drops its entry (`_facts_of`)."""
         self.stock: list[Card] = []
         self.discard_pile: list[Card] = []
         self.lance: Lance | None = None
@@ -550,6 +553,7 @@ class Match:
         scripted = self.setup.decks.get(number)
         deck = list(scripted) if scripted is not None else shuffled_deck(self._rng)
         self.hands, self.stock = deal(deck, self.mano)
+        self._held = [None, None, None, None]
         self.discard_pile = []
         self._senas_delivered = 0
         self._hands_shown = False
@@ -692,6 +696,7 @@ class Match:
                 self._reshuffle(seat)
             received.append(self.stock.pop(0))
         self.hands[seat] = sort_hand(kept + received)
+        self._held[seat] = None
         self._emit(CardsReplaced(seat, sort_hand(received)), frozenset({seat}))
 
     def _reshuffle(self, due: int) -> None:
@@ -718,7 +723,7 @@ class Match:
     # ------------------------------------------------------------------ lances
 
     def _start_lances(self) -> None:
-        self.facts = [evaluate(hand, self.rules.deck_mode, self.rules.real_31) for hand in self.hands]
+        self.facts = [self._facts_of(seat)[0] for seat in range(4)]
         self._lance_index = 0
         self._next_lance()
 
@@ -803,14 +808,24 @@ class Match:
 
     # ------------------------------------------------------------------ señas
 
+    def _facts_of(self, seat: int) -> tuple[HandFacts, dict[Lance | None, tuple[Sena, ...]]]:
+        """The facts of `seat`'s hand and the señas accepted from it so far, worked out once per hand held: the
+        referee lists the acceptable señas at every mus and seña decision."""
+        held = self._held[seat]
+        if held is None:
+            held = self._held[seat] = (evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31), {})
+        return held
+
     def _acceptable_senas(self, seat: int, lance: Lance | None) -> tuple[Sena, ...]:
-        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-        return accepted_senas(facts, self.rules, lance)
+        facts, accepted = self._facts_of(seat)
+        senas = accepted.get(lance)
+        if senas is None:
+            senas = accepted[lance] = accepted_senas(facts, self.rules, lance)
+        return senas
 
     def _sena_verdicts(self, seat: int, senas: Sequence[Sena], lance: Lance | None) -> list[SenaRejection | None]:
         """For each seña of a list, why it is rejected, or None when it is delivered (rules §12.3)."""
-        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-        return sena_verdicts(senas, facts, self.rules, lance)
+        return sena_verdicts(senas, self._facts_of(seat)[0], self.rules, lance)
 
     def _sena_answer(self, seat: int, senas: tuple[Sena, ...]) -> tuple[tuple[Sena, str], ...]:
         self._sena_queue.pop(0)
@@ -844,8 +859,7 @@ class Match:
 
     def _send_automatic_senas(self, seat: int, lance: Lance | None) -> None:
         """Automatic mode: each true hand-fact seña once per hand, at its first allowed window (§12.3 item 6)."""
-        facts = evaluate(self.hands[seat], self.rules.deck_mode, self.rules.real_31)
-        for sena in true_hand_senas(facts, self.rules, lance):
+        for sena in true_hand_senas(self._facts_of(seat)[0], self.rules, lance):
             if sena not in self._auto_sent[seat]:
                 self._auto_sent[seat].add(sena)
                 self._deliver(seat, sena, lance)
