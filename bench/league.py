@@ -495,18 +495,20 @@ def _seconds(later: datetime, earlier: datetime) -> float:
     return (later - earlier).total_seconds()
 
 
-def timings(engine: Engine, league_id: int) -> dict[str, Any]:
-    """From the database: the span from the first claim to the last result, time in a match, gaps between."""
+def timings(engine: Engine, league_id: int, lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """From the database: the span from the first claim to the last result, time in a match, gaps between; with
+    the workers' MUS_CPU_LOG `lines`, the league's second half (`second_half`)."""
     with session_scope(engine) as session:
         matches = repo.list_matches(session, league_id)
         results = repo.league_results(session, league_id)
-    played = [(m.started_at, m.finished_at, m.worker or "") for m in matches if m.started_at and m.finished_at]
+    played = [(m.started_at, m.finished_at, m.worker or "", m.id) for m in matches if m.started_at and m.finished_at]
+    later = second_half([(match_id, start, end) for start, end, _, match_id in played], lines)
     if not played:
-        return {"span_s": None, "in_match_ms": None, "gap_ms": None, "retries": 0, "faults": 0, "signature": ""}
-    span = _seconds(max(end for _, end, _ in played), min(start for start, _, _ in played))
-    in_match = [_seconds(end, start) for start, end, _ in played]
+        return {"span_s": None, "in_match_ms": None, "gap_ms": None, "retries": 0, "faults": 0, "signature": ""} | later
+    span = _seconds(max(end for _, end, _, _ in played), min(start for start, _, _, _ in played))
+    in_match = [_seconds(end, start) for start, end, _, _ in played]
     by_worker: dict[str, list[tuple[datetime, datetime]]] = {}
-    for start, end, worker in played:
+    for start, end, worker, _ in played:
         by_worker.setdefault(worker, []).append((start, end))
     gaps: list[float] = []
     for spans in by_worker.values():
@@ -520,10 +522,13 @@ def timings(engine: Engine, league_id: int) -> dict[str, Any]:
         "retries": sum(max(m.attempt - 1, 0) for m in matches),
         "faults": sum(len(r.faults) for r in results),
         "signature": hashlib.sha256(repr(signature).encode()).hexdigest()[:16],
+        **later,
     }
 
 
-def second_half(played: Sequence[tuple[int, datetime, datetime]], lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def second_half(
+    played: Sequence[tuple[int | None, datetime, datetime]], lines: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
     """The league's second half by claim, `played` being (match id, claim, result) of every played match: the
     matches claimed from the middle one on, over the span from its claim to the last result, and their CPU per
     match by component from their MUS_CPU_LOG `lines`. A pooled process starts at its first seat and plays on
@@ -547,16 +552,6 @@ def second_half(played: Sequence[tuple[int, datetime, datetime]], lines: Sequenc
         "second_half_matches_per_s": len(half) / span if span > 0 else None,
         "second_half_cpu_s_per_match": cpu,
     }
-
-
-def played_matches(engine: Engine, league_id: int) -> list[tuple[int, datetime, datetime]]:
-    """(match id, claim, result) of every played match of the league, from the database."""
-    with session_scope(engine) as session:
-        return [
-            (m.id, m.started_at, m.finished_at)
-            for m in repo.list_matches(session, league_id)
-            if m.id is not None and m.started_at and m.finished_at
-        ]
 
 
 def run_configuration(broker: str, workers: int, settings: Settings, url: str | None) -> dict[str, Any]:
@@ -598,7 +593,7 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
         self_cpu = cpu_seconds(RUSAGE_SELF) - self_before
         if report.interrupted and not stopped:
             raise KeyboardInterrupt  # Ctrl-C: run_league stopped cleanly, and so does the benchmark
-        figures = timings(engine, league_id)
+        figures = timings(engine, league_id, cpu_lines(root / "cpu.jsonl"))
         finished = report.progress.get("finished", 0)
         span = figures.pop("span_s")
         busy, cpus = None, os.cpu_count() or 1
@@ -615,8 +610,7 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             for key in ("matches_per_s", "decisions_per_match")
         }
         rate = finished / span if report.completed and span else None
-        later = second_half(played_matches(engine, league_id), cpu_lines(root / "cpu.jsonl"))
-        later_rate = later["second_half_matches_per_s"] if report.completed else None
+        later_rate = figures["second_half_matches_per_s"] if report.completed else None
         result: dict[str, Any] = {
             "completed": report.completed,
             "matches": finished,
@@ -632,7 +626,6 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             "machine_busy_pct": busy,
             "others_busy_pct": busy - 100 * league_cpu / (wall * cpus) if busy is not None else None,
             **components,
-            **later,
             "second_half_efficiency": later_rate / engine_figures["matches_per_s"] if later_rate is not None else None,
         }
         if not report.completed:

@@ -201,7 +201,6 @@ class Match:
         self.mano = self.first_dealer  # becomes the first mano in _start_hand
         self.dealer = self.first_dealer
         self.hands: list[tuple[Card, ...]] = [(), (), (), ()]
-        self.facts: list[HandFacts] = []
         self._held: list[tuple[HandFacts, dict[Lance | None, tuple[Sena, ...]]] | None] = [None, None, None, None]
         """Per seat, the facts of the hand it holds and the señas accepted from it by window (None: not worked
         out yet). A deal or a discard changes the hand and drops its entry (`_facts_of`)."""
@@ -723,7 +722,6 @@ class Match:
     # ------------------------------------------------------------------ lances
 
     def _start_lances(self) -> None:
-        self.facts = [self._facts_of(seat)[0] for seat in range(4)]
         self._lance_index = 0
         self._next_lance()
 
@@ -752,7 +750,7 @@ class Match:
         return self.lance
 
     def _holds(self, seat: int, lance: Lance) -> bool:
-        facts = self.facts[seat]
+        facts = self._facts_of(seat)[0]
         if lance is Lance.PARES:
             return facts.has_pares
         if lance is Lance.JUEGO:
@@ -807,6 +805,11 @@ class Match:
         self._next_lance()
 
     # ------------------------------------------------------------------ señas
+
+    @property
+    def facts(self) -> list[HandFacts]:
+        """The facts of each seat's hand, by seat."""
+        return [self._facts_of(seat)[0] for seat in range(4)]
 
     def _facts_of(self, seat: int) -> tuple[HandFacts, dict[Lance | None, tuple[Sena, ...]]]:
         """The facts of `seat`'s hand and the señas accepted from it so far, worked out once per hand held: the

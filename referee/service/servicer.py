@@ -300,7 +300,8 @@ class PlayServicer:
         try:
             async for request in requests:
                 if not limiter.allow():
-                    close(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many messages: the limit is 200 per second")
+                    limit = f"too many messages: the limit is {MESSAGE_RATE:g} per second"
+                    close(grpc.StatusCode.RESOURCE_EXHAUSTED, limit)
                     return
                 if request.ByteSize() > MAX_MESSAGE_BYTES:
                     close(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(request.ByteSize()))

@@ -135,10 +135,18 @@ def check_seat_views(match: Match, played: Played) -> None:
         elif seen.kind is EventKind.SENA_REJECTED:
             assert seen.to == frozenset({fields(seen)["seat"]}), seen
     log = live_log(match)
+    public = public_view(match)
+    accepted, pending, ordago = match.betting_totals()
     for seat in range(4):
         view = log.view(seat)
         assert view.cards == match.hands[seat]
         assert view.legal_actions == match.legal_actions(seat)
+        # The view is built from positional tuples (`view_standing`, `view_betting`): each field holds its value.
+        for name in ("mano", "dealer", "hand_number", "vaca", "game", "score", "games", "vacas", "faults", "lance"):
+            assert getattr(view, name) == getattr(public, name), (seat, name)
+        betting = (view.mus_round, view.accepted_total, view.pending_total, view.ordago_pending)
+        assert betting == (match.discard_rounds, accepted, 0 if ordago else pending, ordago), seat
+        assert (view.seat, view.decision, view.is_over) == (seat, match.decision_kind(seat), match.is_over)
         for seen in view.hand_events:
             assert seen.visible_to(seat)
             if seen.kind in CARD_EVENTS:
