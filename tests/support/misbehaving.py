@@ -333,7 +333,9 @@ class OutOfTurnBot(SeatBot):
 
     CATEGORIES = ("stale", "another_seats_id", "zero", "never_issued", "wrong_id_while_asked")
     """Tried in this order, again and again, each at its first chance: an event while not asked, or a decision."""
-    ENDINGS = frozenset({"game_ended", "vaca_ended", "match_ended", "forfeit"})
+    ENDINGS = frozenset({"fault", "game_ended", "vaca_ended", "match_ended", "forfeit"})
+    """Events after which the stream may end at once: no Act is sent on them. A Fault is one: the fault that
+    makes the team forfeit is followed only by the match's end (its refusal was answered just before it)."""
     limit = 40
 
     def __init__(self, *args: Any) -> None:
