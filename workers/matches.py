@@ -2,10 +2,11 @@
 side is a remote bot, on the standalone referee (`mus referee serve`), which offers it its seats in the lobby.
 
 Both are one path (`_play`): the worker is a client of the referee's admin API (create the table, report a
-crash, wait for the end, fetch the replay) and rebuilds the result from the fetched replay; it never looks
-inside a table, even one in this process. Team 0 (seats 0 and 2) is the first program's partnership and team 1
-(seats 1 and 3) the second's; each hosted seat is its own process. The league runner and `mus match play` both
-use this.
+crash, wait for the end, fetch the replay) and builds the result from the fetched replay. The referee in this
+process is called without a transport (`InProcessAdmin`: the same servicer, token and messages), and its finished
+match is taken as it is; a standalone referee's replay record is re-simulated, and must replay to itself.
+Team 0 (seats 0 and 2) is the first program's partnership and team 1 (seats 1 and 3) the second's; each hosted
+seat is its own process. The league runner and `mus match play` both use this.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import grpc
 
@@ -33,8 +34,8 @@ from referee.engine.match import Match
 from referee.engine.replay import dumps_record, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service.frames import FrameServer
-from referee.service.server import start_admin_server, start_server
-from referee.service.servicer import PlayServicer, Referee
+from referee.service.server import start_server
+from referee.service.servicer import InProcessAdmin, PlayServicer, Referee
 from referee.service.table import Incident
 from workers.launcher import (
     FRAMES_DIR,
@@ -96,9 +97,9 @@ class EmbeddedReferee:
     A league worker keeps one for its life (`worker_referee`): a match then starts no server, and a pooled
     process is served on one socket in its own folder for its whole life (the same address in every seat line,
     so the bot may keep its channel open from seat to seat). The bots' socket is in a folder that the sandbox of
-    each launched seat binds; the admin API listens on a second socket, in a folder no bot sees, under an admin
-    token of this referee's own (never in a bot's environment). `play_programs` makes a short-lived one when it
-    is given none (`mus match play`, `mus bot check`).
+    each launched seat binds. Its admin API is called in this process (`InProcessAdmin`), under an admin token of
+    this referee's own (never in a bot's environment); no socket serves it. `play_programs` makes a short-lived
+    one when it is given none (`mus match play`, `mus bot check`).
     """
 
     def __init__(self) -> None:
@@ -111,23 +112,16 @@ class EmbeddedReferee:
             )
         self.referee = Referee()
         self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
-        self.admin_dir = Path(tempfile.mkdtemp(prefix="mus-referee-admin-"))
         self.frames_dir = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX))
         """Where each launched seat's own frames folder is made (`open_seat_frames`; a sandbox binds only its own)."""
         self.host_address = f"unix:{self.socket_dir / 'referee.sock'}"
-        self.admin_address = f"unix:{self.admin_dir / 'admin.sock'}"
         self._servers: list[grpc.aio.Server] = []
         self._pooled: dict[Path, tuple[grpc.aio.Server, FrameServer]] = {}
         """The servers listening in each pooled process's folder (gRPC and frames), by folder."""
-        self.admin_channel: grpc.aio.Channel | None = None
-        """The worker's channel to the admin API, open as long as the referee."""
 
     async def start(self) -> EmbeddedReferee:
         referee, host = self.referee, self.host_address
         self._servers.append((await start_server(referee, host, public_address=host))[0])
-        self._servers.append((await start_admin_server(referee, self.admin_address))[0])
-        options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
-        self.admin_channel = grpc.aio.insecure_channel(self.admin_address, options=options)
         return self
 
     async def serve(self, member: PooledProcess) -> tuple[str, str]:
@@ -162,13 +156,10 @@ class EmbeddedReferee:
         servers = [*self._servers, *(server for server, _ in self._pooled.values())]
         frames = [frames for _, frames in self._pooled.values()]
         self._servers, self._pooled = [], {}
-        if self.admin_channel is not None:
-            await self.admin_channel.close()
-            self.admin_channel = None
         await asyncio.gather(*(server.stop(grace=1.0) for server in servers), *(server.stop() for server in frames))
         for folder in folders:
             (folder / POOLED_SOCKET).unlink(missing_ok=True)
-        for folder in (self.socket_dir, self.admin_dir, self.frames_dir):
+        for folder in (self.socket_dir, self.frames_dir):
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -229,7 +220,7 @@ async def play_programs(
 ) -> PlayedMatch:
     """Play the match on a referee in this process (`referee`, or one made for this match alone) as on the
     standalone referee (`play_on_referee`, the same code): the table is created, watched and fetched through the
-    admin API.
+    admin API, called in this process.
 
     With `sandbox` limits each seat runs in its own sandbox, which sees only the referee's socket; with None the
     bots run unconfined (a `--no-sandbox` league, or a machine without bwrap).
@@ -266,7 +257,7 @@ async def play_programs(
             rules,
             seed,
             bot_address=f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else embedded.host_address,
-            admin_address=embedded.admin_address,
+            admin_address="this process",
             admin_token=embedded.referee.admin_token,
             external_id="",
             join_timeout_s=join_timeout_s,
@@ -280,7 +271,7 @@ async def play_programs(
             pool=pool,
             pooled=pooled,
             frames={seat: own_frames.address(confined is not None) for seat, own_frames in frames.items()},
-            admin_channel=embedded.admin_channel,
+            local=embedded.referee,
         )
     finally:
         await asyncio.gather(*(own_frames.close() for own_frames in frames.values()))
@@ -358,6 +349,10 @@ cannot open thousands of streams on the shared referee through many connections.
 
 _Request = TypeVar("_Request")
 _Response = TypeVar("_Response")
+
+
+Admin: TypeAlias = "admin_pb2_grpc.TableAdminServiceAsyncStub | InProcessAdmin"
+"""The admin API of a referee: over gRPC, or in this process."""
 
 
 class RefereeFailure(RuntimeError):
@@ -513,14 +508,15 @@ async def _play(
     pool: BotPool | None,
     pooled: Mapping[int, tuple[PooledProcess, str, str]],
     frames: Mapping[int, str] | None = None,
-    admin_channel: grpc.aio.Channel | None = None,
+    local: Referee | None = None,
 ) -> PlayedMatch:
     """A match on the referee whose admin API is at `admin_address`, whichever it is: register the remote bots,
     create the table, start each hosted seat with its token from CreateTableResponse, report a seat whose
     process exits (ReportCrash), wait for the end (WaitTable), fetch the replay (GetTableReplay) and rebuild the
     result from it. The hosted seats reach the referee at `bot_address` (and, where `frames` names a seat, may
-    play over frames there instead); `admin_channel`, when given, is an open channel to `admin_address` (a
-    referee that outlives its matches keeps one)."""
+    play over frames there instead). `local` is the referee when it runs in this process: its admin API is then
+    called without a transport (`admin_address` only names it in messages), and its finished match is taken as
+    it is instead of re-simulated from the record."""
     names = [teams[seat % 2].name for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
     options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
@@ -530,12 +526,13 @@ async def _play(
     healthy: set[int] = set()
     cpu_before: dict[int, float | None] = {}
     try:
-        async with (
-            grpc.aio.insecure_channel(admin_address, options=options)
-            if admin_channel is None
-            else contextlib.nullcontext(admin_channel)
-        ) as channel:
-            admin = admin_pb2_grpc.TableAdminServiceStub(channel)
+        async with contextlib.AsyncExitStack() as channels:
+            admin: Admin
+            if local is None:
+                channel = grpc.aio.insecure_channel(admin_address, options=options)
+                admin = admin_pb2_grpc.TableAdminServiceStub(await channels.enter_async_context(channel))
+            else:
+                admin = InProcessAdmin(local)
             for bot in {team.name: team for team in teams if isinstance(team, RemoteBot)}.values():
                 await _call(
                     admin.RegisterRemoteBot,
@@ -615,7 +612,7 @@ async def _play(
     for seat, before in cpu_before.items():
         after = cpu_after[seat]
         counted.append(after - before if after is not None and before is not None else None)
-    match, record = _resimulated(replay)
+    match, record = _resimulated(replay) if local is None else _finished(local, replay)
     return PlayedMatch(
         table_id,
         match,
@@ -652,7 +649,7 @@ async def _left(member: PooledProcess) -> str:
 
 
 async def _watch(
-    admin: admin_pb2_grpc.TableAdminServiceAsyncStub,
+    admin: Admin,
     auth: Sequence[tuple[str, str]],
     table_id: str,
     seat: int,
@@ -711,7 +708,7 @@ async def _reap(processes: list[BotProcess]) -> None:
 
 
 async def _wait_for_end(
-    admin: admin_pb2_grpc.TableAdminServiceAsyncStub,
+    admin: Admin,
     table_id: str,
     auth: Sequence[tuple[str, str]],
     address: str,
@@ -731,7 +728,7 @@ async def _wait_for_end(
 
 
 async def _call(
-    method: grpc.aio.UnaryUnaryMultiCallable[_Request, _Response],
+    method: Callable[..., Awaitable[_Response]],
     request: _Request,
     auth: Sequence[tuple[str, str]],
     address: str,
@@ -770,6 +767,16 @@ def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[
     # version's key order) may still hold the same record.
     if dumps_record(match) != replay.record_json and json.loads(json.dumps(match_record(match))) != record:
         raise RefereeFailure(f"table {replay.table_id}: the replay record does not re-simulate to itself")
+    return match, record
+
+
+def _finished(local: Referee, replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:
+    """A finished table of the referee in this process: its match as the referee played it (the same engine
+    re-simulating it would prove nothing), and its record as the replay holds it."""
+    match = local.tables[replay.table_id].match  # fetched with no await since: still kept, and finished
+    assert match is not None and match.outcome is not None
+    record = json.loads(replay.record_json)
+    assert isinstance(record, dict)
     return match, record
 
 

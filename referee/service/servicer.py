@@ -10,9 +10,9 @@ import contextlib
 import hmac
 import logging
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import grpc
 
@@ -549,6 +549,58 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
                 f"table {table.table_id} is {table.status.value}: its replay opens once the match has finished",
             )
         return table_replay_message(table)
+
+
+class _InProcessCall:
+    """The context of an admin call made in this process (`InProcessAdmin`): the caller's metadata, and an abort
+    that raises what the gRPC stub would have (`grpc.aio.AioRpcError`, with the servicer's code and message)."""
+
+    def __init__(self, metadata: Sequence[tuple[str, str]]) -> None:
+        self._metadata = tuple(metadata)
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._metadata
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
+        raise grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+
+class InProcessAdmin:
+    """The TableAdmin API of a referee in this process, called without a transport: each method is the
+    servicer's own (`TableAdminServicer`: the same admin token, checks and messages) and takes what the gRPC
+    stub's does, so a caller written for the stub runs on either. A league worker calls its embedded referee
+    this way; no socket serves that referee's admin API.
+
+    A call's `timeout` is not enforced: nothing stands between the caller and the servicer that could hang, and
+    the only call that waits (WaitTable) is bounded by its own `wait_s`."""
+
+    def __init__(self, referee: Referee) -> None:
+        servicer = TableAdminServicer(referee)
+        self.CreateTable = _in_process(servicer.CreateTable)
+        self.CancelTable = _in_process(servicer.CancelTable)
+        self.GetTableStatus = _in_process(servicer.GetTableStatus)
+        self.WaitTable = _in_process(servicer.WaitTable)
+        self.ReportCrash = _in_process(servicer.ReportCrash)
+        self.RegisterRemoteBot = _in_process(servicer.RegisterRemoteBot)
+        self.RevokeRemoteBot = _in_process(servicer.RevokeRemoteBot)
+        self.GetTableReplay = _in_process(servicer.GetTableReplay)
+
+
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
+
+
+def _in_process(
+    method: Callable[[_Request, Any], Coroutine[Any, Any, _Response]],
+) -> Callable[..., Coroutine[Any, Any, _Response]]:
+    """A servicer method called as the gRPC stub's is: `method(request, metadata=..., timeout=...)`."""
+
+    async def call(
+        request: _Request, *, metadata: Sequence[tuple[str, str]] = (), timeout: float | None = None
+    ) -> _Response:
+        return await method(request, _InProcessCall(metadata))
+
+    return call
 
 
 class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):

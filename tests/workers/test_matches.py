@@ -10,6 +10,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from bench.league import BOT_COMMAND, BOT_SCRIPT
@@ -20,7 +21,7 @@ from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
 from referee.service.server import start_admin_server, start_server
-from referee.service.servicer import Context, Referee, TableAdminServicer
+from referee.service.servicer import Context, InProcessAdmin, Referee, TableAdminServicer
 from referee.service.table import Incident
 from workers.launcher import BotProgram, resolve_program
 from workers.matches import (
@@ -218,3 +219,33 @@ def test_a_fetched_replay_is_re_simulated_and_a_record_that_does_not_replay_to_i
     tampered["events"][-1]["seq"] += 1
     with pytest.raises(RefereeFailure, match="does not re-simulate to itself"):
         _resimulated(admin_pb2.GetTableReplayResponse(table_id="t", record_json=json.dumps(tampered)))
+
+
+def test_the_embedded_referee_serves_its_admin_api_on_no_socket_and_in_process_calls_check_its_token() -> None:
+    """A worker calls its embedded referee's admin API in process (`InProcessAdmin`): the servicer's own checks,
+    refusals raised as the gRPC stub raises them; no socket of the referee's serves that API."""
+
+    async def scenario() -> None:
+        embedded = await EmbeddedReferee().start()
+        try:
+            sockets = [path.name for folder in (embedded.socket_dir, embedded.frames_dir) for path in folder.iterdir()]
+            assert sockets == ["referee.sock"], "the bots' socket alone"
+            admin = InProcessAdmin(embedded.referee)
+            request = admin_pb2.CreateTableRequest(
+                seed=3, seats=[admin_pb2.SeatConfig(bot_name=f"b{seat}") for seat in range(4)]
+            )
+            for token in ("", "Bearer wrong"):
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await admin.CreateTable(request, metadata=(("authorization", token),))
+                assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            auth = (("authorization", f"Bearer {embedded.referee.admin_token}"),)
+            created = await admin.CreateTable(request, metadata=auth)
+            assert created.table_id in embedded.referee.tables and len(created.seat_tokens) == 4
+            with pytest.raises(grpc.aio.AioRpcError) as early:
+                await admin.GetTableReplay(admin_pb2.GetTableReplayRequest(table_id=created.table_id), metadata=auth)
+            assert early.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert "replay opens once the match has finished" in str(early.value.details())
+        finally:
+            await embedded.close()
+
+    asyncio.run(scenario())

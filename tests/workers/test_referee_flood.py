@@ -172,11 +172,11 @@ def test_a_referee_out_of_call_slots_is_retried_like_an_unreachable_one_not_a_re
 ) -> None:
     request = admin_pb2.GetTableStatusRequest(table_id="t")
     method = _Exhausted(times=3)
-    answer: str = asyncio.run(_call(method, request, (), "here"))  # type: ignore[arg-type]
+    answer: str = asyncio.run(_call(method, request, (), "here"))
     assert (answer, method.calls) == ("answered", 4)
 
     monkeypatch.setattr(matches, "RPC_RETRY_S", 0.15)
     with pytest.raises(RefereeFailure, match="RESOURCE_EXHAUSTED"):
-        asyncio.run(_call(_Exhausted(times=1000), request, (), "here"))  # type: ignore[arg-type]
+        asyncio.run(_call(_Exhausted(times=1000), request, (), "here"))
     patient = _Exhausted(times=3)  # 0.7 s of pauses: past RPC_RETRY_S, within the poll's patience
-    assert asyncio.run(_call(patient, request, (), "here", patience_s=30)) == "answered"  # type: ignore[arg-type]
+    assert asyncio.run(_call(patient, request, (), "here", patience_s=30)) == "answered"
