@@ -33,14 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine, make_url
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import Rules
 from workers import cpu_log
 from workers.db import repo
 from workers.db.errors import DbError
-from workers.db.models import BotVersion, Match, MatchStatus
+from workers.db.models import Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import database_url, ensure_schema, make_engine, session_scope
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
@@ -135,7 +135,7 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
         }
         if cpu is not None:
             cpu.lap("database")
-        changed = _exposed_by_folder(setup) or _changed_program(session, setup)
+        changed = _exposed_by_folder(setup) or _changed_program(setup)
     if cpu is not None:
         cpu.skip()  # the launch checks (content hashes of the bots' folders): the worker's own work
     if changed:
@@ -183,18 +183,16 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
     return "finished"
 
 
-def _changed_program(session: Session, setup: MatchSetup) -> str:
+def _changed_program(setup: MatchSetup) -> str:
     """Why a hosted side cannot be launched as registered (its folder changed since `mus bot add`), or ''."""
     for team in setup.teams:
         if team.remote:
             continue
-        version = session.get(BotVersion, team.version_id)
-        assert version is not None, "a match's versions are foreign keys"
         try:
             now = repo.current_content_hash(team.command, team.folder)
         except DbError as error:
             now = f"unreadable ({error})"
-        if now != version.content_hash:
+        if now != team.content_hash:
             where = f"its folder {team.folder}" if team.folder else "its command"
             return (
                 f"bot {team.bot_name!r} version {team.version_number} changed since it was added ({where} no longer"

@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from referee.engine.errors import RulesError
@@ -60,6 +62,8 @@ class TeamSetup:
     version_number: int
     command: tuple[str, ...]
     folder: str | None
+    content_hash: str
+    """The version's content hash as registered: the worker checks the folder still has it before launching."""
     persistent: bool = False
     """The version plays seat after seat from one process (`mus bot add --persistent`, workers/pool.py)."""
 
@@ -403,10 +407,12 @@ def get_match(session: Session, match_id: int) -> Match:
 
 
 def match_setup(session: Session, match_id: int) -> MatchSetup:
-    """What a worker needs to play the match: rules, seed, and each team's program."""
-    match = get_match(session, match_id)
-    league = get_league(session, match.league_id)
-    teams = tuple(_team_setup(session, version_id) for version_id in (match.team0_version_id, match.team1_version_id))
+    """What a worker needs to play the match: rules, seed, and each team's program. One query (the match, its
+    league, and each team's version and bot), run before every match."""
+    row = session.execute(_setup_statement(), {"setup_match_id": match_id}).first()
+    if row is None:
+        raise NotFound(f"no match with id {match_id}")
+    match, league, version0, bot0, version1, bot1 = row
     return MatchSetup(
         match_id=match_id,
         league_id=row_id(league),
@@ -418,25 +424,39 @@ def match_setup(session: Session, match_id: int) -> MatchSetup:
         absent_limit_s=league.absent_limit_s,
         status=match.status,
         attempt=match.attempt,
-        teams=(teams[0], teams[1]),
+        teams=(_team_setup(version0, bot0), _team_setup(version1, bot1)),
         sandbox=league.sandbox,
     )
 
 
-def _team_setup(session: Session, version_id: int) -> TeamSetup:
-    version = session.get(BotVersion, version_id)
-    assert version is not None, "a match's versions are foreign keys"
-    bot = session.get(Bot, version.bot_id)
-    assert bot is not None, "a version's bot is a foreign key"
+@cache
+def _setup_statement() -> sa.Select[Match, League, BotVersion, Bot, BotVersion, Bot]:
+    """`match_setup`'s query, made once (its aliases cost more to build than the query to run)."""
+    versions = (aliased(BotVersion), aliased(BotVersion))
+    bots = (aliased(Bot), aliased(Bot))
+    return (
+        sa.select(Match, League, versions[0], bots[0], versions[1], bots[1])
+        .join(League, col(League.id) == col(Match.league_id))
+        .join(versions[0], col(versions[0].id) == col(Match.team0_version_id))
+        .join(bots[0], col(bots[0].id) == col(versions[0].bot_id))
+        .join(versions[1], col(versions[1].id) == col(Match.team1_version_id))
+        .join(bots[1], col(bots[1].id) == col(versions[1].bot_id))
+        .where(col(Match.id) == sa.bindparam("setup_match_id"))
+        .execution_options(populate_existing=True)
+    )
+
+
+def _team_setup(version: BotVersion, bot: Bot) -> TeamSetup:
     return TeamSetup(
         bot_name=bot.name,
         bot_id=row_id(bot),
         remote=bot.remote,
         language=bot.language,
-        version_id=version_id,
+        version_id=row_id(version),
         version_number=version.number,
         command=tuple(version.command),
         folder=version.folder,
+        content_hash=version.content_hash,
         persistent=version.persistent,
     )
 

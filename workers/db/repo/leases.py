@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -62,37 +63,11 @@ def claim_match(
     lease = _check_lease(lease_s)
     now = now or database_now(session)
     _lock_pair(session, match_id)
-    twin = aliased(Match)
-    no_running_twin = ~(
-        sa.select(col(twin.id))
-        .where(
-            col(twin.league_id) == col(Match.league_id),
-            col(twin.duplicate_pair) == col(Match.duplicate_pair),
-            col(twin.id) != col(Match.id),
-            col(twin.status) == MatchStatus.RUNNING,
-            col(twin.lease_expires_at) >= now,
-        )
-        .exists()
-    )
     claimed = taken_over = False
-    for takeover, claimable in (
-        (False, col(Match.status) == MatchStatus.QUEUED),
-        (True, sa.and_(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)),
-    ):
-        result = session.exec(
-            sa.update(Match)
-            .where(col(Match.id) == match_id, claimable, no_running_twin)
-            .values(
-                status=MatchStatus.RUNNING,
-                attempt=col(Match.attempt) + 1,
-                worker=worker,
-                lease_expires_at=now + lease,
-                heartbeat_at=now,
-                started_at=now,
-            )
-            .execution_options(synchronize_session=False)
-        )
-        if result.rowcount == 1:
+    values = {"claim_id": match_id, "claim_worker": worker, "claim_now": now, "claim_expires": now + lease}
+    for takeover in (False, True):
+        result = session.execute(_claim_statement(takeover), values)
+        if result.rowcount == 1:  # type: ignore[attr-defined]
             claimed, taken_over = True, takeover
             break
     if claimed and taken_over:
@@ -107,6 +82,44 @@ def claim_match(
         return None
     log.info("match_id=%s claimed by worker %s, attempt %s", match_id, worker, match.attempt)
     return match
+
+
+@cache
+def _claim_statement(takeover: bool) -> sa.Update:
+    """`claim_match`'s UPDATE of a queued match (or, with `takeover`, of a running one whose lease has expired)
+    whose twin is not running on a live lease; made once, bound per call (claim_id, claim_worker, claim_now,
+    claim_expires): building it, with its aliased twin, cost more than running it."""
+    twin = aliased(Match)
+    now = sa.bindparam("claim_now", type_=sa.inspect(Match).columns["started_at"].type)
+    no_running_twin = ~(
+        sa.select(col(twin.id))
+        .where(
+            col(twin.league_id) == col(Match.league_id),
+            col(twin.duplicate_pair) == col(Match.duplicate_pair),
+            col(twin.id) != col(Match.id),
+            col(twin.status) == MatchStatus.RUNNING,
+            col(twin.lease_expires_at) >= now,
+        )
+        .exists()
+    )
+    claimable = (
+        sa.and_(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)
+        if takeover
+        else col(Match.status) == MatchStatus.QUEUED
+    )
+    return (
+        sa.update(Match)
+        .where(col(Match.id) == sa.bindparam("claim_id"), claimable, no_running_twin)
+        .values(
+            status=MatchStatus.RUNNING,
+            attempt=col(Match.attempt) + 1,
+            worker=sa.bindparam("claim_worker"),
+            lease_expires_at=sa.bindparam("claim_expires"),
+            heartbeat_at=now,
+            started_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
 
 
 def _lock_pair(session: Session, match_id: int) -> None:
