@@ -334,7 +334,13 @@ def _rules_items(rules: Rules) -> tuple[tuple[str, str], ...]:
 
 def rules_from_map(options: Mapping[str, str]) -> Rules:
     """Rules from wire text; raises `RulesError` naming a bad option."""
-    return rules_from_assignments([f"{key}={text}" for key, text in sorted(options.items())])
+    return _rules_from_items(tuple(sorted(options.items())))
+
+
+@functools.lru_cache(maxsize=64)
+def _rules_from_items(items: tuple[tuple[str, str], ...]) -> Rules:
+    """`rules_from_map`'s rules, made once per options (a worker creates every table of a league with the same)."""
+    return rules_from_assignments([f"{key}={text}" for key, text in items])
 
 
 # ------------------------------------------------------------------ events

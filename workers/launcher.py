@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from workers.seccomp import seccomp_filter
@@ -731,14 +731,29 @@ def _make_cgroups(limits: Limits) -> tuple[Path, ...]:
 def cgroup_cpu_s(cgroups: Sequence[Path]) -> float | None:
     """The CPU-seconds counted by the first of `cgroups` that counts CPU (v1 cpuacct.usage in ns, v2 cpu.stat
     usage_usec), or None."""
+    counter = _cpu_counter(tuple(cgroups))
+    return None if counter is None else _cpu_value(counter)
+
+
+@lru_cache(maxsize=1024)
+def _cpu_counter(cgroups: tuple[Path, ...]) -> Path | None:
+    """The file that counts the CPU of `cgroups`, found once: a pooled process's is read after each of its matches,
+    and trying each cgroup's files in turn cost more than reading the one that counts."""
     for path in cgroups:
-        usage = _read(path / "cpuacct.usage").strip()
-        if usage.isdigit():
-            return int(usage) / 1e9
-        for line in _read(path / "cpu.stat").splitlines():
-            key, _, value = line.partition(" ")
-            if key == "usage_usec" and value.strip().isdigit():
-                return int(value) / 1e6
+        for counter in (path / "cpuacct.usage", path / "cpu.stat"):
+            if _cpu_value(counter) is not None:
+                return counter
+    return None
+
+
+def _cpu_value(counter: Path) -> float | None:
+    text = _read(counter)
+    if counter.name == "cpuacct.usage":
+        return int(text) / 1e9 if text.strip().isdigit() else None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "usage_usec" and value.strip().isdigit():
+            return int(value) / 1e6
     return None
 
 

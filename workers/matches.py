@@ -554,6 +554,8 @@ async def _play(
             table_id = created.table_id
             programs = {seat: team for seat in range(4) if isinstance(team := teams[seat % 2], BotProgram)}
             logs = {seat: log_dir / f"seat{seat}-{names[seat]}.log" for seat in programs}
+            if any(seat not in pooled for seat in programs):
+                log_dir.mkdir(parents=True, exist_ok=True)
             processes: list[BotProcess] = []
             watchers: list[asyncio.Task[None]] = []
             ended = False

@@ -110,10 +110,9 @@ def database() -> Engine:
 
 
 def logs_dir(match_id: int) -> Path:
-    """Where the bots' output of a match goes (MUS_LOG_DIR, default ./.mus-logs)."""
-    folder = Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / f"match-{match_id}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    """Where the bots' output of a match goes (MUS_LOG_DIR, default ./.mus-logs); made when a seat is launched
+    there (a match whose seats are all pooled writes nothing of its own: its processes log in the pool's folder)."""
+    return Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / f"match-{match_id}"
 
 
 def play_league_match(match_id: int, *, worker: str | None = None, lease_s: float = LEASE_S) -> str:

@@ -123,8 +123,8 @@ def record_result(
     written. Commits, or rolls back the whole session: call it with nothing else pending.
     """
     check_worker(worker)
-    match = get_match(session, match_id)
-    if match.status is MatchStatus.FINISHED or _has_result(session, match_id):
+    match, result_id = _match_and_result(session, match_id)
+    if match.status is MatchStatus.FINISHED or result_id is not None:
         session.rollback()
         return False
     stale_seed = "seed" in replay and replay["seed"] != match.seed
@@ -218,8 +218,17 @@ def record_result(
     return True
 
 
-def _has_result(session: Session, match_id: int) -> bool:
-    return session.exec(select(MatchResult.id).where(col(MatchResult.match_id) == match_id)).first() is not None
+def _match_and_result(session: Session, match_id: int) -> tuple[Match, int | None]:
+    """The match, read afresh, and the id of its result if it has one: one query."""
+    row = session.execute(
+        sa.select(Match, col(MatchResult.id))
+        .outerjoin(MatchResult, col(MatchResult.match_id) == col(Match.id))
+        .where(col(Match.id) == match_id)
+        .execution_options(populate_existing=True)
+    ).first()
+    if row is None:
+        raise NotFound(f"no match with id {match_id}")
+    return row[0], row[1]
 
 
 def outcome_record(outcome: MatchOutcome) -> dict[str, Any]:
