@@ -77,7 +77,9 @@ def make_app() -> Celery:
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
-        worker_send_task_events=True,
+        # Task events only while a monitor turns them on (Flower does): a worker sending them for every match
+        # spent about 0.3 ms of CPU a match on them, whether anyone listened or not.
+        worker_send_task_events=False,
         task_send_sent_event=True,
     )
     return app
