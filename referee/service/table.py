@@ -543,25 +543,28 @@ class Table:
             if isinstance(event.payload, HandStarted):
                 hand_view[:] = [], [], [], []
             base_data = wire.seen_event_bytes(event, None, bot_names)
-            framed: dict[tuple[int, bool], tuple[bytes, bytes]] = {}  # by seq and stream kind: the two entries
+            framed: dict[tuple[int, bool], bytes] = {}  # the stream entry, by seq and stream kind
+            viewed: dict[int, bytes] = {}  # the view entry, by seq: made only for seats that keep views
             for seat, seq in enumerate(seqs):
                 if seq < 0:
                     continue
                 state = seats[seat]
                 if per_recipient:
                     data = wire.event_bytes(wire.seen_event_bytes(event, seat, bot_names), seq)
-                    entry, view_entry = wire.stream_entry(data, batch=state.batch), wire.view_entries(event, data, seat)
+                    entry = wire.stream_entry(data, batch=state.batch)
+                    if not state.omit_hand_events:
+                        hand_view[seat].append(wire.view_entries(event, data, seat))
                 else:
-                    entries = framed.get((seq, state.batch))
-                    if entries is None:
+                    shared = framed.get((seq, state.batch))
+                    if shared is None:
                         data = wire.event_bytes(base_data, seq)
-                        entries = framed[seq, state.batch] = (
-                            wire.stream_entry(data, batch=state.batch),
-                            wire.view_entries(event, data, seat),
-                        )
-                    entry, view_entry = entries
-                if not state.omit_hand_events:
-                    hand_view[seat].append(view_entry)
+                        shared = framed[seq, state.batch] = wire.stream_entry(data, batch=state.batch)
+                    entry = shared
+                    if not state.omit_hand_events:
+                        view_entry = viewed.get(seq)
+                        if view_entry is None:
+                            view_entry = viewed[seq] = wire.view_entries(event, wire.event_bytes(base_data, seq), seat)
+                        hand_view[seat].append(view_entry)
                 self._send_entry(state, entry)
             if _live(event):
                 if self.watchers:
