@@ -588,7 +588,7 @@ async def _play(
                 await _reap(processes)
                 exited_at = time.monotonic()
                 if final.status != admin_pb2.TABLE_STATUS_FINISHED:
-                    raise RefereeFailure(f"table {table_id} on the referee at {admin_address} was cancelled")
+                    raise RefereeFailure(f"table {table_id} on the referee ({admin_address}) was cancelled")
                 replay = await _call(
                     admin.GetTableReplay, admin_pb2.GetTableReplayRequest(table_id=table_id), auth, admin_address
                 )
@@ -749,12 +749,12 @@ async def _call(
         except grpc.aio.AioRpcError as error:
             code = error.code()
             if code in _RETRIED and time.monotonic() + pause < deadline:
-                log.warning("%s on the referee at %s: %s; retrying in %.1f s", name, address, code.name, pause)
+                log.warning("%s on the referee (%s): %s; retrying in %.1f s", name, address, code.name, pause)
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 2.0)
                 continue
             what = "is unreachable or overloaded" if code in _RETRIED else "refused it"
-            raise RefereeFailure(f"{name}: the referee at {address} {what} ({code.name}: {error.details()})") from None
+            raise RefereeFailure(f"{name}: the referee ({address}) {what} ({code.name}: {error.details()})") from None
 
 
 def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:

@@ -203,7 +203,7 @@ def test_without_a_standalone_referee_a_remote_match_is_voided_and_charged_to_no
         assert unset.status == MatchStatus.QUEUED and unset.attempt == 1
         assert "remote bots need MUS_REFEREE_ADDRESS (mus referee serve)" in (unset.error or "")
         assert unreachable.status == MatchStatus.QUEUED and unreachable.attempt == 1
-        assert "the referee at 127.0.0.1:1 is unreachable" in (unreachable.error or ""), unreachable.error
+        assert "the referee (127.0.0.1:1) is unreachable" in (unreachable.error or ""), unreachable.error
 
 
 def test_a_table_replay_is_served_only_once_the_table_has_finished(referee: StandaloneReferee) -> None:
