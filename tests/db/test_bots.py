@@ -73,6 +73,35 @@ def test_content_hash_covers_file_contents_and_names_but_not_caches(tmp_path: Pa
     assert repo.content_hash(COMMAND, folder) != original
 
 
+def test_content_hash_reads_regular_files_and_links_to_files_but_never_enters_a_link_to_a_folder(
+    tmp_path: Path,
+) -> None:
+    """What the hash reads, as `os.walk` finds it: nested files and a link to a file (its target's bytes), never a
+    linked folder (which could be anything on the host), a broken link, a fifo or the skipped caches."""
+    folder = bot_folder(tmp_path, "alpha")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not the bot's\n")
+    (folder / "lib" / "deep").mkdir(parents=True)
+    (folder / "lib" / "deep" / "table.txt").write_text("rows\n")
+    (folder / "linked.txt").symlink_to(outside / "secret.txt")
+    (folder / "linked_folder").symlink_to(outside)
+    (folder / "broken").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(folder / "pipe")
+    (folder / "lib" / "__pycache__").mkdir()
+    (folder / "lib" / "__pycache__" / "x.pyc").write_bytes(b"\x00")
+    names = [relative for relative, _ in bots._bot_files(folder)]
+    assert "lib/deep/table.txt" in names and "linked.txt" in names
+    assert not [name for name in names if name.startswith(("linked_folder", "broken", "pipe", "lib/__pycache__"))]
+    assert names == sorted(names)
+    before = repo.content_hash(COMMAND, folder)
+    (outside / "secret.txt").write_text("changed through the link\n")
+    assert repo.content_hash(COMMAND, folder) != before, "a linked file's bytes are the bot's"
+    after = repo.content_hash(COMMAND, folder)
+    (outside / "other.txt").write_text("beside it, in the linked folder\n")
+    assert repo.content_hash(COMMAND, folder) == after, "a linked folder is not read"
+
+
 def test_content_hash_does_not_depend_on_where_the_folder_is(tmp_path: Path) -> None:
     here = bot_folder(tmp_path / "here", "alpha")
     there = bot_folder(tmp_path / "there", "alpha")

@@ -126,26 +126,41 @@ def _signature(root: Path) -> tuple[_Stamp, ...]:
 
 
 def _bot_files(root: Path) -> list[tuple[str, Path]]:
-    return [(relative, path) for relative, path, _ in _bot_entries(root)]
+    return [(relative, Path(path)) for relative, path, _ in _bot_entries(root)]
 
 
-def _bot_entries(root: Path) -> list[tuple[str, Path, os.stat_result]]:
-    """The regular files under `root` that make its content hash, path-sorted, each with its `stat` (one each)."""
-    entries: list[tuple[str, Path, os.stat_result]] = []
-    for directory, subdirectories, names in os.walk(root):
-        subdirectories[:] = [name for name in subdirectories if name not in SKIPPED_DIRS]
-        base = Path(directory)
-        prefix = base.relative_to(root).as_posix()
-        for name in names:
+def _bot_entries(root: Path) -> list[tuple[str, str, os.stat_result]]:
+    """The regular files under `root` that make its content hash, path-sorted, each with its path and `stat` (one
+    each, following a link to a file). As `os.walk` would find them (a link to a folder is not entered), on plain
+    strings: a worker stamps every file of each hosted side's folder before every match (a JavaScript bot's
+    node_modules holds a thousand), and the walk's paths cost as much as the stats."""
+    entries: list[tuple[str, str, os.stat_result]] = []
+    pending = [(str(root), "")]
+    while pending:
+        directory, prefix = pending.pop()
+        try:
+            with os.scandir(directory) as scan:
+                items = list(scan)
+        except OSError:
+            continue  # gone, or unreadable: as os.walk skips it
+        for item in items:
+            name = item.name
+            try:
+                is_folder = item.is_dir()
+            except OSError:
+                is_folder = False
+            if is_folder:
+                if name not in SKIPPED_DIRS and not item.is_symlink():
+                    pending.append((item.path, f"{prefix}{name}/"))
+                continue
             if name in SKIPPED_FILES:
                 continue
-            path = base / name
             try:
-                stat = path.stat()
+                stat = item.stat()
             except OSError:
                 continue  # gone, or a broken link: not a file (as `is_file` says)
             if S_ISREG(stat.st_mode):
-                entries.append((name if prefix == "." else f"{prefix}/{name}", path, stat))
+                entries.append((f"{prefix}{name}", item.path, stat))
     return sorted(entries, key=lambda entry: entry[0])
 
 
