@@ -71,9 +71,10 @@ class PlayedMatch:
 
     table_id: str
     match: Match
-    """Re-simulated from the referee's replay record (rules, seed, steps): its outcome is the match's."""
+    """The match: re-simulated from a standalone referee's replay record (rules, seed, steps), or the one the
+    referee in this process played. Its outcome is the match's."""
     record: dict[str, Any]
-    """The referee's replay record (`match_record`), checked against the re-simulation."""
+    """The referee's replay record (`match_record`); a standalone referee's is checked against the re-simulation."""
     incidents: tuple[Incident, ...]
     """The referee's incidents, in the order recorded (`incident_records`); the faults are the match's."""
     decision_seconds: tuple[tuple[float, ...], ...]
@@ -121,7 +122,7 @@ class EmbeddedReferee:
 
     async def start(self) -> EmbeddedReferee:
         referee, host = self.referee, self.host_address
-        self._servers.append((await start_server(referee, host, public_address=host))[0])
+        self._servers.append((await start_server(referee, host, public_address=host, admin=False))[0])
         return self
 
     async def serve(self, member: PooledProcess) -> tuple[str, str]:
@@ -130,7 +131,9 @@ class EmbeddedReferee:
         folder = member.socket_dir
         socket = folder / POOLED_SOCKET
         if folder not in self._pooled:
-            server = (await start_server(self.referee, f"unix:{socket}", public_address=self.host_address))[0]
+            server = (
+                await start_server(self.referee, f"unix:{socket}", public_address=self.host_address, admin=False)
+            )[0]
             self._pooled[folder] = (server, await FrameServer(self.referee, folder / FRAMES_SOCKET).start())
         return f"unix:{socket}", f"unix:{folder / FRAMES_SOCKET}"
 
@@ -775,8 +778,10 @@ def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[
 def _finished(local: Referee, replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:
     """A finished table of the referee in this process: its match as the referee played it (the same engine
     re-simulating it would prove nothing), and its record as the replay holds it."""
-    match = local.tables[replay.table_id].match  # fetched with no await since: still kept, and finished
-    assert match is not None and match.outcome is not None
+    table = local.tables.get(replay.table_id)  # a thousand later tables would have evicted it
+    if table is None or table.match is None or table.match.outcome is None:
+        raise RefereeFailure(f"table {replay.table_id}: the referee in this process no longer holds its match")
+    match = table.match
     record = json.loads(replay.record_json)
     assert isinstance(record, dict)
     return match, record

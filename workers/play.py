@@ -292,7 +292,7 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
 def _to_store(played: PlayedMatch) -> _Played:
     """What the database keeps of a played match, whichever referee played it."""
     outcome = played.match.outcome
-    assert outcome is not None  # checked when the replay was re-simulated
+    assert outcome is not None  # a finished match's (`_resimulated` and `_finished` refuse any other)
     return _Played(
         outcome,
         played.record,

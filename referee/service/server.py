@@ -67,10 +67,11 @@ SERVER_OPTIONS = [
 ]
 """The channel options of the referee's server (the referee benchmark's raw ping-pong server uses them too)."""
 
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["TableAdminService"].full_name
 SERVICE_NAMES = (
     play_pb2.DESCRIPTOR.services_by_name["PlayService"].full_name,
     watch_pb2.DESCRIPTOR.services_by_name["WatchService"].full_name,
-    admin_pb2.DESCRIPTOR.services_by_name["TableAdminService"].full_name,
+    ADMIN_SERVICE,
     lobby_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name,
 )
 
@@ -80,12 +81,15 @@ async def start_server(
     address: str = "127.0.0.1:0",
     public_address: str | None = None,
     also: Sequence[str] = (),
+    *,
+    admin: bool = True,
 ) -> tuple[grpc.aio.Server, int]:
     """Start serving on `address` (port 0 picks a free port); returns the server and its port.
 
     `public_address` is where remote bots reach this referee (sent in lobby assignments); by default the
     listening host and port. `also`: more addresses to listen on (a worker's pooled seats each get a unix socket
-    in their own folder).
+    in their own folder). `admin=False` leaves the TableAdmin API out (a worker's embedded referee: its worker
+    calls it in process, `servicer.InProcessAdmin`, and its sockets are the bots').
     """
     server = grpc.aio.server(
         options=SERVER_OPTIONS,
@@ -94,11 +98,13 @@ async def start_server(
     )
     PlayServicer(referee).add_to_server(server)
     watch_pb2_grpc.add_WatchServiceServicer_to_server(WatchServicer(referee), server)
-    admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
+    if admin:
+        admin_pb2_grpc.add_TableAdminServiceServicer_to_server(TableAdminServicer(referee), server)
     lobby_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyServicer(referee), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    services = [name for name in SERVICE_NAMES if admin or name != ADMIN_SERVICE]
+    reflection.enable_server_reflection((*services, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"cannot listen on {address}")
@@ -107,7 +113,7 @@ async def start_server(
             raise OSError(f"cannot listen on {extra}")
     await server.start()
     referee.lobby.referee_address = public_address or f"{address.rsplit(':', 1)[0]}:{port}"
-    for name in (*SERVICE_NAMES, ""):
+    for name in (*services, ""):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return server, port
 

@@ -593,12 +593,22 @@ _Response = TypeVar("_Response")
 def _in_process(
     method: Callable[[_Request, Any], Coroutine[Any, Any, _Response]],
 ) -> Callable[..., Coroutine[Any, Any, _Response]]:
-    """A servicer method called as the gRPC stub's is: `method(request, metadata=..., timeout=...)`."""
+    """A servicer method called as the gRPC stub's is: `method(request, metadata=..., timeout=...)`; whatever it
+    raises reaches the caller as an `AioRpcError`, as over gRPC."""
 
     async def call(
         request: _Request, *, metadata: Sequence[tuple[str, str]] = (), timeout: float | None = None
     ) -> _Response:
-        return await method(request, _InProcessCall(metadata))
+        try:
+            return await method(request, _InProcessCall(metadata))
+        except grpc.aio.AioRpcError:
+            raise
+        except Exception as error:  # what grpc's server answers for an exception it did not expect
+            log.exception("in-process admin call %s failed", type(request).__name__)
+            details = f"Unexpected {type(error)}: {error}"
+            raise grpc.aio.AioRpcError(
+                grpc.StatusCode.UNKNOWN, grpc.aio.Metadata(), grpc.aio.Metadata(), details
+            ) from error
 
     return call
 

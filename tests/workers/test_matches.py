@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from bench.league import BOT_COMMAND, BOT_SCRIPT
-from mus.v1 import admin_pb2
+from mus.v1 import admin_pb2, admin_pb2_grpc
 from mus.v1 import types_pb2 as pb
 from referee.causes import IncidentCause
 from referee.engine.replay import dumps_record
@@ -221,15 +221,23 @@ def test_a_fetched_replay_is_re_simulated_and_a_record_that_does_not_replay_to_i
         _resimulated(admin_pb2.GetTableReplayResponse(table_id="t", record_json=json.dumps(tampered)))
 
 
-def test_the_embedded_referee_serves_its_admin_api_on_no_socket_and_in_process_calls_check_its_token() -> None:
+def test_the_embedded_referee_serves_its_admin_api_on_no_socket_and_in_process_calls_check_its_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A worker calls its embedded referee's admin API in process (`InProcessAdmin`): the servicer's own checks,
-    refusals raised as the gRPC stub raises them; no socket of the referee's serves that API."""
+    refusals raised as the gRPC stub raises them; the referee's one socket (the bots') does not serve that API."""
 
     async def scenario() -> None:
         embedded = await EmbeddedReferee().start()
         try:
             sockets = [path.name for folder in (embedded.socket_dir, embedded.frames_dir) for path in folder.iterdir()]
             assert sockets == ["referee.sock"], "the bots' socket alone"
+            async with grpc.aio.insecure_channel(embedded.host_address) as channel:
+                stub = admin_pb2_grpc.TableAdminServiceStub(channel)
+                auth = (("authorization", f"Bearer {embedded.referee.admin_token}"),)
+                with pytest.raises(grpc.aio.AioRpcError) as absent:
+                    await stub.GetTableStatus(admin_pb2.GetTableStatusRequest(table_id="t"), metadata=auth)
+                assert absent.value.code() == grpc.StatusCode.UNIMPLEMENTED, "not served there, even with the token"
             admin = InProcessAdmin(embedded.referee)
             request = admin_pb2.CreateTableRequest(
                 seed=3, seats=[admin_pb2.SeatConfig(bot_name=f"b{seat}") for seat in range(4)]
@@ -245,6 +253,15 @@ def test_the_embedded_referee_serves_its_admin_api_on_no_socket_and_in_process_c
                 await admin.GetTableReplay(admin_pb2.GetTableReplayRequest(table_id=created.table_id), metadata=auth)
             assert early.value.code() == grpc.StatusCode.FAILED_PRECONDITION
             assert "replay opens once the match has finished" in str(early.value.details())
+
+            async def broken(self: TableAdminServicer, request: Any, context: Context) -> Any:
+                raise RuntimeError("a bug in the servicer")
+
+            monkeypatch.setattr(TableAdminServicer, "GetTableStatus", broken)
+            with pytest.raises(grpc.aio.AioRpcError) as unexpected:
+                status = admin_pb2.GetTableStatusRequest(table_id=created.table_id)
+                await InProcessAdmin(embedded.referee).GetTableStatus(status, metadata=auth)
+            assert unexpected.value.code() == grpc.StatusCode.UNKNOWN, "as grpc's server answers an unexpected error"
         finally:
             await embedded.close()
 
