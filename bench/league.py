@@ -385,13 +385,17 @@ def child_pids(parent: int) -> list[int]:
 class Pinner:
     """Pins the embedded Celery workers that `run_league` starts, each to its own core, as soon as they appear
     (called from `run_league`'s progress callback, every 0.25 s; a worker takes about a second to import Celery
-    and starts no thread nor bot before that, so everything it starts inherits the core)."""
+    and starts no thread nor bot before that, so everything it starts inherits the core). Once every core has its
+    live worker it only checks that they live: reading every process's /proc entry four times a second (a league
+    has a hundred, its bots and sandboxes) cost the scheduler, on the workers' cores, more than all its polling."""
 
     def __init__(self, cores: Sequence[int]) -> None:
         self.cores = list(cores)
         self.pinned: dict[int, int] = {}
 
     def __call__(self) -> None:
+        if len(self.pinned) >= len(self.cores) and all(Path(f"/proc/{pid}").exists() for pid in self.pinned):
+            return  # one worker a core, all alive: no scan of /proc, whose CPU would land on the workers' cores
         alive = set(child_pids(os.getpid()))
         self.pinned = {pid: core for pid, core in self.pinned.items() if pid in alive}
         for pid in sorted(alive - set(self.pinned)):
