@@ -387,7 +387,7 @@ class Pinner:
     (called from `run_league`'s progress callback, every 0.25 s; a worker takes about a second to import Celery
     and starts no thread nor bot before that, so everything it starts inherits the core). Once every core has its
     live worker it only checks that they live: reading every process's /proc entry four times a second (a league
-    has a hundred, its bots and sandboxes) cost the scheduler, on the workers' cores, more than all its polling."""
+    has a hundred, its bots and sandboxes) was a fifth to two fifths of the scheduler's CPU, on the workers' cores."""
 
     def __init__(self, cores: Sequence[int]) -> None:
         self.cores = list(cores)
@@ -448,7 +448,7 @@ def cpu_components(path: Path, matches: int, scheduler_s: float) -> dict[str, An
     lines = cpu_lines(path)
     if not lines or not matches:
         return {"cpu_s_per_match": None}
-    sums = {name: sum(line[f"{name}_s"] for line in lines) for name in ("bots", "referee", "database")}
+    sums = _component_sums(lines)
     worker = 0.0
     for pid in {line["pid"] for line in lines}:
         own = [line for line in lines if line["pid"] == pid]
@@ -459,6 +459,11 @@ def cpu_components(path: Path, matches: int, scheduler_s: float) -> dict[str, An
     per_match["scheduler"] = scheduler_s / matches
     per_match["total"] = sum(per_match.values())
     return {"cpu_s_per_match": {name: round(value, 4) for name, value in per_match.items()}}
+
+
+def _component_sums(lines: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The bots', referee's and database's CPU-seconds of these MUS_CPU_LOG lines, added up."""
+    return {name: sum(line[f"{name}_s"] for line in lines) for name in ("bots", "referee", "database")}
 
 
 def cleanup_redis(url: str, queue: str) -> None:
@@ -546,11 +551,7 @@ def second_half(
     span = _seconds(max(end for _, _, end in ordered), half[0][1])
     ids = {match_id for match_id, _, _ in half}
     own = [line for line in lines if line.get("match_id") in ids]
-    cpu = (
-        {name: round(sum(line[f"{name}_s"] for line in own) / len(own), 4) for name in ("bots", "referee", "database")}
-        if own
-        else None
-    )
+    cpu = {name: round(value / len(own), 4) for name, value in _component_sums(own).items()} if own else None
     return {
         "second_half_matches": len(half),
         "second_half_matches_per_s": len(half) / span if span > 0 else None,

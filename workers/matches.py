@@ -762,9 +762,7 @@ async def _call(
 
 def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:
     """The fetched replay record, re-simulated: a record that does not replay to itself is the referee's failure."""
-    record = json.loads(replay.record_json)
-    if not isinstance(record, dict):
-        raise RefereeFailure(f"table {replay.table_id}: the replay record is not a JSON object")
+    record = _record(replay)
     match = replay_record(record)
     if match.outcome is None:
         raise RefereeFailure(f"table {replay.table_id}: the replay ends before the match does")
@@ -781,10 +779,15 @@ def _finished(local: Referee, replay: admin_pb2.GetTableReplayResponse) -> tuple
     table = local.tables.get(replay.table_id)  # a thousand later tables would have evicted it
     if table is None or table.match is None or table.match.outcome is None:
         raise RefereeFailure(f"table {replay.table_id}: the referee in this process no longer holds its match")
-    match = table.match
+    return table.match, _record(replay)
+
+
+def _record(replay: admin_pb2.GetTableReplayResponse) -> dict[str, Any]:
+    """The fetched replay's record, parsed: anything but a JSON object is the referee's failure."""
     record = json.loads(replay.record_json)
-    assert isinstance(record, dict)
-    return match, record
+    if not isinstance(record, dict):
+        raise RefereeFailure(f"table {replay.table_id}: the replay record is not a JSON object")
+    return record
 
 
 def _incidents(replay: admin_pb2.GetTableReplayResponse) -> tuple[Incident, ...]:
