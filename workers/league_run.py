@@ -100,11 +100,14 @@ class EmbeddedWorkers:
         host = socket.gethostname()
         return {f"{host}:{process.pid}" for process in self.processes}
 
-    def stop(self) -> None:
-        """Ask every worker to stop now (a second signal makes Celery stop at once), then kill stragglers."""
+    def stop(self, *, finished: bool = False) -> None:
+        """Ask every worker to stop, then kill stragglers after a few seconds. Interrupted (Ctrl-C): at once
+        (Celery's cold shutdown; their matches are voided). `finished`: once the task in hand is done (warm
+        shutdown): the league's last result is stored, but its worker may still be closing the match (its log
+        lines, `MUS_CPU_LOG`), which a cold shutdown cut short."""
         for process in self.processes:
             if process.poll() is None:
-                process.send_signal(signal.SIGQUIT)
+                process.send_signal(signal.SIGTERM if finished else signal.SIGQUIT)
         deadline = time.monotonic() + 5
         for process in self.processes:
             remaining = max(deadline - time.monotonic(), 0.1)
@@ -192,7 +195,7 @@ def run_league(
                 progress = repo.league_progress(session, league_id)
         return RunReport(progress, completed=False, interrupted=True)
     if embedded is not None:
-        embedded.stop()
+        embedded.stop(finished=True)
     with session_scope(engine) as session:
         repo.finish_league_if_complete(session, league_id)
     return RunReport(
