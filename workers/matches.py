@@ -775,10 +775,12 @@ def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[
 
 def _finished(local: Referee, replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:
     """A finished table of the referee in this process: its match as the referee played it (the same engine
-    re-simulating it would prove nothing), and its record as the replay holds it."""
+    re-simulating it would prove nothing), and its record as the replay holds it. The referee then forgets the
+    table: nothing asks it again, and a worker's referee kept a thousand, all walked by its garbage collector."""
     table = local.tables.get(replay.table_id)  # a thousand later tables would have evicted it
     if table is None or table.match is None or table.match.outcome is None:
         raise RefereeFailure(f"table {replay.table_id}: the referee in this process no longer holds its match")
+    local.forget(replay.table_id)
     return table.match, _record(replay)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import hmac
 import logging
 import secrets
@@ -100,6 +101,11 @@ _STATUS = {
 }
 
 
+KEEP_EXTERNAL_IDS = 100_000
+"""CreateTable's external ids remembered (each as its table id and a digest of its request, about 200 bytes), so
+that a retry is answered even after its table is no longer kept; the oldest is forgotten past this many."""
+
+
 class Referee:
     """Every table of this process, the seat tokens that open them, and the admin token."""
 
@@ -117,8 +123,10 @@ class Referee:
         self.keep_finished = keep_finished
         self.tables: dict[str, Table] = {}
         self._tokens: dict[str, tuple[Table, int]] = {}
-        self._external: dict[str, tuple[str, admin_pb2.CreateTableRequest]] = {}
-        self._finished: list[str] = []
+        self._external: dict[str, tuple[str, bytes]] = {}
+        """CreateTable's external ids, oldest first: the table each created and its request's digest."""
+        self._finished: dict[str, None] = {}
+        """The finished tables still kept, oldest first."""
         self.lobby = Lobby(rotate_token=self.rotate_seat_token, state_path=state_path)
 
     def create_table(
@@ -177,17 +185,38 @@ class Referee:
     def _finished_table(self, table: Table) -> None:
         """Tokens die with the match; the table itself is kept a while for status and replays."""
         self.lobby.table_done(table)
-        self._finished.append(table.table_id)
+        self._finished[table.table_id] = None
         while len(self._finished) > self.keep_finished:
-            evicted = self.tables.pop(self._finished.pop(0), None)
-            for state in evicted.seats if evicted is not None else ():
-                self._tokens.pop(state.token, None)
+            self.forget(next(iter(self._finished)))
+
+    def forget(self, table_id: str) -> None:
+        """Drop a finished table and its tokens now, before `keep_finished` later ones would: a worker's embedded
+        referee, whose worker has taken the match (workers.matches), would otherwise hold a thousand."""
+        self._finished.pop(table_id, None)
+        table = self.tables.pop(table_id, None)
+        for state in table.seats if table is not None else ():
+            self._tokens.pop(state.token, None)
+
+    def created_for(self, external_id: str, request: admin_pb2.CreateTableRequest) -> tuple[str, bool] | None:
+        """The table an earlier CreateTable with this external id created, and whether it asked the same (None
+        if no call named it, or too long ago)."""
+        earlier = self._external.get(external_id)
+        return None if earlier is None else (earlier[0], earlier[1] == _digest(request))
+
+    def remember(self, external_id: str, table_id: str, request: admin_pb2.CreateTableRequest) -> None:
+        self._external[external_id] = (table_id, _digest(request))
+        while len(self._external) > KEEP_EXTERNAL_IDS:
+            del self._external[next(iter(self._external))]
 
     def check_admin(self, context: Context) -> bool:
         for key, value in context.invocation_metadata() or ():
             if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
                 return hmac.compare_digest(value[len("Bearer ") :].encode(), self.admin_token.encode())
         return False
+
+
+def _digest(request: admin_pb2.CreateTableRequest) -> bytes:
+    return hashlib.sha256(request.SerializeToString(deterministic=True)).digest()
 
 
 def serialize_response(message: play_pb2.PlayResponse | bytes) -> bytes:
@@ -436,9 +465,10 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
                 rules = rules.with_options(overrides)
         except RulesError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        if request.external_id and request.external_id in self.referee._external:
-            table_id, earlier = self.referee._external[request.external_id]
-            if earlier != request:
+        earlier = self.referee.created_for(request.external_id, request) if request.external_id else None
+        if earlier is not None:
+            table_id, same = earlier
+            if not same:
                 await context.abort(
                     grpc.StatusCode.ALREADY_EXISTS, f"external id {request.external_id!r} names another table"
                 )
@@ -464,7 +494,7 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
                 remote_seats=remote,
             )
             if request.external_id:
-                self.referee._external[request.external_id] = (table.table_id, request)
+                self.referee.remember(request.external_id, table.table_id, request)
         return admin_pb2.CreateTableResponse(
             table_id=table.table_id,
             seat_tokens=[

@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from mus.v1 import admin_pb2, admin_pb2_grpc, play_pb2, watch_pb2, watch_pb2_grpc
 from mus.v1 import types_pb2 as pb
 from referee.engine.rules import Rules
+from referee.service import servicer
 from referee.service.server import SERVICE_NAMES
 from referee.service.servicer import table_status_message
 from referee.service.table import Table, TableStatus, reported_name
@@ -200,6 +201,34 @@ def test_a_retried_create_table_whose_table_is_no_longer_kept_gets_a_status_nami
     code, details = with_admin(scenario, keep_finished=0)
     assert code != "UNKNOWN", details
     assert "match-9" in details, details
+
+
+def test_external_ids_are_remembered_past_their_tables_and_the_oldest_forgotten_past_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker's retry is answered after its table is gone, but a referee that serves a long league does not
+    keep every request it was ever sent."""
+    monkeypatch.setattr(servicer, "KEEP_EXTERNAL_IDS", 2)
+
+    async def scenario(running: Running, admin: admin_pb2_grpc.TableAdminServiceAsyncStub) -> None:
+        def request(name: str) -> admin_pb2.CreateTableRequest:
+            return admin_pb2.CreateTableRequest(seed=7, seats=seats(), external_id=name)
+
+        first = await admin.CreateTable(request("match-1"), metadata=auth(running))
+        running.referee.tables[first.table_id].cancel("this test is done with it")
+        running.referee.forget(first.table_id)
+        assert first.table_id not in running.referee.tables
+        code, details = await status_of(admin.CreateTable(request("match-1"), metadata=auth(running)))
+        assert code == "FAILED_PRECONDITION" and "no longer kept" in details, details
+        second = await admin.CreateTable(request("match-2"), metadata=auth(running))
+        assert (await admin.CreateTable(request("match-2"), metadata=auth(running))).table_id == second.table_id
+        await admin.CreateTable(request("match-3"), metadata=auth(running))
+        again = await admin.CreateTable(request("match-1"), metadata=auth(running))
+        assert again.table_id != first.table_id, "forgotten past the bound: a new table"
+        for table in running.referee.tables.values():
+            table.cancel("this test is done with it")
+
+    with_admin(scenario)
 
 
 async def hold_a_running_table(running: Running, table: Table) -> tuple[list[WireSeat], list[asyncio.Task[WireSeat]]]:

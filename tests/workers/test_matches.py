@@ -204,6 +204,11 @@ def test_matches_on_the_worker_referee_share_it_and_an_interrupted_one_is_cleane
     assert first.match.outcome is not None and first.match.outcome == second.match.outcome, "seeded bots, one deal"
     assert first.table_id != second.table_id, "two tables of one referee, which outlived both matches"
 
+    async def held(referee: EmbeddedReferee) -> list[str]:
+        return list(referee.referee.tables)
+
+    assert run_on_worker_referee(held) == [], "the referee forgot each table once its match was taken"
+
 
 def test_a_fetched_replay_is_re_simulated_and_a_record_that_does_not_replay_to_itself_is_the_referees_failure() -> None:
     match = play_random_match(Rules(), 11)
