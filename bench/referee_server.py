@@ -38,7 +38,7 @@ import grpc
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.match import Match
-from referee.service.server import SERVER_OPTIONS, start_server
+from referee.service.server import SERVER_OPTIONS, settle_start_up_heap, start_server
 from referee.service.servicer import Referee
 from referee.service.table import Table
 
@@ -121,6 +121,7 @@ class ActTimes:
 async def serve(admin_token: str) -> None:
     referee_server, referee_port = await start_server(Referee(admin_token=admin_token))
     raw_server, raw_port = await start_ping_pong_server()
+    settle_start_up_heap()  # as `mus referee serve` does
     print(json.dumps({"referee_port": referee_port, "raw_port": raw_port, "pid": os.getpid()}), flush=True)
     profiler: cProfile.Profile | None = None
     act_times = ActTimes()

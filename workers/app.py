@@ -94,3 +94,12 @@ def _reclaim_expired_leases(sender: Any = None, **_: Any) -> None:
     from workers.play import database, start_reclaimer  # the database only once a worker runs
 
     start_reclaimer(database(), lambda match_id: app.send_task("mus.play_match", (match_id,)))
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def _settle_heap(sender: Any = None, **_: Any) -> None:
+    """After start-up (the reclaimer above has loaded the match path): the full garbage collections of a
+    worker walked its whole start-up heap, about 100 ms a pass in the middle of a match (docs/pool.md)."""
+    from referee.service.server import settle_start_up_heap
+
+    settle_start_up_heap()

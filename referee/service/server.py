@@ -3,6 +3,7 @@ a second server for the TableAdmin API alone (`start_admin_server`)."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 
 import grpc
@@ -27,6 +28,16 @@ from referee.service.servicer import (
     TableAdminServicer,
     WatchServicer,
 )
+
+
+def settle_start_up_heap() -> None:
+    """Collect once, then freeze what is left (`gc.freeze`): the modules, servers and caches made at start-up live
+    as long as the process, and the collector's full passes, which stop the event loop and every table on it, no
+    longer walk them. Under 500 tables of instant bots, those passes put the decision latency's p99 at 56-101 ms;
+    frozen, 16-21 ms (`mus bench referee --tables 500`). Call it once, after start-up, in a long-lived process."""
+    gc.collect()
+    gc.freeze()
+
 
 MAX_CONCURRENT_RPCS = 4096
 """Calls in progress on the whole server; one more is refused with RESOURCE_EXHAUSTED by grpc itself. A busy

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from referee.service.lobby import StateError
-from referee.service.server import start_admin_server, start_server
+from referee.service.server import settle_start_up_heap, start_admin_server, start_server
 from referee.service.servicer import Referee
 from workers.cli.errors import fail
 
@@ -98,6 +98,7 @@ async def _serve(
         where = address if len(servers) == 0 else admin_address
         typer.echo(f"error: cannot listen on {where}: {error}", err=True)
         raise typer.Exit(1) from None
+    settle_start_up_heap()
     host = address.rsplit(":", 1)[0]
     typer.echo(f"referee listening on {host}:{port}")
     if admin_address is not None:
