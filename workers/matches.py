@@ -48,7 +48,7 @@ from workers.launcher import (
     Sandbox,
     launch_bot,
 )
-from workers.pool import BotPool
+from workers.pool import BotPool, place
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +220,7 @@ async def play_programs(
     sandbox: Limits | None = None,
     pool: BotPool | None = None,
     referee: EmbeddedReferee | None = None,
+    half: int = 0,
 ) -> PlayedMatch:
     """Play the match on a referee in this process (`referee`, or one made for this match alone) as on the
     standalone referee (`play_on_referee`, the same code): the table is created, watched and fetched through the
@@ -234,7 +235,8 @@ async def play_programs(
 
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
     live processes (`workers.pool`) instead of launched: the referee listens on a socket in each such process's
-    own folder, which only that process's sandbox binds."""
+    own folder, which only that process's sandbox binds. `half` is which half of its duplicate pair the match is
+    (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     own = referee is None
     embedded = await EmbeddedReferee().start() if referee is None else referee
@@ -242,9 +244,10 @@ async def play_programs(
     frames: dict[int, SeatFrames] = {}
     try:
         # Pooled seats: a live process of the bot's for each, served in its own folder.
+        meets_itself = programs[0].name == programs[1].name
         for seat in range(4):
             if pool is not None and pool.accepts(programs[seat % 2]):
-                members[seat] = pool.acquire(programs[seat % 2], seat)
+                members[seat] = pool.acquire(programs[seat % 2], half, place(seat, meets_itself))
         pooled = {}
         for seat, member in members.items():
             addresses = await embedded.serve(member)
@@ -612,7 +615,7 @@ async def _play(
             member.cpu_seen = cpu_after[seat]
         if pool is not None:
             for seat, (member, *_) in pooled.items():
-                pool.release(member, seat, healthy=seat in healthy, cpu_s=cpu_after[seat])
+                pool.release(member, healthy=seat in healthy, cpu_s=cpu_after[seat])
     counted: list[float | None] = [process.cpu_s for process in processes]
     for seat, before in cpu_before.items():
         after = cpu_after[seat]

@@ -246,6 +246,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
             sandbox=limits,
             pool=pool,
             referee=referee,
+            half=repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id),
         )
     )
     return _to_store(played)

@@ -3,13 +3,15 @@
 
 A match then costs its play, not four start-ups. The rules the pool keeps:
 
-- **A process per seat number.** A bot's process is keyed by the bot and the seat it plays (0..3): it only ever
-  plays that seat. Partners are two processes (seats 0 and 2, or 1 and 3), each in its own sandbox, and a bot
-  that meets itself has its other team in two more; so no process plays two seats of one table.
-- **Never both halves of a duplicate pair.** The twin of a match is played with the partnerships swapped: a bot
-  that sat at seats 0 and 2 sits at 1 and 3. Its first-half processes (seats 0, 2) are not its second-half
-  ones (seats 1, 3), so whatever a process remembers of a deal, it never plays that deal again from the
-  other side.
+- **A process per half and partner.** A bot's process is keyed by the bot, the half of its duplicate pair the
+  match is (`half`: 0 or 1, `workers.db.repo.half_of`; the twin is always the other) and which partner it is
+  (`seat // 2`: seats 0 and 1 are the first partners, 2 and 3 the second). Partners are two processes, each in its
+  own sandbox, and a bot that meets itself has its other team in two more (keyed by seat); so no process plays two
+  seats of one table.
+- **Never both halves of a duplicate pair.** The twin of a match is its other half: its processes are not the
+  first half's, so whatever a process remembers of a deal, it never plays that deal again from the other side.
+  A worker that plays only one half of every pair (the queues: `workers.app.match_queues`) needs two processes a
+  bot, not four.
 - **Restarts.** A process is replaced when it has exited (a crash: the match charges it as today), after
   `max_seats` seats, when its seat had an incident (it may be stuck), past half its CPU-time limit (an rlimit
   counts the process's life, not a match), and when the bot's program or registered version changes.
@@ -63,15 +65,17 @@ class BotPool:
         """A process that has used this much CPU is replaced after its match (default: half the rlimit)."""
         self.started = 0
         self.retired = 0
-        self._processes: OrderedDict[tuple[str, int], PooledProcess] = OrderedDict()
+        self._processes: OrderedDict[tuple[str, int, int], PooledProcess] = OrderedDict()
+        """By bot, half and place (`place`), least recently used first."""
 
     def accepts(self, program: BotProgram) -> bool:
         """Whether `program` plays from this pool (it is persistent), rather than being launched per match."""
         return program.persistent
 
-    def acquire(self, program: BotProgram, seat: int) -> PooledProcess:
-        """The live process of `program` for `seat`, started now if there is none (or it has to be replaced)."""
-        key = (program.name, seat)
+    def acquire(self, program: BotProgram, half: int, place: int) -> PooledProcess:
+        """The live process of `program` for this half and place (`place`), started now if there is none (or it
+        has to be replaced)."""
+        key = (program.name, half, place)
         current = self._processes.get(key)
         if current is not None and (
             current.program != program or not current.alive or current.seats_played >= self.max_seats
@@ -84,8 +88,8 @@ class BotPool:
             log_path = None
             if self.log_dir is not None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
-                log_path = self.log_dir / f"{program.name}-seat{seat}-{self.started}.log"
-            folder = Path(tempfile.mkdtemp(prefix=f"seat{seat}-", dir=self.root))
+                log_path = self.log_dir / f"{program.name}-half{half}-place{place}-{self.started}.log"
+            folder = Path(tempfile.mkdtemp(prefix=f"half{half}-place{place}-", dir=self.root))
             try:
                 current = start_pooled(program, folder, limits=self.limits, log_path=log_path)
             except BaseException:
@@ -96,14 +100,12 @@ class BotPool:
         self._processes.move_to_end(key)
         return current
 
-    def release(self, process: PooledProcess, seat: int, *, healthy: bool, cpu_s: float | None = None) -> None:
+    def release(self, process: PooledProcess, *, healthy: bool, cpu_s: float | None = None) -> None:
         """After a match: count the seat, and replace the process if it is not `healthy` or has played enough.
         `cpu_s`: its CPU-seconds so far, when the caller has just read them (else they are read here)."""
         process.seats_played += 1
-        key = (process.program.name, seat)
-        if self._processes.get(key) is process and (
-            not healthy or not process.alive or self._near_cpu_limit(process, cpu_s)
-        ):
+        key = next((key for key, member in self._processes.items() if member is process), None)
+        if key is not None and (not healthy or not process.alive or self._near_cpu_limit(process, cpu_s)):
             self._retire(key)
 
     def _near_cpu_limit(self, process: PooledProcess, used: float | None) -> bool:
@@ -117,7 +119,7 @@ class BotPool:
     def processes(self) -> list[PooledProcess]:
         return list(self._processes.values())
 
-    def _retire(self, key: tuple[str, int]) -> None:
+    def _retire(self, key: tuple[str, int, int]) -> None:
         process = self._processes.pop(key)
         process.close()
         shutil.rmtree(process.socket_dir, ignore_errors=True)
@@ -131,6 +133,12 @@ class BotPool:
         while self._processes:
             self._retire(next(iter(self._processes)))
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def place(seat: int, meets_itself: bool) -> int:
+    """Which of a bot's processes of one half plays `seat`: its partner number (`seat // 2`), or the seat itself
+    when the bot meets itself (its two teams are four processes)."""
+    return seat if meets_itself else seat // 2
 
 
 _POOLS: dict[Limits | None, BotPool] = {}

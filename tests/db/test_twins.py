@@ -142,3 +142,16 @@ def _claim_at_once(engine: Engine, claims: dict[int, str]) -> dict[int, Match | 
         thread.join()
     assert errors == []
     return results
+
+
+def test_the_twins_of_every_pair_are_the_two_halves_that_a_worker_pool_keeps_apart(
+    engine: Engine, pairs: list[tuple[int, int]]
+) -> None:
+    """workers.pool plays the two halves with different processes: the twins must never be given the same one."""
+    with session_scope(engine) as session:
+        for first, second in pairs:
+            halves = [
+                repo.half_of(match.team0_version_id, match.team1_version_id)
+                for match in (repo.get_match(session, first), repo.get_match(session, second))
+            ]
+            assert sorted(halves) == [0, 1], (first, second, halves)

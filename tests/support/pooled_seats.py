@@ -19,7 +19,7 @@ from workers.pool import BotPool
 class TwoSeats:
     played: tuple[PlayedMatch, PlayedMatch]
     pids: tuple[dict[int, int], dict[int, int]]
-    """The persistent bot's process per seat, in each match."""
+    """The persistent bot's process per place (workers.pool.place: partner 0 or 1), in each match."""
     logs: tuple[str, ...]
     """The output of each of its processes, over both matches."""
     started: int
@@ -36,7 +36,7 @@ def two_seats_in_a_row(program: BotProgram, opponent: BotProgram, rules: Rules, 
     try:
         for seed in (1, 2):
             played.append(asyncio.run(play_programs((program, opponent), rules, seed, sandbox=limits, pool=pool)))
-            pids.append({seat: member.pid for (_, seat), member in pool._processes.items()})
+            pids.append({place: member.pid for (_, _, place), member in pool._processes.items()})
         started = pool.started
     finally:
         pool.close()
@@ -45,8 +45,8 @@ def two_seats_in_a_row(program: BotProgram, opponent: BotProgram, rules: Rules, 
 
 
 def check_two_clean_seats_per_process(result: TwoSeats) -> None:
-    """Both matches finished normally without a fault or an incident, and the same two processes (seats 0 and
-    2) played the persistent bot's seats in both."""
+    """Both matches finished normally without a fault or an incident, and the same two processes (partners 0 and
+    1) played the persistent bot's seats in both."""
     for played in result.played:
         logs = [*result.logs, *(path.read_text() for path in played.logs.values() if path.exists())]
         assert played.incidents == (), logs
@@ -54,5 +54,5 @@ def check_two_clean_seats_per_process(result: TwoSeats) -> None:
         outcome = played.match.outcome
         assert outcome is not None and outcome.termination is MatchTermination.NORMAL
         assert {0, 2} <= {step.seat for step in played.match.log}, "both of its seats decided"
-    assert sorted(result.pids[0]) == [0, 2] and result.pids[0] == result.pids[1], "one process per seat, kept"
+    assert sorted(result.pids[0]) == [0, 1] and result.pids[0] == result.pids[1], "one process per partner, kept"
     assert result.started == 2 and len(result.logs) == 2

@@ -48,12 +48,13 @@ def play_match(
     return asyncio.run(play_programs(programs, FAST, seed, sandbox=LIMITS, pool=pool, **options))  # type: ignore[arg-type]
 
 
-def seat_pids(pool: BotPool) -> dict[tuple[str, int], int]:
-    return {(member.program.name, seat): member.pid for (_, seat), member in pool._processes.items()}
+def seat_pids(pool: BotPool) -> dict[tuple[str, int, int], int]:
+    """Each live process by bot, half and place (workers.pool.place)."""
+    return {(member.program.name, half, place): member.pid for (_, half, place), member in pool._processes.items()}
 
 
 def test_pooled_processes_play_several_matches_with_the_results_of_bots_launched_per_match(pool: BotPool) -> None:
-    pids: list[dict[tuple[str, int], int]] = []
+    pids: list[dict[tuple[str, int, int], int]] = []
     for seed in range(3):
         pooled = play_match((instant("a"), instant("b")), seed, pool)
         launched = play_match((instant("a"), instant("b")), seed, None)
@@ -69,17 +70,26 @@ def test_pooled_processes_play_several_matches_with_the_results_of_bots_launched
 def test_a_bot_that_meets_itself_plays_its_four_seats_with_four_processes(pool: BotPool) -> None:
     played = play_match((instant("a"), instant("a")), 7, pool)
     assert played.match.outcome is not None
-    assert sorted(seat for _, seat in seat_pids(pool)) == [0, 1, 2, 3]
+    assert sorted(place for _, _, place in seat_pids(pool)) == [0, 1, 2, 3]
     assert len(set(seat_pids(pool).values())) == 4
 
 
 def test_the_twin_of_a_duplicate_pair_is_played_by_other_processes_than_the_first_half(pool: BotPool) -> None:
-    play_match((instant("a"), instant("b")), 11, pool)
-    first_half = {pid for (name, _), pid in seat_pids(pool).items() if name == "a"}
-    play_match((instant("b"), instant("a")), 11, pool)  # the same deal, partnerships swapped
-    second_half = {seat: pid for (name, seat), pid in seat_pids(pool).items() if name == "a" and seat % 2 == 1}
-    assert sorted(second_half) == [1, 3]
+    play_match((instant("a"), instant("b")), 11, pool, half=0)
+    first_half = {pid for (name, _, _), pid in seat_pids(pool).items() if name == "a"}
+    play_match((instant("b"), instant("a")), 11, pool, half=1)  # the same deal, partnerships swapped
+    second_half = {place: pid for (name, half, place), pid in seat_pids(pool).items() if name == "a" and half == 1}
+    assert sorted(second_half) == [0, 1] and len(first_half) == 2
     assert first_half.isdisjoint(second_half.values()), "no process of a saw that deal from the other side"
+
+
+def test_in_one_half_a_bots_two_processes_play_it_on_either_team(pool: BotPool) -> None:
+    """A worker that plays one half of every pair (workers.app.match_queues) starts two processes a bot."""
+    play_match((instant("a"), instant("b")), 1, pool, half=0)
+    before = seat_pids(pool)
+    played = play_match((instant("b"), instant("a")), 2, pool, half=0)  # another pair: a on seats 1 and 3
+    assert played.match.outcome is not None and not played.incidents
+    assert seat_pids(pool) == before and pool.started == 4
 
 
 def test_a_new_version_of_a_bot_gets_new_processes(pool: BotPool) -> None:
@@ -87,8 +97,8 @@ def test_a_new_version_of_a_bot_gets_new_processes(pool: BotPool) -> None:
     before = seat_pids(pool)
     play_match((instant("a", version="2"), instant("b")), 4, pool)
     after = seat_pids(pool)
-    assert after[("a", 0)] != before[("a", 0)] and after[("a", 2)] != before[("a", 2)]
-    assert after[("b", 1)] == before[("b", 1)], "b did not change"
+    assert after[("a", 0, 0)] != before[("a", 0, 0)] and after[("a", 0, 1)] != before[("a", 0, 1)]
+    assert after[("b", 0, 0)] == before[("b", 0, 0)], "b did not change"
 
 
 def test_a_pooled_process_that_crashes_is_charged_a_crash_and_replaced_for_the_next_match(
@@ -101,7 +111,7 @@ def test_a_pooled_process_that_crashes_is_charged_a_crash_and_replaced_for_the_n
     played = play_match((quitter, instant("b")), 5, pool, join_timeout_s=5)
     assert played.match.outcome is not None
     assert {(incident.seat, incident.cause) for incident in played.incidents} >= {(0, "crash"), (2, "crash")}
-    assert ("quitter", 0) not in seat_pids(pool), "a process that crashed is not kept"
+    assert ("quitter", 0, 0) not in seat_pids(pool), "a process that crashed is not kept"
     started = pool.started
     play_match((instant("a"), instant("b")), 6, pool)
     assert pool.started == started + 2, "b's processes lived on; a's two were started"
@@ -191,12 +201,12 @@ def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(p
     played, elsewhere = asyncio.run(scenario())
     assert all(one.match.outcome is not None and not one.incidents for one in played)
     hostile_pids = {member.pid for member in pool.processes() if member.program.name == "hostile"}
-    assert len(hostile_pids) == 2, "two processes (seats 0 and 2) played both matches"
+    assert len(hostile_pids) == 2, "two processes (partners 0 and 1) played both matches"
     assert list(pool.root.glob("*/*")) == [], "every referee removed its sockets from its seats' folders"
     pool.close()
     lines = [
         line
-        for log in sorted((tmp_path / "pool").glob("hostile-seat*.log"))
+        for log in sorted((tmp_path / "pool").glob("hostile-half*.log"))
         for line in log.read_text().splitlines()
         if line.startswith("ATTACK rundir")
     ]

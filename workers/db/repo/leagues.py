@@ -88,6 +88,14 @@ class MatchSetup:
     """False only for a league created with `--no-sandbox`: its hosted bots run unconfined."""
 
 
+def half_of(team0_version_id: int, team1_version_id: int) -> int:
+    """Which half of its duplicate pair a match is: 0 when team 0's bot version has the lower id, else 1. The twin
+    swaps the teams, so it is always the other half (in a league no bot meets itself); a worker's pool plays the
+    two with different processes (workers.pool), and the queues send each half to workers that prefer it
+    (workers.app.match_queues). Read from the match alone: no query, the same for every reader."""
+    return int(team0_version_id > team1_version_id)
+
+
 def create_league(
     session: Session,
     name: str,
