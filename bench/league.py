@@ -111,6 +111,7 @@ from clients.cpp.build import BOT as CPP_BOT
 from clients.cpp.build import BuildError, build_bot
 from referee.engine.rules import Rules
 from workers import leagues
+from workers.app import match_queues
 from workers.cpu_log import CPU_LOG_VARIABLE
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
@@ -294,14 +295,18 @@ def redis_url(settings: Settings) -> tuple[str | None, str]:
 
 def start_mus_workers(count: int, root: Path, cores: Sequence[int] | None = None) -> list[subprocess.Popen[bytes]]:
     """`mus worker --concurrency 1` processes on this environment's broker, each in its own process group, the
-    `index`th pinned to `cores[index]` when cores are given (its pool child and its bots inherit it)."""
+    `index`th pinned to `cores[index]` when cores are given (its pool child and its bots inherit it), and
+    preferring half `index % 2` of the duplicate pairs, as `mus league run` starts its embedded workers."""
     workers = []
     for index in range(count):
         core = cores[index] if cores else None
         with (root / f"worker-{index}.log").open("wb") as log:
             workers.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "workers.cli.main", "worker", "--concurrency", "1", "--loglevel", "WARNING"],
+                    [
+                        *(sys.executable, "-m", "workers.cli.main", "worker", "--concurrency", "1"),
+                        *("--loglevel", "WARNING", "--prefer-half", str(index % 2)),
+                    ],
                     env=dict(os.environ),
                     cwd=root,
                     stdin=subprocess.DEVNULL,
@@ -466,14 +471,15 @@ def _component_sums(lines: Sequence[dict[str, Any]]) -> dict[str, float]:
     return {name: sum(line[f"{name}_s"] for line in lines) for name in ("bots", "referee", "database")}
 
 
-def cleanup_redis(url: str, queue: str) -> None:
-    """Delete what this run's queue left on Redis (the queue and its exchange's bindings), nothing else."""
+def cleanup_redis(url: str) -> None:
+    """Delete what this run's queues left on Redis (the queues and their exchanges' bindings), nothing else."""
     try:
         import redis
 
         client = redis.Redis.from_url(url, socket_timeout=5)
-        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
-        client.zrem("_kombu.binding_deadlines", queue)
+        for queue in match_queues():
+            client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+            client.zrem("_kombu.binding_deadlines", queue)
         client.close()
     except Exception:  # best effort: a benchmark does not fail over leftovers of a unique queue name
         return
@@ -592,7 +598,7 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
         finally:
             stop_mus_workers(mus_workers)
             if broker == "redis" and url is not None:
-                cleanup_redis(url, os.environ["MUS_QUEUE"])
+                cleanup_redis(url)
         wall = time.monotonic() - started
         cpu, ticks_after = cpu_seconds() - cpu_before, machine_ticks()
         self_cpu = cpu_seconds(RUSAGE_SELF) - self_before

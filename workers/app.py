@@ -10,6 +10,11 @@ rename on one file system).
 The database, not the broker, is the source of truth: a message is only a hint to play a match id, and
 `play_match` claims the match in the database before doing anything, so a lost or duplicated message never
 loses or double-counts a result.
+
+A match is sent to the queue of its half (`match_queues`, `repo.half_of`): a worker that prefers one half takes
+its matches first and the other half's only when none is left, so its pool of persistent bots needs two processes
+a bot rather than four (docs/pool.md). On the embedded broker and Redis a worker takes from its queues in the
+order given (`worker_queues`); RabbitMQ delivers from both as they come.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ def broker_settings() -> dict[str, Any]:
         options: dict[str, Any] = {}
         if url.startswith(("redis://", "rediss://")):
             options["visibility_timeout"] = LONGEST_MATCH_S
+            options["queue_order_strategy"] = "priority"  # a worker's first queue first (`worker_queues`)
         return {"broker_url": url, "broker_transport_options": options}
     folder = broker_dir()
     queue, processed, control = folder / "queue", folder / "processed", folder / "control"
@@ -65,12 +71,30 @@ def broker_settings() -> dict[str, Any]:
     }
 
 
+def match_queues() -> tuple[str, str]:
+    """The queues of the two halves of the duplicate pairs (`repo.half_of`), named from MUS_QUEUE, so that
+    several deployments (or test runs) can share one broker."""
+    base = os.environ.get("MUS_QUEUE", "mus")
+    return f"{base}.half0", f"{base}.half1"
+
+
+def worker_queues(prefer_half: int | None) -> str:
+    """A worker's `-Q`: its preferred half's queue first (None: half 0's, as a single worker plays a league: every
+    pair's first match before any twin)."""
+    first, second = match_queues()
+    return f"{second},{first}" if prefer_half == 1 else f"{first},{second}"
+
+
+def send_match(app: Celery, match_id: int, half: int) -> None:
+    """Ask a worker to play `match_id`, on its half's queue."""
+    app.send_task("mus.play_match", (match_id,), queue=match_queues()[half])
+
+
 def make_app() -> Celery:
     app = Celery("mus", include=["workers.tasks"])
     app.conf.update(
         broker_settings(),
-        # MUS_QUEUE names the queue, so that several deployments (or test runs) can share one broker.
-        task_default_queue=os.environ.get("MUS_QUEUE", "mus"),
+        task_default_queue=match_queues()[0],
         task_ignore_result=True,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -93,7 +117,7 @@ def _reclaim_expired_leases(sender: Any = None, **_: Any) -> None:
     """Every live worker requeues and sends again the matches of workers that died (workers.play)."""
     from workers.play import database, start_reclaimer  # the database only once a worker runs
 
-    start_reclaimer(database(), lambda match_id: app.send_task("mus.play_match", (match_id,)))
+    start_reclaimer(database(), lambda match_id, half: send_match(app, match_id, half))
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]

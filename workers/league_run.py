@@ -17,14 +17,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import grpc
 from sqlalchemy.engine import Engine
 
-from workers.app import broker_dir, is_embedded, make_app
+from workers.app import broker_dir, is_embedded, make_app, send_match, worker_queues
 from workers.db import repo
-from workers.db.models import Match, MatchStatus
+from workers.db.models import MatchStatus
 from workers.db.session import database_url, session_scope
 from workers.launcher import die_with_parent
 from workers.matches import RemoteBot, register_remote_bots
@@ -63,6 +62,8 @@ class EmbeddedWorkers:
             "--without-heartbeat",
             "-n",
             f"mus-embedded-{index}@%h",
+            "-Q",
+            worker_queues(index % 2),
         ]
 
     def start(self) -> None:
@@ -138,11 +139,11 @@ def run_league(
     *,
     workers: int | None = None,
     on_progress: Callable[[dict[str, int]], None] = lambda progress: None,
-    send: Callable[[int], None] | None = None,
+    send: Callable[[int, int], None] | None = None,
 ) -> RunReport:
-    """Queue the league's unfinished matches and wait until none is left (or Ctrl-C)."""
+    """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`."""
     app = make_app()  # configured from this moment's environment (the broker a test or a user points at)
-    send = send or (lambda match_id: app.send_task("mus.play_match", (match_id,)))
+    send = send or (lambda match_id, half: send_match(app, match_id, half))
     with session_scope(engine) as session:
         league = repo.get_league(session, league_name)
         repo.start_league(session, league)
@@ -170,14 +171,14 @@ def run_league(
         while True:
             with session_scope(engine) as session:
                 repo.requeue_expired(session, league_id)
-                queued = [(match.id, match.attempt) for match in send_order(repo.queued_matches(session, league_id))]
+                queued = send_order(repo.queued_matches(session, league_id))
                 progress = repo.league_progress(session, league_id)
             now = time.monotonic()
-            for match_id, attempt in queued:
-                last = sent.get(match_id)
-                if last is None or last[0] != attempt or now - last[1] >= RESEND_AFTER_S:
-                    send(match_id)
-                    sent[match_id] = (attempt, now)
+            for waiting in queued:
+                last = sent.get(waiting.id)
+                if last is None or last[0] != waiting.attempt or now - last[1] >= RESEND_AFTER_S:
+                    send(waiting.id, waiting.half)
+                    sent[waiting.id] = (waiting.attempt, now)
             on_progress(progress)
             if progress["finished"] + progress.get("failed", 0) >= progress["total"]:
                 break
@@ -205,28 +206,20 @@ def run_league(
     )
 
 
-_Queued = TypeVar("_Queued", Match, repo.QueuedMatch)
+def send_order(matches: Sequence[repo.QueuedMatch]) -> list[repo.QueuedMatch]:
+    """The order to send queued matches in: half 0's in plan order, then half 1's in plan order from the middle
+    of the plan on (each goes to its half's queue: `workers.app.send_match`).
 
-
-def send_order(matches: Sequence[_Queued]) -> list[_Queued]:
-    """The order to send queued matches in: one match of every duplicate pair first (in plan order), then the
-    other twins (in plan order).
-
-    The two matches of a pair never run at the same time (`repo.claim_match`): a worker that takes a twin
-    while the other is being played has to put it back (`deferred`). Sending the twins half a queue apart
-    keeps workers from blocking each other: by the time a second half is taken, its first half has long ended.
+    The two matches of a pair never run at the same time (`repo.claim_match`): a worker that takes a twin while
+    the other is being played has to put it back (`deferred`). A worker that prefers half 0 plays the plan from
+    its start and one that prefers half 1 from its middle, so the two never reach the same pair together; a
+    single worker plays every pair's half 0 before any half 1, the twins half a league apart.
     """
-    seen: set[int] = set()
-    first: list[_Queued] = []
-    second: list[_Queued] = []
-    for match in sorted(matches, key=lambda match: match.index):
-        if match.duplicate_pair is not None and match.duplicate_pair in seen:
-            second.append(match)
-            continue
-        if match.duplicate_pair is not None:
-            seen.add(match.duplicate_pair)
-        first.append(match)
-    return first + second
+    ordered = sorted(matches, key=lambda match: match.index)
+    first = [match for match in ordered if match.half == 0]
+    second = [match for match in ordered if match.half == 1]
+    middle = len(second) // 2
+    return first + second[middle:] + second[:middle]
 
 
 def _register_remote(bots: list[RemoteBot]) -> None:

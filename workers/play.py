@@ -324,27 +324,33 @@ def _heartbeat(engine: Engine, match_id: int, worker: str, lease_s: float, stop:
 # ------------------------------------------------------------------------------ expired leases
 
 
-def reclaim_expired(engine: Engine, send: Callable[[int], None]) -> list[int]:
+def reclaim_expired(engine: Engine, send: Callable[[int, int], None]) -> list[int]:
     """Requeue every running match whose lease has expired (its worker died or hung) and send it again.
 
     Any live worker runs this (`start_reclaimer`), not only `mus league run`: a league queued on a broker by a
     run that has since stopped still finishes. Both queries use one `now`, so exactly the matches found are
-    requeued; a duplicate message is harmless (`play_match` claims before it plays).
+    requeued; a duplicate message is harmless (`play_match` claims before it plays). `send(match_id, half)`.
     """
     with session_scope(engine) as session:
         now = repo.database_now(session)
         expired = session.exec(
-            select(Match.id).where(col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now)
+            select(Match.id, Match.team0_version_id, Match.team1_version_id).where(
+                col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) < now
+            )
         ).all()
         if expired:
             repo.requeue_expired(session, now=now)
-    match_ids = [match_id for match_id in expired if match_id is not None]
-    for match_id in match_ids:
-        send(match_id)
-    return match_ids
+    sent = []
+    for match_id, team0, team1 in expired:
+        if match_id is not None:
+            send(match_id, repo.half_of(team0, team1))
+            sent.append(match_id)
+    return sent
 
 
-def start_reclaimer(engine: Engine, send: Callable[[int], None], every_s: float = RECLAIM_EVERY_S) -> threading.Event:
+def start_reclaimer(
+    engine: Engine, send: Callable[[int, int], None], every_s: float = RECLAIM_EVERY_S
+) -> threading.Event:
     """Run `reclaim_expired` every `every_s` seconds on a daemon thread, until the returned event is set."""
     stop = threading.Event()
 

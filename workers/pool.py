@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import shutil
 import tempfile
 from collections import OrderedDict
@@ -88,7 +89,8 @@ class BotPool:
             log_path = None
             if self.log_dir is not None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
-                log_path = self.log_dir / f"{program.name}-half{half}-place{place}-{self.started}.log"
+                # The worker's pid: every worker on the machine logs in the same folder.
+                log_path = self.log_dir / f"{program.name}-half{half}-place{place}-{os.getpid()}-{self.started}.log"
             folder = Path(tempfile.mkdtemp(prefix=f"half{half}-place{place}-", dir=self.root))
             try:
                 current = start_pooled(program, folder, limits=self.limits, log_path=log_path)

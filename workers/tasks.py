@@ -13,6 +13,6 @@ def play_match(self: Any, match_id: int) -> str:
     """Play league match `match_id` unless it is finished or held by a live worker (idempotent). A match whose
     duplicate twin is being played is sent again in `DEFER_S` seconds, not dropped (the twins never overlap)."""
     outcome = play_league_match(match_id)
-    if outcome == "deferred":
-        self.apply_async((match_id,), countdown=DEFER_S)
+    if outcome == "deferred":  # back to the queue it came from (its half's: workers.app.match_queues)
+        self.apply_async((match_id,), countdown=DEFER_S, queue=(self.request.delivery_info or {}).get("routing_key"))
     return outcome

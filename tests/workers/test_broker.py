@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
+import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery.worker import state
 from kombu.connection import Connection
+from kombu.entity import Exchange, Queue
 
+from workers.app import broker_settings, match_queues
 from workers.broker import SCHEME
 
 
@@ -49,6 +55,16 @@ def test_the_consumers_name_appears_only_once_the_message_is_whole(
         assert isinstance(json.loads(written), dict), "whole before it gets a name consumers take"
 
 
+def test_messages_sent_within_one_millisecond_are_taken_in_the_order_sent(tmp_path: Path) -> None:
+    """`mus league run` sends a whole league at once, in the order the workers should play it."""
+    with connect(tmp_path) as connection:
+        queue = connection.SimpleQueue("mus")
+        for index in range(30):
+            queue.put({"match_id": index})
+        assert [queue.get(timeout=2).payload["match_id"] for _ in range(30)] == list(range(30))
+        queue.close()
+
+
 def test_an_idle_wait_for_a_message_lasts_its_timeout(tmp_path: Path) -> None:
     with connect(tmp_path) as connection:
         queue = connection.SimpleQueue("mus")
@@ -72,3 +88,45 @@ def test_a_worker_asked_to_stop_stops_waiting_for_messages_at_once(
             queue.get(timeout=30)
         assert time.monotonic() - started < 5, "it waited for its timeout"
         queue.close()
+
+
+def reachable(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
+@pytest.mark.parametrize("broker", ["embedded", "redis"])
+def test_a_worker_takes_its_first_queue_first_and_the_other_only_when_it_is_empty(
+    broker: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two halves' queues (workers.app.match_queues): a worker prefers its half, with the app's own settings."""
+    monkeypatch.setenv("MUS_QUEUE", f"mus-test-{secrets.token_hex(4)}")
+    if broker == "redis":
+        if not reachable(6379):
+            pytest.skip("no Redis on 127.0.0.1:6379")
+        monkeypatch.setenv("MUS_BROKER_URL", f"redis://127.0.0.1:6379/{secrets.randbelow(14) + 1}")
+    else:
+        monkeypatch.delenv("MUS_BROKER_URL", raising=False)
+        monkeypatch.setenv("MUS_BROKER_DIR", str(tmp_path / "broker"))
+    settings = broker_settings()
+    half0, half1 = (Queue(name, Exchange(name), name) for name in match_queues())  # type: ignore[no-untyped-call]
+    got: list[str] = []
+    with Connection(settings["broker_url"], transport_options=settings["broker_transport_options"]) as connection:  # type: ignore[no-untyped-call]
+        producer = connection.Producer()
+        for index in range(3):
+            for queue, label in ((half0, "a"), (half1, "b")):
+                producer.publish(f"{label}{index}", exchange=queue.exchange, routing_key=queue.name, declare=[queue])
+
+        def take(body: str, message: Any) -> None:
+            got.append(body)
+            message.ack()
+
+        try:
+            with connection.Consumer([half1, half0], callbacks=[take], prefetch_count=1):
+                while len(got) < 6:
+                    connection.drain_events(timeout=5)
+        finally:
+            for queue in (half0, half1):
+                queue(connection.default_channel).delete()  # type: ignore[no-untyped-call]
+    assert got == ["b0", "b1", "b2", "a0", "a1", "a2"]

@@ -66,7 +66,10 @@ def test_mus_workers_play_a_league_queued_on_a_real_broker_into_postgresql(
     deployment.league("cluster", ["random", "passive"], matches_per_pairing=4)
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "workers.cli.main", "worker", "--concurrency", "1", "--loglevel", "WARNING"],
+            [
+                *(sys.executable, "-m", "workers.cli.main", "worker", "--concurrency", "1"),
+                *("--loglevel", "WARNING", "--prefer-half", str(index % 2)),
+            ],
             env=dict(os.environ),
             stdout=subprocess.DEVNULL,
             stderr=(tmp_path / f"worker{index}.log").open("wb"),

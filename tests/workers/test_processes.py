@@ -46,11 +46,11 @@ def claimed_by_a_dead_worker(deployment: Deployment, league_id: int) -> int:
 def test_any_live_worker_requeues_and_resends_a_match_whose_lease_expired(deployment: Deployment) -> None:
     league_id = deployment.league("orphans", ["random", "passive"], matches_per_pairing=2)
     match_id = claimed_by_a_dead_worker(deployment, league_id)
-    sent: list[int] = []
+    sent: list[tuple[int, int]] = []
     arrived = threading.Event()
 
-    def send(match_id: int) -> None:
-        sent.append(match_id)
+    def send(match_id: int, half: int) -> None:
+        sent.append((match_id, half))
         arrived.set()
 
     stop = play.start_reclaimer(deployment.engine, send, every_s=0.05)
@@ -58,9 +58,10 @@ def test_any_live_worker_requeues_and_resends_a_match_whose_lease_expired(deploy
         assert arrived.wait(10), "the reclaimer found the orphaned match"
     finally:
         stop.set()
-    assert sent == [match_id]
     with session_scope(deployment.engine) as session:
-        assert repo.get_match(session, match_id).status is MatchStatus.QUEUED
+        match = repo.get_match(session, match_id)
+        assert match.status is MatchStatus.QUEUED
+        assert sent == [(match_id, repo.half_of(match.team0_version_id, match.team1_version_id))], "to its half's queue"
     assert play.play_league_match(match_id) == "finished", "the message it sent is played like any other"
     assert play.reclaim_expired(deployment.engine, send) == [], "nothing left to reclaim"
 

@@ -14,9 +14,9 @@ import pytest
 
 from tests.workers.conftest import Deployment
 from workers import play, tasks
-from workers.app import make_app
+from workers.app import make_app, match_queues, send_match
 from workers.db import repo
-from workers.db.models import Match, MatchStatus
+from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.league_run import send_order
 
@@ -57,7 +57,7 @@ def test_the_task_sends_a_deferred_match_again_after_a_short_countdown(monkeypat
     monkeypatch.setattr(tasks, "play_league_match", outcomes.__getitem__)
     monkeypatch.setattr(tasks.play_match, "apply_async", lambda args, **options: sent.append((args, options)))
     assert [tasks.play_match(match_id) for match_id in (7, 8, 9)] == ["deferred", "skipped", "finished"]
-    assert sent == [((7,), {"countdown": play.DEFER_S})]
+    assert sent == [((7,), {"countdown": play.DEFER_S, "queue": None})], "called directly: no queue it came from"
     assert 0 < play.DEFER_S <= 10, "a few seconds: soon after the twin ends, long before league run's resend"
 
 
@@ -65,16 +65,18 @@ def test_the_task_sends_a_deferred_match_again_after_a_short_countdown(monkeypat
 def test_a_real_worker_plays_a_deferred_match_soon_after_its_twin_ends_with_no_league_run(
     deployment: Deployment,
 ) -> None:
-    """No `mus league run` resends anything: the deferred match is played only because the task sent itself."""
+    """No `mus league run` resends anything: the deferred match is played only because the task sent itself, back
+    to the queue it came from (the worker here takes only half 1's queue)."""
     first, second = twins(deployment)
     with session_scope(deployment.engine) as session:
         assert repo.claim_match(session, first, "elsewhere:1", 600.0) is not None
     command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo", "--loglevel=WARNING"]
+    command += ["-Q", match_queues()[1]]
     log = deployment.root / "worker.log"
     with log.open("wb") as output:
         worker = subprocess.Popen(command, cwd=deployment.root, env=dict(os.environ), stdout=output, stderr=output)
     try:
-        make_app().send_task("mus.play_match", (second,))
+        send_match(make_app(), second, 1)
         deadline = time.monotonic() + 60
         while messages(deployment) < 2 and time.monotonic() < deadline:  # the task has sent itself again
             time.sleep(0.1)
@@ -99,19 +101,20 @@ def messages(deployment: Deployment) -> int:
     return sum(1 for path in folder.glob("*/*.msg") if path.parent.name in ("queue", "processed"))
 
 
-def match(match_id: int, index: int, pair: int | None) -> Match:
-    return Match(
-        id=match_id, league_id=1, index=index, team0_version_id=1, team1_version_id=2, seed=0, duplicate_pair=pair
-    )
+def queued(match_id: int, index: int, half: int) -> repo.QueuedMatch:
+    return repo.QueuedMatch(match_id, 0, index, index // 2, half)
 
 
-def test_league_run_sends_one_match_of_every_pair_before_any_second_twin() -> None:
-    queued = [match(10 + index, index, index // 2) for index in range(6)] + [match(20, 6, None), match(21, 7, None)]
-    order = [queued_match.id for queued_match in send_order(list(reversed(queued)))]
-    assert order == [10, 12, 14, 20, 21, 11, 13, 15]
+def test_league_run_sends_half_0_in_plan_order_then_half_1_from_the_middle_of_the_plan() -> None:
+    """A worker that prefers half 0 and one that prefers half 1 start half a league apart: never on one pair."""
+    halves = [queued(10 + index, index, (index + index // 2) % 2) for index in range(8)]
+    order = [match.id for match in send_order(list(reversed(halves)))]
+    assert order == [10, 13, 14, 17, 15, 16, 11, 12]
+    pairs = {match.id: match.duplicate_pair for match in halves}
+    first, second = order[:4], order[4:]
+    assert all(pairs[one] != pairs[other] for one, other in zip(first, second, strict=True))
 
 
-def test_a_twin_left_alone_in_the_queue_is_sent_with_the_first_halves() -> None:
-    # The first twin of pair 0 has finished: its second twin waits for nothing.
-    queued = [match(11, 1, 0), match(12, 2, 1), match(13, 3, 1)]
-    assert [queued_match.id for queued_match in send_order(queued)] == [11, 12, 13]
+def test_a_twin_left_alone_in_the_queue_is_sent_with_its_half() -> None:
+    # The half-0 twin of pair 0 has finished: its other half waits for nothing.
+    assert [match.id for match in send_order([queued(11, 1, 1), queued(12, 2, 0), queued(13, 3, 1)])] == [12, 13, 11]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from workers.app import broker_dir, is_embedded, make_app
+from workers.app import broker_dir, is_embedded, make_app, worker_queues
 from workers.launcher import INSTALL_HINT, sandbox_available
 from workers.league_run import default_worker_count
 
@@ -17,6 +17,16 @@ def worker_command(
         int | None, typer.Option(min=1, help="Matches played at once (default: one per core).")
     ] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+    prefer_half: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=1,
+            help="Take this half of the duplicate pairs first (0 or 1; default 0), the other only when none is left:"
+            " with two or more workers, give half of them 1 and each needs half the persistent bots' processes"
+            " (docs/pool.md). On RabbitMQ both halves come as they come.",
+        ),
+    ] = None,
 ) -> None:
     """Play the matches queued on MUS_BROKER_URL (or, without it, on the embedded broker of this folder)."""
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -31,5 +41,6 @@ def worker_command(
             f"--concurrency={concurrency or default_worker_count()}",
             f"--loglevel={loglevel}",
             "--pool=prefork",
+            f"--queues={worker_queues(prefer_half)}",
         ]
     )

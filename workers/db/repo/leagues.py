@@ -390,19 +390,31 @@ class QueuedMatch:
     attempt: int
     index: int
     duplicate_pair: int | None
+    half: int = 0
+    """Which half of its duplicate pair it is (`half_of`): the queue it is sent to."""
 
 
 def queued_matches(session: Session, league: LeagueRef) -> list[QueuedMatch]:
-    """The league's queued matches in plan order, four columns each: the scheduler reads them on every poll, and
+    """The league's queued matches in plan order, a few columns each: the scheduler reads them on every poll, and
     a large league's rows would cost it more than its workers' results."""
     league_id = league_id_of(session, league)
-    rows = session.exec(
-        select(Match.id, Match.attempt, Match.index, Match.duplicate_pair)
+    columns = (
+        Match.id,
+        Match.attempt,
+        Match.index,
+        Match.duplicate_pair,
+        Match.team0_version_id,
+        Match.team1_version_id,
+    )
+    rows = session.execute(
+        sa.select(*(col(column) for column in columns))
         .where(col(Match.league_id) == league_id, col(Match.status) == MatchStatus.QUEUED)
         .order_by(col(Match.index))
     ).all()
     return [
-        QueuedMatch(match_id, attempt, index, pair) for match_id, attempt, index, pair in rows if match_id is not None
+        QueuedMatch(match_id, attempt, index, pair, half_of(team0, team1))
+        for match_id, attempt, index, pair, team0, team1 in rows
+        if match_id is not None
     ]
 
 
