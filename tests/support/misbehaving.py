@@ -25,7 +25,8 @@ Modes (each plays its own seat with the random policy of tests/support/wire.py u
 - garbage: sends bytes that are not a PlayRequest: as the first message of a stream, then in a running match.
 - oversized: sends a message above the referee's 64 KiB limit: as the first message, then in a running match.
 - sena_flood: on its first decision, answers with a legal kind carrying 60,000 unknown señas (60 KB, under the
-  64 KiB message limit, far over max_senas_per_window), then never comes back.
+  64 KiB message limit, far over max_senas_per_window), then never comes back (over grpc's synchronous API: see
+  `flood`).
 - flood: once the match runs, sends thousands of pings and stale acts as fast as the stream takes them (over
   grpc's synchronous API: see `flood`).
 """
@@ -460,28 +461,14 @@ SENA_FLOOD = 60_000
 """Unknown señas in one Act: a varint each, 60 KB, just under the referee's 64 KiB message limit."""
 
 
-class SenaFloodBot(SeatBot):
-    """Sends one Act as heavy as the message limit lets it be with señas, the attack of issue 9."""
+def flood(address: str, token: str, report: Report, rng: random.Random, *, senas: bool = False) -> int:
+    """Answer the first decision, then send pings and stale re-sends of that answer as fast as grpc takes them; or,
+    with `senas`, answer it with `SENA_FLOOD` unknown señas (the attack of issue 9) and send nothing more.
 
-    sent = False
-
-    async def on_decision(self, request: play_pb2.DecisionRequest) -> None:
-        if self.sent:
-            return
-        self.sent = True
-        action = random_wire_action(self.rng, request)
-        action.senas.extend([99] * SENA_FLOOD)  # type: ignore[list-item]
-        act = play_pb2.PlayRequest(act=play_pb2.Act(decision_id=request.decision_id, action=action))
-        assert 60_000 <= act.ByteSize() < 64 * 1024
-        await self.act(request.decision_id, action, "sena_flood")
-
-
-def flood(address: str, token: str, report: Report, rng: random.Random) -> int:
-    """Answer the first decision, then send pings and stale re-sends of that answer as fast as grpc takes them.
-
-    This mode uses grpc's synchronous API on purpose: when a write races the end of the stream, as a flood
-    always does, a grpc.aio client reports INTERNAL "Internal error from Core" in place of the status the server
-    sent (grpc/grpc#36066), and the test must see the referee's real answer.
+    These modes use grpc's synchronous API on purpose: when a write races the end of the stream, as a flood
+    always does and as a 60 KB message the referee refuses as soon as it has read it may, a grpc.aio client
+    reports INTERNAL "Internal error from Core" in place of the status the server sent (grpc/grpc#36066), and the
+    test must see the referee's real answer.
     """
     outgoing: queue.Queue[play_pb2.PlayRequest | None] = queue.Queue()
     join = play_pb2.Join(seat_token=token, bot_name="flood", bot_version="1", protocol_version=1)
@@ -522,9 +509,15 @@ def flood(address: str, token: str, report: Report, rng: random.Random) -> int:
                     flooding = True
                     request = response.decision_request
                     act = play_pb2.Act(decision_id=request.decision_id, action=random_wire_action(rng, request))
-                    report.acts.append(ActNote(request.decision_id, kind_name(act.action.kind), "in_turn"))
+                    if senas:
+                        act.action.senas.extend([99] * SENA_FLOOD)  # type: ignore[list-item]
+                        assert 60_000 <= play_pb2.PlayRequest(act=act).ByteSize() < 64 * 1024
+                    category = "sena_flood" if senas else "in_turn"
+                    report.acts.append(ActNote(request.decision_id, kind_name(act.action.kind), category))
                     outgoing.put(play_pb2.PlayRequest(act=act))
                     started = time.monotonic()
+                    if senas:
+                        continue
                     for index in range(FLOOD_MESSAGES):
                         ping = play_pb2.PlayRequest(ping=play_pb2.Ping(nonce=index))
                         outgoing.put(play_pb2.PlayRequest(act=act) if index % 10 == 9 else ping)
@@ -548,17 +541,16 @@ BOTS: dict[str, Callable[[grpc.aio.Channel, str, Report, random.Random], SeatBot
     "other_seat": OtherSeatBot,
     "garbage": GarbageBot,
     "oversized": OversizedBot,
-    "sena_flood": SenaFloodBot,
 }
-MODES = (*BOTS, "flood")
+MODES = (*BOTS, "flood", "sena_flood")
 
 
 async def main(mode: str) -> int:
     report = Report(mode)
     rng = random.Random(int(os.environ.get("MUS_SEED", "0")))
     address, token = os.environ["MUS_REFEREE"], os.environ["MUS_TOKEN"]
-    if mode == "flood":
-        status = await asyncio.to_thread(flood, address, token, report, rng)
+    if mode in ("flood", "sena_flood"):
+        status = await asyncio.to_thread(flood, address, token, report, rng, senas=mode == "sena_flood")
     else:
         async with grpc.aio.insecure_channel(address) as channel:
             status = await BOTS[mode](channel, token, report, rng).run()
