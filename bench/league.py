@@ -67,12 +67,13 @@ Efficiency: before and after each configuration's league, the engine plays rando
 The pool (`--pool`): the entrants are added as persistent bots (`mus bot add --persistent`), so each worker
 keeps their seat processes alive across matches (docs/pool.md); `per_match` then also times a pooled match
 (`instant_pooled`). A pooled process starts at its first seat, so a short league spends much of its time
-starting them (each worker keeps one per bot, seat of the team and half of a duplicate pair: 24 for six
-entrants). The second half of each league says what the rest of a long run keeps:
-`second_half_matches_per_s` (the matches claimed from the middle claim on, over the span from that claim to the
-last result; a match of the first half still playing then uses the span without being counted, so it errs low),
-`second_half_cpu_s_per_match` (their bots, referee and database, from the same log lines) and
-`second_half_efficiency` (that rate over the same engine rate; top level: of `efficiency_of`).
+starting them (each worker keeps two a bot for each half of the duplicate pairs it plays: 24 for six entrants
+with one worker, about 12 each with two, which prefer one half each). The warm matches say what the rest of a
+long run keeps: the matches for which no pooled process was started (their MUS_CPU_LOG line's `pool_started` is
+0; without `--pool`, every match): `warm_matches_per_s` (each worker's warm matches over the time from their
+claims to that worker's next claim, or to the result for its last, added up over the workers),
+`warm_cpu_s_per_match` (their bots, referee and database, from the same log lines) and `warm_efficiency` (that
+rate over the same engine rate; top level: of `efficiency_of`).
 
 Ratios: `scaling_2_over_1` (per broker, two workers over one; target 1.8) and `embedded_over_redis` (per
 worker count; target 0.85). The league is CPU-bound (without the pool four bot processes start for every match),
@@ -512,12 +513,12 @@ def _seconds(later: datetime, earlier: datetime) -> float:
 
 def timings(engine: Engine, league_id: int, lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """From the database: the span from the first claim to the last result, time in a match, gaps between; with
-    the workers' MUS_CPU_LOG `lines`, the league's second half (`second_half`)."""
+    the workers' MUS_CPU_LOG `lines`, its warm matches (`warm`)."""
     with session_scope(engine) as session:
         matches = repo.list_matches(session, league_id)
         results = repo.league_results(session, league_id)
     played = [(m.started_at, m.finished_at, m.worker or "", m.id) for m in matches if m.started_at and m.finished_at]
-    later = second_half([(match_id, start, end) for start, end, _, match_id in played], lines)
+    later = warm([(match_id, start, end, worker) for start, end, worker, match_id in played], lines)
     if not played:
         return {"span_s": None, "in_match_ms": None, "gap_ms": None, "retries": 0, "faults": 0, "signature": ""} | later
     span = _seconds(max(end for _, end, _, _ in played), min(start for start, _, _, _ in played))
@@ -541,28 +542,34 @@ def timings(engine: Engine, league_id: int, lines: Sequence[dict[str, Any]]) -> 
     }
 
 
-def second_half(
-    played: Sequence[tuple[int | None, datetime, datetime]], lines: Sequence[dict[str, Any]]
+def warm(
+    played: Sequence[tuple[int | None, datetime, datetime, str]], lines: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
-    """The league's second half by claim, `played` being (match id, claim, result) of every played match: the
-    matches claimed from the middle one on, over the span from its claim to the last result, and their CPU per
-    match by component from their MUS_CPU_LOG `lines`. A pooled process starts at its first seat and plays on
-    (docs/pool.md), so the first matches of a league also pay the pool's start-ups; the second half shows the
-    league at the pace it keeps for the rest of a long run. Matches of the first half still playing at the
-    middle claim use the span without being counted: the rate errs low, never high."""
-    if len(played) < 2:
-        return {"second_half_matches": 0, "second_half_matches_per_s": None, "second_half_cpu_s_per_match": None}
-    ordered = sorted(played, key=lambda match: match[1])
-    half = ordered[len(ordered) // 2 :]
-    span = _seconds(max(end for _, _, end in ordered), half[0][1])
-    ids = {match_id for match_id, _, _ in half}
+    """The league's warm matches, `played` being (match id, claim, result, worker) of every played match: those for
+    which no pooled process was started (`pool_started` 0 in their MUS_CPU_LOG `lines`; a match without a line
+    is not counted). A pooled process starts at its first seat and plays on (docs/pool.md), so the first matches
+    of each worker and half also pay the pool's start-ups; the warm ones show the pace a long run keeps. Each
+    worker's warm matches are timed from their claim to that worker's next claim (its wait for the next message
+    included) or, for its last, to their result; the rate is each worker's count over its time, added up over the
+    workers, which play side by side."""
+    started = {line.get("match_id"): line.get("pool_started", 0) for line in lines}
+    by_worker: dict[str, list[tuple[datetime, datetime, int | None]]] = {}
+    for match_id, claim, result, worker in played:
+        by_worker.setdefault(worker, []).append((claim, result, match_id))
+    rate, ids = 0.0, set()
+    for spans in by_worker.values():
+        spans.sort(key=lambda span: span[0])
+        seconds, count = 0.0, 0
+        for index, (claim, result, match_id) in enumerate(spans):
+            if started.get(match_id, 1) != 0:
+                continue
+            end = spans[index + 1][0] if index + 1 < len(spans) else result
+            seconds, count = seconds + _seconds(end, claim), count + 1
+            ids.add(match_id)
+        rate += count / seconds if count and seconds > 0 else 0.0
     own = [line for line in lines if line.get("match_id") in ids]
     cpu = {name: round(value / len(own), 4) for name, value in _component_sums(own).items()} if own else None
-    return {
-        "second_half_matches": len(half),
-        "second_half_matches_per_s": len(half) / span if span > 0 else None,
-        "second_half_cpu_s_per_match": cpu,
-    }
+    return {"warm_matches": len(ids), "warm_matches_per_s": rate or None, "warm_cpu_s_per_match": cpu}
 
 
 def run_configuration(broker: str, workers: int, settings: Settings, url: str | None) -> dict[str, Any]:
@@ -621,7 +628,7 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             for key in ("matches_per_s", "decisions_per_match")
         }
         rate = finished / span if report.completed and span else None
-        later_rate = figures["second_half_matches_per_s"] if report.completed else None
+        warm_rate = figures["warm_matches_per_s"] if report.completed else None
         result: dict[str, Any] = {
             "completed": report.completed,
             "matches": finished,
@@ -637,7 +644,7 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             "machine_busy_pct": busy,
             "others_busy_pct": busy - 100 * league_cpu / (wall * cpus) if busy is not None else None,
             **components,
-            "second_half_efficiency": later_rate / engine_figures["matches_per_s"] if later_rate is not None else None,
+            "warm_efficiency": warm_rate / engine_figures["matches_per_s"] if warm_rate is not None else None,
         }
         if not report.completed:
             reason = f" ({stopped[0]})" if stopped else ""
@@ -670,7 +677,7 @@ def aggregate(runs: list[dict[str, Any]]) -> dict[str, Any]:
             merged[key] = values
         elif key in ("error", "pinned_cores"):
             merged[key] = values[0]
-        elif key in ("cpu_s_per_match", "second_half_cpu_s_per_match"):
+        elif key in ("cpu_s_per_match", "warm_cpu_s_per_match"):
             parts = [value for value in values if isinstance(value, dict)]
             merged[key] = (
                 {name: round(statistics.median(part[name] for part in parts), 4) for name in parts[0]}
@@ -827,7 +834,7 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
     result["efficiency_of"] = first[0] if first else None
     result["efficiency_by_configuration"] = efficiencies
     result["efficiency_target"] = EFFICIENCY_TARGET
-    result["second_half_efficiency"] = configs[first[0]].get("second_half_efficiency") if first else None
+    result["warm_efficiency"] = configs[first[0]].get("warm_efficiency") if first else None
     result["per_match"] = probe(settings)
     result["cpus"] = os.cpu_count()
     result["load_average_1m_before"], result["load_average_1m_after"] = load_before, os.getloadavg()[0]

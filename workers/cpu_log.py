@@ -9,6 +9,7 @@ With `MUS_CPU_LOG` set to a file path, `workers.play.play_league_match` appends 
 - `bots_s`: CPU of the seats' processes: from each seat's cgroup where the launcher makes one that counts CPU
   (cpuacct on cgroup v1, cpu.stat on v2: the sandbox and everything in it), else `RUSAGE_CHILDREN` (which
   misses what bwrap's pid namespace leaves for the host's init to reap: most of a sandboxed bot);
+- `pool_started`: the pooled processes (workers.pool) the worker started for the match;
 - `cpu_before_s`, `cpu_after_s`: this process's CPU (`RUSAGE_SELF`, all threads) when the match was claimed
   and when it was stored, so the reader can tell the worker's own work between matches (Celery, the broker,
   the heartbeat) from its start-up.
@@ -46,6 +47,8 @@ class MatchCpu:
     database_s: float = 0.0
     referee_s: float = 0.0
     bots_s: float = 0.0
+    pool_started: int = 0
+    """Pooled processes this worker started for the match (workers.pool): a match that started none is warm."""
     cpu_before_s: float = field(default_factory=self_cpu_s)
     cpu_after_s: float = 0.0
     _self: float = 0.0

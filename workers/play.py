@@ -53,7 +53,7 @@ from workers.matches import (
     play_programs,
     run_on_worker_referee,
 )
-from workers.pool import worker_pool
+from workers.pool import started_here, worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -152,10 +152,12 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(engine, match_id, worker, lease_s, stop), daemon=True)
     beat.start()
+    started = started_here()
     try:
         played = _play_with_remote_bots(setup, token_hashes) if token_hashes else _play_hosted(setup)
         if cpu is not None:
             cpu.lap("referee", bots_s=played.bots_cpu_s)
+            cpu.pool_started = started_here() - started
     except Exception as error:
         stop.set()
         log.exception("match_id=%s failed outside the bots: voided", match_id)

@@ -154,6 +154,11 @@ def worker_pool(limits: Limits | None, log_dir: Path | None = None) -> BotPool:
     return pool
 
 
+def started_here() -> int:
+    """Processes this worker process's pools have started so far (the CPU log's `pool_started`)."""
+    return sum(pool.started for pool in _POOLS.values())
+
+
 @atexit.register
 def close_pools() -> None:
     """Stop this worker process's pools (at its exit)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench import league
-from bench.league import Pinner, cpu_components, second_half
+from bench.league import Pinner, cpu_components, warm
 
 
 def test_the_pinner_puts_each_new_child_on_the_least_used_core_and_its_children_inherit_it() -> None:
@@ -93,24 +93,29 @@ def test_cpu_components_add_up_each_workers_lines_and_leave_its_start_up_out(tmp
     assert figures["total"] == pytest.approx(sum(v for k, v in figures.items() if k != "total"), abs=1e-3)
 
 
-def test_the_second_half_counts_the_matches_claimed_from_the_middle_claim_on_and_their_own_cpu() -> None:
-    """Four matches claimed at 0, 1, 2 and 3 s (listed out of order): the last two, from 2 s to the last result at
-    6 s. The first half's second match ends last, at 6 s: its time stays in the span, the match is not counted."""
+def test_the_warm_matches_are_those_that_started_no_pooled_process_each_timed_to_its_workers_next_claim() -> None:
+    """Worker a claims at 0, 1 and 3 s (result of the last at 4 s), worker b at 0 and 2 s (results 2 and 5 s); the
+    first match of each started pooled processes. Warm: a's at 1 s (to its next claim, 2 s) and 3 s (to its result,
+    1 s), b's at 2 s (to its result, 3 s): a's rate 2 / 3 s, b's 1 / 3 s, together 1 a second. A match without a log
+    line is not counted."""
     at = datetime(2026, 1, 1)
     played = [
-        (3, at + timedelta(seconds=2), at + timedelta(seconds=4)),
-        (1, at, at + timedelta(seconds=1)),
-        (4, at + timedelta(seconds=3), at + timedelta(seconds=5)),
-        (2, at + timedelta(seconds=1), at + timedelta(seconds=6)),
+        (3, at + timedelta(seconds=3), at + timedelta(seconds=4), "a"),
+        (1, at, at + timedelta(seconds=1), "a"),
+        (2, at + timedelta(seconds=1), at + timedelta(seconds=2), "a"),
+        (4, at, at + timedelta(seconds=2), "b"),
+        (5, at + timedelta(seconds=2), at + timedelta(seconds=5), "b"),
+        (6, at + timedelta(seconds=5), at + timedelta(seconds=6), "b"),
     ]
     lines = [
-        {"match_id": 1, "bots_s": 0.9, "referee_s": 0.5, "database_s": 0.1},  # the pool's start-ups
-        {"match_id": 2, "bots_s": 0.9, "referee_s": 0.5, "database_s": 0.1},
-        {"match_id": 3, "bots_s": 0.1, "referee_s": 0.02, "database_s": 0.01},
-        {"match_id": 4, "bots_s": 0.3, "referee_s": 0.04, "database_s": 0.03},
+        {"match_id": 1, "bots_s": 0.9, "referee_s": 0.5, "database_s": 0.1, "pool_started": 4},
+        {"match_id": 2, "bots_s": 0.1, "referee_s": 0.02, "database_s": 0.01, "pool_started": 0},
+        {"match_id": 3, "bots_s": 0.3, "referee_s": 0.04, "database_s": 0.03, "pool_started": 0},
+        {"match_id": 4, "bots_s": 0.9, "referee_s": 0.5, "database_s": 0.1, "pool_started": 2},
+        {"match_id": 5, "bots_s": 0.2, "referee_s": 0.03, "database_s": 0.02, "pool_started": 0},
     ]
-    figures = second_half(played, lines)
-    assert figures["second_half_matches"] == 2
-    assert figures["second_half_matches_per_s"] == pytest.approx(2 / 4)
-    assert figures["second_half_cpu_s_per_match"] == pytest.approx({"bots": 0.2, "referee": 0.03, "database": 0.02})
-    assert second_half(played[:1], lines)["second_half_matches_per_s"] is None, "one match has no second half"
+    figures = warm(played, lines)
+    assert figures["warm_matches"] == 3
+    assert figures["warm_matches_per_s"] == pytest.approx(2 / 3 + 1 / 3)
+    assert figures["warm_cpu_s_per_match"] == pytest.approx({"bots": 0.2, "referee": 0.03, "database": 0.02})
+    assert warm(played[:2], lines[:1])["warm_matches_per_s"] is None, "no warm match, no rate"

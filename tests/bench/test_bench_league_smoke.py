@@ -25,10 +25,11 @@ from workers.pool import BotPool
 runner = CliRunner()
 
 
-SMALLEST = replace(league.QUICK, bots=2, engine_s=0.05)
-"""`--quick` cut further for a smoke test, which asserts no figure: two entrants (one pairing, two matches a
-configuration: one worker still leaves a gap between two, and the pooled probe still has its warm-up match and
-its probed one) and the engine's self-play for 0.05 s (still whole matches, at least one)."""
+SMALLEST = replace(league.QUICK, bots=2, matches_per_pairing=4, engine_s=0.05)
+"""`--quick` cut further for a smoke test, which asserts no figure: two entrants (one pairing, two duplicate pairs
+a configuration: a worker plays a warm match once its pool is up, one worker still leaves a gap between two, and
+the pooled probe still has its warm-up match and its probed one) and the engine's self-play for 0.05 s (still
+whole matches, at least one)."""
 
 
 def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_its_figures(
@@ -60,11 +61,11 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         assert key in data, key
     assert data["efficiency_of"] == "embedded_1"
     assert 0 < data["efficiency"] < 1, "the league cannot outrun the engine's own self-play on the same cores"
-    assert 0 < data["second_half_efficiency"] < 1
+    assert 0 < data["warm_efficiency"] < 1
     assert set(data["configurations"]) == {"embedded_1", "embedded_2"}, "only the embedded broker was asked"
     for name, config in data["configurations"].items():
         assert config["completed"], (name, config)
-        assert config["matches"] == data["matches"] == 2, "two entrants: one pairing, played as a duplicate pair"
+        assert config["matches"] == data["matches"] == 4, "two entrants: one pairing, played as two duplicate pairs"
         assert config["matches_per_s"] > 0 and config["wall_s"] > 0
         assert config["faults"] == 0
         assert config["engine_matches_per_s"] > config["matches_per_s"]
@@ -72,8 +73,8 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         assert set(components) == {"bots", "referee", "database", "worker", "scheduler", "total"}
         assert all(value >= 0 for value in components.values()), components
         assert components["referee"] > 0 and components["database"] > 0 and components["bots"] > 0
-        assert config["second_half_matches"] == 1 and config["second_half_matches_per_s"] > 0
-        assert set(config["second_half_cpu_s_per_match"]) == {"bots", "referee", "database"}
+        assert 1 <= config["warm_matches"] <= 2 and config["warm_matches_per_s"] > 0, "after each half's first match"
+        assert set(config["warm_cpu_s_per_match"]) == {"bots", "referee", "database"}
         if len(os.sched_getaffinity(0)) >= 2:
             assert config["pinned_cores"] == sorted(os.sched_getaffinity(0))[: config["workers"]], "one core a worker"
     assert data["identical_results"] is True, "the same league plays the same matches in every configuration"
