@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 
 from workers import broker
 
@@ -121,9 +121,12 @@ def _reclaim_expired_leases(sender: Any = None, **_: Any) -> None:
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
+@worker_process_init.connect  # type: ignore[untyped-decorator]
 def _settle_heap(sender: Any = None, **_: Any) -> None:
-    """After start-up (the reclaimer above has loaded the match path): the full garbage collections of a
-    worker walked its whole start-up heap, about 100 ms a pass in the middle of a match (docs/pool.md)."""
+    """After start-up, in the process that plays the matches: a solo worker once ready (the reclaimer above has
+    loaded the match path), each child of a prefork worker (`mus worker`) as it starts, for a freeze in its parent
+    is not its own. The full garbage collections of a worker walked its whole start-up heap, about 100 ms a pass in
+    the middle of a match (docs/pool.md)."""
     from referee.service.server import settle_start_up_heap
 
     settle_start_up_heap()
