@@ -25,6 +25,7 @@ from typing import Any
 
 from celery import Celery
 from celery.signals import worker_process_init, worker_ready
+from kombu.entity import Exchange, Queue
 
 from workers import broker
 
@@ -95,6 +96,8 @@ def make_app() -> Celery:
     app.conf.update(
         broker_settings(),
         task_default_queue=match_queues()[0],
+        # Both halves' queues: a worker started without -Q (plain `celery worker`) takes both, in this order.
+        task_queues=[Queue(name, Exchange(name), routing_key=name) for name in match_queues()],  # type: ignore[no-untyped-call]
         task_ignore_result=True,
         task_acks_late=True,
         task_reject_on_worker_lost=True,

@@ -5,7 +5,7 @@ A match then costs its play, not four start-ups. The rules the pool keeps:
 
 - **A process per half and partner.** A bot's process is keyed by the bot, the half of its duplicate pair the
   match is (`half`: 0 or 1, `workers.db.repo.half_of`; the twin is always the other) and which partner it is
-  (`seat // 2`: seats 0 and 1 are the first partners, 2 and 3 the second). Partners are two processes, each in its
+  (`seat // 2`: the first seat of each team, 0 or 1, or its second, 2 or 3). Partners are two processes, each in its
   own sandbox, and a bot that meets itself has its other team in two more (keyed by seat); so no process plays two
   seats of one table.
 - **Never both halves of a duplicate pair.** The twin of a match is its other half: its processes are not the
@@ -91,7 +91,8 @@ class BotPool:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 # The worker's pid: every worker on the machine logs in the same folder.
                 log_path = self.log_dir / f"{program.name}-half{half}-place{place}-{os.getpid()}-{self.started}.log"
-            folder = Path(tempfile.mkdtemp(prefix=f"half{half}-place{place}-", dir=self.root))
+            # Short: a referee's socket is made in it, and a unix socket's path is at most 107 bytes (matches.py).
+            folder = Path(tempfile.mkdtemp(prefix=f"h{half}p{place}-", dir=self.root))
             try:
                 current = start_pooled(program, folder, limits=self.limits, log_path=log_path)
             except BaseException:

@@ -16,7 +16,7 @@ from celery.worker import state
 from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
-from workers.app import broker_settings, match_queues
+from workers.app import broker_settings, make_app, match_queues
 from workers.broker import SCHEME
 
 
@@ -130,3 +130,8 @@ def test_a_worker_takes_its_first_queue_first_and_the_other_only_when_it_is_empt
             for queue in (half0, half1):
                 queue(connection.default_channel).delete()  # type: ignore[no-untyped-call]
     assert got == ["b0", "b1", "b2", "a0", "a1", "a2"]
+
+
+def test_a_worker_started_without_queues_takes_both_halves() -> None:
+    """A plain `celery -A workers.app worker` (no -Q) must not leave half 1's matches waiting forever."""
+    assert list(make_app().amqp.queues) == list(match_queues())

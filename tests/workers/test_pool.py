@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from workers import play
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import EXAMPLE_BOTS, INSTALL_HINT, BotProgram, Limits, sandbox_available
-from workers.matches import EmbeddedReferee, PlayedMatch, play_programs
+from workers.matches import MAX_SOCKET_PATH, EmbeddedReferee, PlayedMatch, play_programs
 from workers.pool import BotPool, close_pools, worker_pool
 from workers.tournament import schedule_round_robin
 
@@ -302,3 +303,35 @@ def test_a_long_lived_referee_serves_each_pooled_process_on_one_socket_until_the
         pool.close()
         other.close()
     assert all(one.match.outcome is not None and not one.incidents for one in played)
+
+
+def test_a_temporary_folder_the_referee_accepts_also_fits_every_pooled_process_socket() -> None:
+    """The referee checks its deepest socket at start-up (unix socket paths are at most 107 bytes): a pooled
+    process's folder must not be deeper. A temporary folder of 55 bytes puts that check at exactly 107."""
+    base = tempfile.mkdtemp(prefix="sock-", dir="/tmp")
+    deep = Path(base + "/" + "d" * (55 - len(base) - 1))
+    assert len(bytes(deep)) == 55
+    deep.mkdir()
+    old = tempfile.tempdir
+    tempfile.tempdir = str(deep)
+    try:
+        pool = BotPool(LIMITS)
+        try:
+
+            async def one() -> PlayedMatch:
+                referee = await EmbeddedReferee().start()  # no LaunchError: the start-up check passes
+                try:
+                    return await play_programs(
+                        (instant("a"), instant("b")), FAST, 1, sandbox=LIMITS, pool=pool, referee=referee
+                    )
+                finally:
+                    await referee.close()
+
+            played = asyncio.run(one())
+            assert played.match.outcome is not None and not played.incidents
+            assert all(len(bytes(member.socket_dir / "referee.sock")) <= MAX_SOCKET_PATH for member in pool.processes())
+        finally:
+            pool.close()
+    finally:
+        tempfile.tempdir = old
+        shutil.rmtree(base, ignore_errors=True)
