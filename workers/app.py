@@ -79,9 +79,9 @@ def match_queues() -> tuple[str, str]:
     return f"{base}.half0", f"{base}.half1"
 
 
-def worker_queues(prefer_half: int | None) -> str:
-    """A worker's `-Q`: its preferred half's queue first (None: half 0's, as a single worker plays a league: every
-    pair's first match before any twin)."""
+def worker_queues(prefer_half: int) -> str:
+    """A worker's `-Q`: its preferred half's queue first (a single worker prefers half 0: it plays every pair's
+    first match before any twin)."""
     first, second = match_queues()
     return f"{second},{first}" if prefer_half == 1 else f"{first},{second}"
 

@@ -18,15 +18,15 @@ def worker_command(
     ] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
     prefer_half: Annotated[
-        int | None,
+        int,
         typer.Option(
             min=0,
             max=1,
-            help="Take this half of the duplicate pairs first (0 or 1; default 0), the other only when none is left:"
+            help="Take this half of the duplicate pairs first (0 or 1), the other only when none is left:"
             " with two or more workers, give half of them 1 and each needs half the persistent bots' processes"
             " (docs/pool.md). On RabbitMQ both halves come as they come.",
         ),
-    ] = None,
+    ] = 0,
 ) -> None:
     """Play the matches queued on MUS_BROKER_URL (or, without it, on the embedded broker of this folder)."""
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
