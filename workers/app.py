@@ -86,6 +86,18 @@ def worker_queues(prefer_half: int) -> str:
     return f"{second},{first}" if prefer_half == 1 else f"{first},{second}"
 
 
+def later(app: Celery, delay_s: float) -> dict[str, Any]:
+    """`apply_async` options that send a message `delay_s` seconds from now (none for 0). The embedded broker holds
+    the message back itself (`workers.broker.DELAY_HEADER`): under Celery's countdown the worker that takes it would
+    run it from its timer thread, beside the match in hand. Elsewhere Celery's countdown: the worker's timer runs in
+    its event loop, and a prefork worker hands the task to an idle child."""
+    if delay_s <= 0:
+        return {}
+    if str(app.conf.broker_url).startswith(f"{broker.SCHEME}://"):
+        return {"headers": {broker.DELAY_HEADER: delay_s}}
+    return {"countdown": delay_s}
+
+
 def send_match(app: Celery, match_id: int, half: int) -> None:
     """Ask a worker to play `match_id`, on its half's queue."""
     app.send_task("mus.play_match", (match_id,), queue=match_queues()[half])

@@ -1,15 +1,21 @@
-"""The embedded broker: kombu's filesystem transport, with messages written atomically, in order, and queues
-taken in the order a worker gives them.
+"""The embedded broker: kombu's filesystem transport, with messages written atomically, in order, delivered no
+sooner than their sender asked, and queues taken in the order a worker gives them.
 
 kombu's own `_put` creates the message file under its final name and only then writes it, while a consumer takes
 any file with that name (it moves it away, then reads it): a worker that sends a message to its own queue (the
 lease reclaimer) could read it empty and die on the JSON. Here a message is written under a name no consumer
 takes, then renamed into place, which is atomic on one file system.
+
+A message sent for later (`DELAY_HEADER`, which `workers.app.later` sets) stays in its queue until then. Celery's
+own countdown hands the message to a worker at once, which holds it until it is due; on this transport a worker
+has no event loop, so it runs the due task from its timer thread, and a solo worker (`mus league run`'s) would
+then play two matches at once on one referee.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import uuid
 from queue import Empty
@@ -18,11 +24,17 @@ from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import TRANSPORT_ALIASES, filesystem
-from kombu.utils.json import dumps
+from kombu.utils.json import dumps, loads
 from kombu.utils.scheduling import FairCycle
 
 SCHEME = "mus-filesystem"
 """The broker URL scheme of this transport (`mus-filesystem://`)."""
+
+DELAY_HEADER = "mus_delay_s"
+"""A message header: seconds from its sending before any worker may take it."""
+
+_DUE_DIGITS = 20
+"""A message's name starts with when it is due, in ns of the machine's monotonic clock, at this width."""
 
 
 class _InOrder(FairCycle):
@@ -41,10 +53,13 @@ class Channel(filesystem.Channel):
     def _put(self, queue: Any, payload: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # kombu names the argument two ways
         """Put `payload` onto `queue`: written under a temporary name, then renamed to the one consumers take.
 
-        Consumers take the names in sorted order: the name starts with the machine's monotonic clock in ns, at a
-        fixed width, so a queue is first in, first out (kombu's milliseconds left the messages sent within one
-        millisecond, a whole league's at once, in the random order of their uuids)."""
-        final = f"{monotonic_ns():020d}_{uuid.uuid4()}.{queue}.msg"
+        Consumers take the names in sorted order: the name starts with when the message is due (now, or
+        `DELAY_HEADER` seconds from now) on the machine's monotonic clock in ns, at a fixed width, so a queue is
+        first in, first out (kombu's milliseconds left the messages sent within one millisecond, a whole league's at
+        once, in the random order of their uuids)."""
+        delay_s = float((payload.get("headers") or {}).get(DELAY_HEADER) or 0)
+        due = monotonic_ns() + max(int(delay_s * 1e9), 0)
+        final = f"{due:0{_DUE_DIGITS}d}_{uuid.uuid4()}.{queue}.msg"
         partial = os.path.join(self.data_folder_out, f".{final}.partial")
         try:
             with open(partial, "wb") as file:
@@ -52,6 +67,34 @@ class Channel(filesystem.Channel):
             os.replace(partial, os.path.join(self.data_folder_out, final))
         except OSError as exc:
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+    def _get(self, queue: Any, timeout: Any = None) -> Any:
+        """The first message of `queue` that is due, read and then kept in the processed folder (or removed); else
+        `Empty`. As kombu's own, but for the due time (the names sort by it, `_put`: past the first one not due
+        yet, none is) and the taking: a rename in place, atomic, so of two workers exactly one gets a message."""
+        wanted = f"{queue}.msg"
+        now = f"{monotonic_ns():0{_DUE_DIGITS}d}"
+        for name in sorted(os.listdir(self.data_folder_in)):
+            if name.partition(".")[2] != wanted:
+                continue
+            if name[:_DUE_DIGITS] > now:
+                break
+            taken = os.path.join(self.data_folder_in, f".{name}.taken")  # a name no consumer takes
+            try:
+                os.replace(os.path.join(self.data_folder_in, name), taken)
+            except OSError:  # another worker took it first
+                continue
+            try:
+                with open(taken, "rb") as file:
+                    payload = file.read()
+                if self.store_processed:
+                    shutil.move(taken, os.path.join(self.processed_folder, name))
+                else:
+                    os.remove(taken)
+            except OSError as exc:
+                raise ChannelError(f"Cannot read file {taken!r} from queue.") from exc
+            return loads(payload)  # type: ignore[no-untyped-call]  # kombu is untyped here
+        raise Empty()
 
 
 class Transport(filesystem.Transport):

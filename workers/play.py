@@ -24,8 +24,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine, make_url
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import Rules
@@ -53,7 +55,7 @@ from workers.matches import (
     play_programs,
     run_on_worker_referee,
 )
-from workers.pool import started_here, worker_pool
+from workers.pool import existing_pool, started_here, worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +76,18 @@ ADMIN_ADDRESS_VARIABLE = "MUS_REFEREE_ADMIN_ADDRESS"
 host:port; the worker's admin calls go there. Default: MUS_REFEREE_ADDRESS."""
 
 DEFER_S = 3.0
-"""How soon a match refused because its duplicate twin is being played is sent again (the twins never run at
-the same time: `repo.claim_match`). A few seconds: a match lasts longer, and a queued message costs nothing."""
+"""The longest a match refused because its duplicate twin is being played waits before it is sent again (the
+twins never run at the same time: `repo.claim_match`); before the league's first result, the wait (`twin_wait_s`)."""
+
+MIN_DEFER_S = 0.02
+"""The shortest such wait."""
+
+MAX_HAND_OFFS = 10
+"""Times one message of a match may be handed off (`play_league_match`) before the worker that has it plays it:
+two workers can never pass a match back and forth for ever."""
+
+SendAgain = Callable[[float, bool], None]
+"""How a match left for later is sent again: `(delay_s, handed_off)`, handed off or else deferred."""
 
 RECLAIM_EVERY_S = max(LEASE_S / 2, 0.5)
 """How often a live worker looks for matches whose worker died (their lease expired)."""
@@ -115,20 +127,39 @@ def logs_dir(match_id: int) -> Path:
     return Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / f"match-{match_id}"
 
 
-def play_league_match(match_id: int, *, worker: str | None = None, lease_s: float = LEASE_S) -> str:
+def play_league_match(
+    match_id: int,
+    *,
+    worker: str | None = None,
+    lease_s: float = LEASE_S,
+    again: SendAgain | None = None,
+    may_hand_off: bool = True,
+) -> str:
     """Play match `match_id` if it is free: 'finished', 'skipped' (finished, failed or held by a live worker),
-    'deferred' (its duplicate twin is being played: send it again in `DEFER_S`), 'failed' or 'void'."""
+    'deferred' (its duplicate twin is being played: `again` sends it in about what the twin has left),
+    'handed_off' (left to the workers already playing its half, see `_hand_off_pause`: `again` sends it now, then
+    this worker waits for one of them to be free before it takes new work), 'failed' or 'void'. Without `again`,
+    a match is never handed off, and a deferred one is not sent."""
     engine = database()
     worker = worker or worker_name()
     cpu = cpu_log.start(match_id)
     with session_scope(engine) as session:
         if repo.claim_match(session, match_id, worker, lease_s) is None:
             if repo.claim_deferred(session, match_id):
-                log.info("match_id=%s waits for its duplicate twin to end: sent again in %.0f s", match_id, DEFER_S)
+                delay = twin_wait_s(repo.league_pace(session, match_id, worker))
+                log.info("match_id=%s waits for its duplicate twin to end: sent again in %.2f s", match_id, delay)
+                if again is not None:
+                    again(delay, False)
                 return "deferred"
             log.info("match_id=%s is not free (finished or held by a live worker): nothing to do", match_id)
             return "skipped"
         setup = repo.match_setup(session, match_id)
+        pause = _hand_off_pause(session, setup, worker) if may_hand_off and again is not None else None
+        if pause is not None and again is not None and repo.release_claim(session, match_id, worker):
+            log.info("match_id=%s handed off to the workers playing its half; waiting %.3f s", match_id, pause)
+            again(0.0, True)
+            time.sleep(pause)
+            return "handed_off"
         token_hashes = {
             team.bot_name: repo.get_bot(session, team.bot_name).bot.token_sha256 for team in setup.teams if team.remote
         }
@@ -182,6 +213,45 @@ def play_league_match(match_id: int, *, worker: str | None = None, lease_s: floa
         cpu.write()
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
     return "finished"
+
+
+def twin_wait_s(pace: repo.Pace) -> float:
+    """How soon to try again a match whose twin is being played: about what the twin has left at the league's
+    pace, at least a quarter of a match (a twin slower than the pace is not asked after every few milliseconds) and
+    `MIN_DEFER_S`, at most `DEFER_S`; `DEFER_S` before the league's first result."""
+    if pace.match_s is None:
+        return DEFER_S
+    left = pace.match_s - (pace.twin_elapsed_s or 0.0)
+    return min(DEFER_S, max(left, pace.match_s / 4, MIN_DEFER_S))
+
+
+def _hand_off_pause(session: Session, setup: MatchSetup, worker: str) -> float | None:
+    """Whether to leave a claimed match to the other workers playing its half, and if so how long to wait before
+    taking new work (until one of them is free to take it, jittered so that two workers never keep stepping aside
+    in step); None: play.
+
+    A worker that has played its own half's queue out takes the other half's matches, and for them it would start
+    that half's pooled processes (a pool never plays both halves of a pair with one process: workers.pool). When
+    the workers already playing that half would begin this match sooner, at the league's pace (once their current
+    matches and the half's waiting ones are played), than this worker could have started those processes, starting
+    them only makes the league end later."""
+    if any(team.remote for team in setup.teams):
+        return None
+    pool = existing_pool(_limits(setup))
+    if pool is None:
+        return None
+    programs = (_program(setup.teams[0]), _program(setup.teams[1]))
+    start_s = pool.start_cost_s(programs, repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id))
+    if not start_s:  # nothing to start, or a bot this pool has never started (no measure to weigh)
+        return None
+    pace = repo.league_pace(session, setup.match_id, worker)
+    if pace.free_in_s is None or pace.match_s is None:
+        return None
+    # Handed off, it is played after the other workers' matches in hand and the half's waiting ones; here, after
+    # the starts. The same match either way: what counts is which begins first.
+    if pace.free_in_s + pace.waiting * pace.match_s / pace.others >= start_s:
+        return None
+    return min(max(pace.free_in_s, MIN_DEFER_S) * random.uniform(1.0, 2.0), DEFER_S)
 
 
 def _changed_program(setup: MatchSetup) -> str:

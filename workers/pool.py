@@ -68,6 +68,8 @@ class BotPool:
         self.retired = 0
         self._processes: OrderedDict[tuple[str, int, int], PooledProcess] = OrderedDict()
         """By bot, half and place (`place`), least recently used first."""
+        self._start_cpu_s: dict[str, float] = {}
+        """By bot: the CPU-seconds its last new process had used by the end of its first match (`start_cost_s`)."""
 
     def accepts(self, program: BotProgram) -> bool:
         """Whether `program` plays from this pool (it is persistent), rather than being launched per match."""
@@ -78,9 +80,7 @@ class BotPool:
         has to be replaced)."""
         key = (program.name, half, place)
         current = self._processes.get(key)
-        if current is not None and (
-            current.program != program or not current.alive or current.seats_played >= self.max_seats
-        ):
+        if current is not None and not self._usable(current, program):
             self._retire(key)
             current = None
         if current is None:
@@ -107,9 +107,35 @@ class BotPool:
         """After a match: count the seat, and replace the process if it is not `healthy` or has played enough.
         `cpu_s`: its CPU-seconds so far, when the caller has just read them (else they are read here)."""
         process.seats_played += 1
+        if process.seats_played == 1 and cpu_s is not None:
+            self._start_cpu_s[process.program.name] = cpu_s
         key = next((key for key, member in self._processes.items() if member is process), None)
         if key is not None and (not healthy or not process.alive or self._near_cpu_limit(process, cpu_s)):
             self._retire(key)
+
+    def _usable(self, process: PooledProcess, program: BotProgram) -> bool:
+        """Whether `process` may play `program`'s next seat, or has to be replaced first (see the module)."""
+        return process.program == program and process.alive and process.seats_played < self.max_seats
+
+    def start_cost_s(self, programs: tuple[BotProgram, BotProgram], half: int) -> float | None:
+        """About how long this pool would spend starting processes for a match of `programs` (team 0's, team 1's)
+        in `half`: 0 when its live processes can play every pooled seat; None when it would start a bot it has
+        never measured here. A start is counted as what the bot's last new process had used by the end of its first
+        match (CPU-seconds, as its cgroup counts them: on a worker's own core, about the time it holds the core)."""
+        meets_itself = programs[0].name == programs[1].name
+        cost = 0.0
+        for seat in range(4):
+            program = programs[seat % 2]
+            if not self.accepts(program):
+                continue
+            current = self._processes.get((program.name, half, place(seat, meets_itself)))
+            if current is not None and self._usable(current, program):
+                continue
+            measured = self._start_cpu_s.get(program.name)
+            if measured is None:
+                return None
+            cost += measured
+        return cost
 
     def _near_cpu_limit(self, process: PooledProcess, used: float | None) -> bool:
         """Past half its CPU-time limit (an rlimit counts a process's whole life, not a match's): replaced now,
@@ -153,6 +179,11 @@ def worker_pool(limits: Limits | None, log_dir: Path | None = None) -> BotPool:
     if pool is None:
         pool = _POOLS[limits] = BotPool(limits, log_dir=log_dir)
     return pool
+
+
+def existing_pool(limits: Limits | None) -> BotPool | None:
+    """This worker process's pool for `limits`, if it has made one (`worker_pool`)."""
+    return _POOLS.get(limits)
 
 
 def started_here() -> int:

@@ -16,8 +16,8 @@ from celery.worker import state
 from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
-from workers.app import broker_settings, make_app, match_queues
-from workers.broker import SCHEME
+from workers.app import broker_settings, later, make_app, match_queues
+from workers.broker import DELAY_HEADER, SCHEME
 
 
 def connect(folder: Path) -> Connection:
@@ -63,6 +63,32 @@ def test_messages_sent_within_one_millisecond_are_taken_in_the_order_sent(tmp_pa
             queue.put({"match_id": index})
         assert [queue.get(timeout=2).payload["match_id"] for _ in range(30)] == list(range(30))
         queue.close()
+
+
+def test_a_message_sent_for_later_stays_in_its_queue_until_it_is_due(tmp_path: Path) -> None:
+    """A deferred match (workers.app.later): no worker may take it early, and it waits behind nothing sent after."""
+    with connect(tmp_path) as connection:
+        queue = connection.SimpleQueue("mus")
+        due = time.monotonic() + 1.0
+        queue.put({"match_id": 1}, headers={DELAY_HEADER: 1.0})
+        queue.put({"match_id": 2})
+        assert queue.get_nowait().payload == {"match_id": 2}, "sent later, due sooner"
+        with pytest.raises(queue.Empty):
+            queue.get_nowait()
+        time.sleep(max(due - time.monotonic(), 0) + 0.01)
+        assert queue.get_nowait().payload == {"match_id": 1}
+        assert [path.name for path in tmp_path.iterdir()] == [], "taken, read and removed"
+        queue.close()
+
+
+def test_a_delay_is_the_embedded_brokers_header_and_celerys_countdown_elsewhere() -> None:
+    embedded = make_app()
+    assert str(embedded.conf.broker_url).startswith(SCHEME)
+    assert later(embedded, 0.25) == {"headers": {DELAY_HEADER: 0.25}}
+    assert later(embedded, 0) == {}
+    redis = make_app()
+    redis.conf.broker_url = "redis://127.0.0.1:6379/0"
+    assert later(redis, 0.25) == {"countdown": 0.25}
 
 
 def test_an_idle_wait_for_a_message_lasts_its_timeout(tmp_path: Path) -> None:

@@ -93,6 +93,22 @@ def test_in_one_half_a_bots_two_processes_play_it_on_either_team(pool: BotPool) 
     assert seat_pids(pool) == before and pool.started == 4
 
 
+def test_a_pool_tells_what_starting_a_matchs_processes_would_cost_from_its_bots_first_matches(pool: BotPool) -> None:
+    """What a worker weighs before it hands a match off (workers.play): 0 when its processes are live, the first
+    match's CPU of each process to start (as its cgroup counted it), None for a bot it never started."""
+    a, b = instant("a"), instant("b")
+    assert pool.start_cost_s((a, b), 0) is None, "never started here: nothing to weigh"
+    play_match((a, b), 1, pool, half=0)
+    if any(member.cpu_s() is None for member in pool.processes()):
+        pytest.skip("no cgroup counts the pooled processes' CPU on this machine")
+    assert pool.start_cost_s((a, b), 0) == 0.0 and pool.start_cost_s((b, a), 0) == 0.0, "live in half 0"
+    per_bot = pool._start_cpu_s
+    assert sorted(per_bot) == ["a", "b"] and all(0 < seconds < 5 for seconds in per_bot.values())
+    assert pool.start_cost_s((b, a), 1) == pytest.approx(2 * per_bot["a"] + 2 * per_bot["b"]), "two of each"
+    assert pool.start_cost_s((a, instant("c")), 0) is None
+    assert pool.start_cost_s((instant("a", version="2"), b), 0) == pytest.approx(2 * per_bot["a"]), "a new version"
+
+
 def test_a_new_version_of_a_bot_gets_new_processes(pool: BotPool) -> None:
     play_match((instant("a"), instant("b")), 3, pool)
     before = seat_pids(pool)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.workers.conftest import Deployment
 from workers import play, tasks
-from workers.app import make_app, match_queues, send_match
+from workers.app import app, later, make_app, match_queues, send_match
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
@@ -51,14 +51,44 @@ def test_a_worker_defers_a_match_whose_twin_is_being_played_without_touching_it(
     assert play.play_league_match(first) == "skipped", "a match a live worker holds is not deferred"
 
 
-def test_the_task_sends_a_deferred_match_again_after_a_short_countdown(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_task_sends_a_match_left_for_later_again_and_counts_its_hand_offs(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[Any, dict[str, Any]]] = []
-    outcomes = {7: "deferred", 8: "skipped", 9: "finished"}
-    monkeypatch.setattr(tasks, "play_league_match", outcomes.__getitem__)
+    allowed: dict[int, bool] = {}
+
+    def play_league_match(match_id: int, *, again: play.SendAgain, may_hand_off: bool) -> str:
+        allowed[match_id] = may_hand_off
+        if match_id == 7:
+            again(0.4, False)
+            return "deferred"
+        if match_id == 8:
+            again(0.0, True)
+            return "handed_off"
+        return "finished"
+
+    monkeypatch.setattr(tasks, "play_league_match", play_league_match)
     monkeypatch.setattr(tasks.play_match, "apply_async", lambda args, **options: sent.append((args, options)))
-    assert [tasks.play_match(match_id) for match_id in (7, 8, 9)] == ["deferred", "skipped", "finished"]
-    assert sent == [((7,), {"countdown": play.DEFER_S, "queue": None})], "called directly: no queue it came from"
-    assert 0 < play.DEFER_S <= 10, "a few seconds: soon after the twin ends, long before league run's resend"
+    assert [tasks.play_match(7, 2), tasks.play_match(8, 2), tasks.play_match(9)] == [
+        "deferred",
+        "handed_off",
+        "finished",
+    ]
+    assert sent == [
+        ((7, 2), {"queue": None, **later(app, 0.4)}),  # called directly: no queue it came from
+        ((8, 3), {"queue": None}),
+    ]
+    assert tasks.play_match(8, play.MAX_HAND_OFFS) == "handed_off" and not allowed[8], "handed off often enough"
+    assert allowed[7] and allowed[9]
+
+
+def test_a_deferred_match_waits_about_what_its_twin_has_left_at_the_leagues_pace() -> None:
+    def wait(match_s: float | None, twin_elapsed_s: float | None) -> float:
+        return play.twin_wait_s(repo.Pace(match_s, twin_elapsed_s, waiting=3, others=1, free_in_s=None))
+
+    assert wait(None, 0.1) == play.DEFER_S, "before the league's first result"
+    assert wait(0.2, 0.05) == pytest.approx(0.15)
+    assert wait(0.2, 1.0) == pytest.approx(0.05), "a twin slower than the pace: a quarter of a match"
+    assert wait(0.01, 0.0) == play.MIN_DEFER_S
+    assert wait(600.0, 10.0) == play.DEFER_S, "slow matches: asked again every DEFER_S"
 
 
 @pytest.mark.slow

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
@@ -24,7 +26,7 @@ from sqlmodel import Session, col, select
 from workers.db.errors import InvalidInput, NotFound
 from workers.db.models import League, Match, MatchStatus, utc_now
 from workers.db.repo.common import LeagueRef, check_int
-from workers.db.repo.leagues import get_match, league_entrants, league_id_of, pairing_count
+from workers.db.repo.leagues import get_match, half_of, league_entrants, league_id_of, pairing_count
 from workers.tournament.deals import derived_seed, parse_secret
 
 log = logging.getLogger(__name__)
@@ -153,6 +155,119 @@ def claim_deferred(session: Session, match_id: int, *, now: datetime | None = No
     if match.status is MatchStatus.QUEUED:
         return True
     return match.status is MatchStatus.RUNNING and match.lease_expires_at is not None and match.lease_expires_at < now
+
+
+def release_claim(session: Session, match_id: int, worker: str) -> bool:
+    """Give back a match this worker has claimed and not started to play: queued again as it was before the claim
+    (the attempt is not counted), for another worker to take. False if this worker does not hold it. Commits."""
+    result = session.exec(
+        sa.update(Match)
+        .where(_held_by(match_id, worker))
+        .values(
+            status=MatchStatus.QUEUED,
+            attempt=col(Match.attempt) - 1,
+            worker=None,
+            lease_expires_at=None,
+            heartbeat_at=None,
+            started_at=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    _expire_matches(session, match_id)
+    session.commit()
+    return result.rowcount == 1
+
+
+RECENT_MATCHES = 20
+"""The finished matches whose median time is a league's pace (`Pace.match_s`)."""
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How a match's league is being played at this moment: what a worker reads before it leaves the match for
+    later (`workers.play`), when its twin is being played or when other workers play its half already."""
+
+    match_s: float | None
+    """The median time of the league's last `RECENT_MATCHES` finished matches, in seconds; None before the first."""
+    twin_elapsed_s: float | None
+    """How long the match's duplicate twin has been played, in seconds; None when it is not being played."""
+    waiting: int
+    """The other matches of its half (`half_of`) waiting in the queue."""
+    others: int
+    """Other workers playing its half: holding one of its matches on a live lease, or having finished one within
+    the last two `match_s`."""
+    free_in_s: float | None
+    """How soon the first of those workers is free, at the league's pace: 0 for one between matches, else what its
+    match has left (`match_s` less its time so far, at least 0); None without such a worker or without a pace."""
+
+
+def league_pace(session: Session, match_id: int, worker: str, *, now: datetime | None = None) -> Pace:
+    """The pace of `match_id`'s league as `worker` sees it (`Pace`). Three reads, none of them on the path of a
+    match that is simply played: a worker asks only before it defers or hands off a match. Commits."""
+    now = now or database_now(session)
+    match = get_match(session, match_id)
+    half = half_of(match.team0_version_id, match.team1_version_id)
+    in_half = (
+        col(Match.team0_version_id) > col(Match.team1_version_id)
+        if half
+        else col(Match.team0_version_id) < col(Match.team1_version_id)
+    )
+    in_league = col(Match.league_id) == match.league_id
+    recent = session.execute(
+        sa.select(
+            col(Match.started_at),
+            col(Match.finished_at),
+            col(Match.worker),
+            col(Match.team0_version_id),
+            col(Match.team1_version_id),
+        )
+        .where(in_league, col(Match.status) == MatchStatus.FINISHED)
+        .order_by(col(Match.finished_at).desc())
+        .limit(RECENT_MATCHES)
+    ).all()
+    durations = [(end - start).total_seconds() for start, end, *_ in recent if start is not None and end is not None]
+    match_s = statistics.median(durations) if durations else None
+    running = session.execute(
+        sa.select(
+            col(Match.id),
+            col(Match.duplicate_pair),
+            col(Match.started_at),
+            col(Match.worker),
+            col(Match.team0_version_id),
+            col(Match.team1_version_id),
+        ).where(in_league, col(Match.status) == MatchStatus.RUNNING, col(Match.lease_expires_at) >= now)
+    ).all()
+    elapsed = {other_id: (now - started).total_seconds() if started else 0.0 for other_id, _, started, *_ in running}
+    twin_elapsed_s = next(
+        (
+            elapsed[other_id]
+            for other_id, pair, *_ in running
+            if other_id != match_id and pair is not None and pair == match.duplicate_pair
+        ),
+        None,
+    )
+    # Each worker holding a match of the league (of either half), and how long it has played it.
+    busy = {holder: elapsed[other_id] for other_id, _, _, holder, *_ in running if holder is not None}
+    others = {holder for _, _, _, holder, team0, team1 in running if half_of(team0, team1) == half}
+    if match_s is not None:
+        since = now - timedelta(seconds=2 * match_s)
+        others |= {
+            holder
+            for _, end, holder, team0, team1 in recent
+            if end is not None and end >= since and half_of(team0, team1) == half
+        }
+    others.discard(worker)
+    others.discard(None)
+    free_in_s = None
+    if others and match_s is not None:
+        free_in_s = min(max(match_s - busy[other], 0.0) if other in busy else 0.0 for other in others)
+    waiting = session.scalar(
+        sa.select(sa.func.count()).where(
+            in_league, in_half, col(Match.status) == MatchStatus.QUEUED, col(Match.id) != match_id
+        )
+    )
+    session.commit()
+    return Pace(match_s, twin_elapsed_s, int(waiting or 0), len(others), free_in_s)
 
 
 def heartbeat(session: Session, match_id: int, worker: str, lease_s: float, *, now: datetime | None = None) -> bool:
