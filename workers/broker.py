@@ -33,6 +33,10 @@ SCHEME = "mus-filesystem"
 DELAY_HEADER = "mus_delay_s"
 """A message header: seconds from its sending before any worker may take it."""
 
+MAX_DELAY_S = 60.0
+"""The longest a message may be held back. A name due later than this from now was written before the machine
+last booted (its monotonic clock started again from zero): it is due now."""
+
 _DUE_DIGITS = 20
 """A message's name starts with when it is due, in ns of the machine's monotonic clock, at this width."""
 
@@ -58,7 +62,7 @@ class Channel(filesystem.Channel):
         first in, first out (kombu's milliseconds left the messages sent within one millisecond, a whole league's at
         once, in the random order of their uuids)."""
         delay_s = float((payload.get("headers") or {}).get(DELAY_HEADER) or 0)
-        due = monotonic_ns() + max(int(delay_s * 1e9), 0)
+        due = monotonic_ns() + (int(min(delay_s, MAX_DELAY_S) * 1e9) if delay_s > 0 else 0)  # NaN: now
         final = f"{due:0{_DUE_DIGITS}d}_{uuid.uuid4()}.{queue}.msg"
         partial = os.path.join(self.data_folder_out, f".{final}.partial")
         try:
@@ -70,15 +74,16 @@ class Channel(filesystem.Channel):
 
     def _get(self, queue: Any, timeout: Any = None) -> Any:
         """The first message of `queue` that is due, read and then kept in the processed folder (or removed); else
-        `Empty`. As kombu's own, but for the due time (the names sort by it, `_put`: past the first one not due
-        yet, none is) and the taking: a rename in place, atomic, so of two workers exactly one gets a message."""
+        `Empty`. As kombu's own, but for the due time (the names sort by it, `_put`) and the taking: a rename in
+        place, atomic, so of two workers exactly one gets a message."""
         wanted = f"{queue}.msg"
-        now = f"{monotonic_ns():0{_DUE_DIGITS}d}"
+        clock = monotonic_ns()
+        now, latest = f"{clock:0{_DUE_DIGITS}d}", f"{clock + int(MAX_DELAY_S * 1e9):0{_DUE_DIGITS}d}"
         for name in sorted(os.listdir(self.data_folder_in)):
             if name.partition(".")[2] != wanted:
                 continue
-            if name[:_DUE_DIGITS] > now:
-                break
+            if now < name[:_DUE_DIGITS] <= latest:
+                continue  # not due yet; a name past `latest` was written before the last boot (`MAX_DELAY_S`)
             taken = os.path.join(self.data_folder_in, f".{name}.taken")  # a name no consumer takes
             try:
                 os.replace(os.path.join(self.data_folder_in, name), taken)

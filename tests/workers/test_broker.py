@@ -17,7 +17,7 @@ from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
 from workers.app import broker_settings, later, make_app, match_queues
-from workers.broker import DELAY_HEADER, SCHEME
+from workers.broker import DELAY_HEADER, MAX_DELAY_S, SCHEME
 
 
 def connect(folder: Path) -> Connection:
@@ -78,6 +78,23 @@ def test_a_message_sent_for_later_stays_in_its_queue_until_it_is_due(tmp_path: P
         time.sleep(max(due - time.monotonic(), 0) + 0.01)
         assert queue.get_nowait().payload == {"match_id": 1}
         assert [path.name for path in tmp_path.iterdir()] == [], "taken, read and removed"
+        queue.close()
+
+
+def test_a_message_written_before_the_machine_last_booted_is_due_now(tmp_path: Path) -> None:
+    """Its name holds a due time of the old boot's monotonic clock, which may be far ahead of the new one."""
+    with connect(tmp_path) as connection:
+        queue = connection.SimpleQueue("mus")
+        queue.put({"match_id": 3})
+        (written,) = tmp_path.iterdir()
+        later_boot = f"{time.monotonic_ns() + int(10 * MAX_DELAY_S * 1e9):020d}" + written.name[20:]
+        written.rename(tmp_path / later_boot)
+        assert queue.get_nowait().payload == {"match_id": 3}
+        queue.put({"match_id": 4}, headers={DELAY_HEADER: 10 * MAX_DELAY_S})
+        (held,) = tmp_path.iterdir()
+        assert int(held.name[:20]) <= time.monotonic_ns() + int(MAX_DELAY_S * 1e9), "a delay is at most MAX_DELAY_S"
+        with pytest.raises(queue.Empty):
+            queue.get_nowait()
         queue.close()
 
 
