@@ -155,7 +155,10 @@ def play_league_match(
             return "skipped"
         setup = repo.match_setup(session, match_id)
         pause = _hand_off_pause(session, setup, worker) if may_hand_off and again is not None else None
-        if pause is not None and again is not None and repo.release_claim(session, match_id, worker):
+        if pause is not None and again is not None:
+            if not repo.release_claim(session, match_id, worker):
+                log.info("match_id=%s is no longer held by %s (its lease expired): nothing to do", match_id, worker)
+                return "skipped"
             log.info("match_id=%s handed off to the workers playing its half; waiting %.3f s", match_id, pause)
             again(0.0, True)
             time.sleep(pause)
@@ -217,11 +220,15 @@ def play_league_match(
 
 def twin_wait_s(pace: repo.Pace) -> float:
     """How soon to try again a match whose twin is being played: about what the twin has left at the league's
-    pace, at least a quarter of a match (a twin slower than the pace is not asked after every few milliseconds) and
-    `MIN_DEFER_S`, at most `DEFER_S`; `DEFER_S` before the league's first result."""
+    pace, its median time less the twin's so far, or half the twin's time so far once that is more (a twin past
+    the pace is likely a long match: it is asked after less and less often); at least a quarter of the median and
+    `MIN_DEFER_S`, at most `DEFER_S`. `DEFER_S` before the league's first result; `MIN_DEFER_S` when the twin has
+    ended since the claim was refused."""
     if pace.match_s is None:
         return DEFER_S
-    left = pace.match_s - (pace.twin_elapsed_s or 0.0)
+    if pace.twin_elapsed_s is None:
+        return MIN_DEFER_S
+    left = max(pace.match_s - pace.twin_elapsed_s, pace.twin_elapsed_s / 2)
     return min(DEFER_S, max(left, pace.match_s / 4, MIN_DEFER_S))
 
 

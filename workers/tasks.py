@@ -17,6 +17,7 @@ def play_match(self: Any, match_id: int, hand_offs: int = 0) -> str:
     queue = (self.request.delivery_info or {}).get("routing_key")
 
     def again(delay_s: float, handed_off: bool) -> None:
-        self.apply_async((match_id, hand_offs + handed_off), queue=queue, **later(self.app, delay_s))
+        count = hand_offs + handed_off
+        self.apply_async((match_id, count) if count else (match_id,), queue=queue, **later(self.app, delay_s))
 
     return play_league_match(match_id, again=again, may_hand_off=hand_offs < MAX_HAND_OFFS)

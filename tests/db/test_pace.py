@@ -76,29 +76,34 @@ def test_the_pace_is_the_median_of_the_last_results_and_the_running_twin_is_time
     assert pace.others == 0 and pace.free_in_s is None, "host:2 plays half 0, and half 0's results are old"
 
 
-def test_the_other_workers_of_a_half_are_those_playing_it_now_or_a_moment_ago(
+def test_the_other_workers_are_those_playing_the_half_now_with_both_of_its_bots(
     engine: Engine, halves: dict[int, list[Match]]
 ) -> None:
-    half0, half1 = ids(halves[0]), ids(halves[1])
+    """Who has the match's processes warm, as far as the database tells: a worker playing its half, now or a moment
+    ago, that has played both of its bot versions in that half."""
+    target, *rest = halves[1]
+    with_x = [m.id or 0 for m in rest if target.team0_version_id in (m.team0_version_id, m.team1_version_id)]
+    with_y = [m.id or 0 for m in rest if target.team1_version_id in (m.team0_version_id, m.team1_version_id)]
+    assert len(with_x) == len(with_y) == 2
+    half0 = ids(halves[0])
     with session_scope(engine) as session:
-        finished_at(session, half1[0], 1.0, NOW - timedelta(seconds=1), worker="recent:1")  # within 2 matches
-        finished_at(session, half1[1], 1.0, NOW - timedelta(seconds=30), worker="long-ago:1")
-        finished_at(session, half0[2], 1.0, NOW - timedelta(seconds=1), worker="other-half:1")
-        assert repo.claim_match(session, half1[3], "playing:1", 30.0, now=NOW - timedelta(seconds=0.25))
-        assert repo.claim_match(session, half1[4], "dead:1", 30.0, now=NOW - timedelta(seconds=31))
-        assert repo.claim_match(session, half1[5], "me:1", 30.0, now=NOW)
-        pace = repo.league_pace(session, half1[5], "me:1", now=NOW)
+        assert repo.claim_match(session, target.id or 0, "me:1", 30.0, now=NOW)
+        finished_at(session, with_x[0], 1.0, NOW - timedelta(seconds=1), worker="warm:1")
+        finished_at(session, with_y[0], 1.0, NOW - timedelta(seconds=1.5), worker="warm:1")
+        finished_at(session, with_x[1], 1.0, NOW - timedelta(seconds=1), worker="one-bot:1")
+        finished_at(session, half0[0], 1.0, NOW - timedelta(seconds=1), worker="other-half:1")
+        pace = repo.league_pace(session, target.id or 0, "me:1", now=NOW)
         assert pace.match_s == pytest.approx(1.0)
-        assert pace.others == 2, "recent:1 and playing:1; not the long-gone, the dead, the other half's, nor me"
-        assert pace.free_in_s == 0.0, "recent:1 is between matches"
-        # Once recent:1 plays a match of the other half, the first to be free is playing:1, in 0.75 s at the pace.
-        held = {match.duplicate_pair for match in halves[1][3:]}
-        other_half = next(
-            match.id or 0 for match in halves[0] if match.duplicate_pair not in held and match.id != half0[2]
-        )
-        assert repo.claim_match(session, other_half, "recent:1", 30.0, now=NOW - timedelta(seconds=0.5))
-        assert repo.league_pace(session, half1[5], "me:1", now=NOW).free_in_s == pytest.approx(0.5)
-    assert pace.waiting == 1, "half 1's six: two finished, three held, one queued"
+        assert (pace.others, pace.free_in_s) == (1, 0.0), "warm:1, between matches; not one-bot, other-half, me"
+        # warm:1 begins a match of the half: it is free once that match has had its time at the pace ...
+        assert repo.claim_match(session, with_y[1], "warm:1", 30.0, now=NOW - timedelta(seconds=0.25))
+        assert repo.league_pace(session, target.id or 0, "me:1", now=NOW).free_in_s == pytest.approx(0.75)
+        # ... and past it, in half its time so far: a match past the pace is likely a long one.
+        later = NOW + timedelta(seconds=3.75)
+        assert repo.league_pace(session, target.id or 0, "me:1", now=later).free_in_s == pytest.approx(2.0)
+        # Once its lease has expired, it plays nothing.
+        expired = NOW + timedelta(seconds=31)
+        assert repo.league_pace(session, target.id or 0, "me:1", now=expired).others == 0
 
 
 def test_a_released_claim_is_queued_again_as_before_and_only_its_holder_can_release_it(

@@ -158,8 +158,9 @@ def claim_deferred(session: Session, match_id: int, *, now: datetime | None = No
 
 
 def release_claim(session: Session, match_id: int, worker: str) -> bool:
-    """Give back a match this worker has claimed and not started to play: queued again as it was before the claim
-    (the attempt is not counted), for another worker to take. False if this worker does not hold it. Commits."""
+    """Give back a match this worker has claimed and not started to play: queued again for another worker to take,
+    its attempt not counted (a claim that took over an expired lease keeps the fresh deal it moved the match to,
+    which nobody has seen). False if this worker does not hold it. Commits."""
     result = session.exec(
         sa.update(Match)
         .where(_held_by(match_id, worker))
@@ -194,16 +195,18 @@ class Pace:
     waiting: int
     """The other matches of its half (`half_of`) waiting in the queue."""
     others: int
-    """Other workers playing its half: holding one of its matches on a live lease, or having finished one within
-    the last two `match_s`."""
+    """Other workers that have the match's processes warm, as far as the database tells: playing its half (holding
+    one of its matches on a live lease, or having finished one within the last two `match_s`) and having played
+    both of its teams' bot versions in that half, in the league's last `RECENT_MATCHES` results or in hand."""
     free_in_s: float | None
     """How soon the first of those workers is free, at the league's pace: 0 for one between matches, else what its
-    match has left (`match_s` less its time so far, at least 0); None without such a worker or without a pace."""
+    match in hand has left, `match_s` less its time so far, or half its time so far once that is more (a match
+    past the pace is likely a long one); None without such a worker or without a pace."""
 
 
 def league_pace(session: Session, match_id: int, worker: str, *, now: datetime | None = None) -> Pace:
-    """The pace of `match_id`'s league as `worker` sees it (`Pace`). Three reads, none of them on the path of a
-    match that is simply played: a worker asks only before it defers or hands off a match. Commits."""
+    """The pace of `match_id`'s league as `worker` sees it (`Pace`). Four reads: a worker asks only before it
+    defers a match, or before it plays one for which it would start pooled processes. Commits."""
     now = now or database_now(session)
     match = get_match(session, match_id)
     half = half_of(match.team0_version_id, match.team1_version_id)
@@ -248,19 +251,23 @@ def league_pace(session: Session, match_id: int, worker: str, *, now: datetime |
     )
     # Each worker holding a match of the league (of either half), and how long it has played it.
     busy = {holder: elapsed[other_id] for other_id, _, _, holder, *_ in running if holder is not None}
-    others = {holder for _, _, _, holder, team0, team1 in running if half_of(team0, team1) == half}
-    if match_s is not None:
-        since = now - timedelta(seconds=2 * match_s)
-        others |= {
-            holder
-            for _, end, holder, team0, team1 in recent
-            if end is not None and end >= since and half_of(team0, team1) == half
-        }
-    others.discard(worker)
-    others.discard(None)
+    versions = {match.team0_version_id, match.team1_version_id}
+    played: dict[str, set[int]] = {}  # by worker, the bot versions of its recent matches of the half
+    active: set[str] = set()  # the workers playing the half now, or a moment ago
+    since = now - timedelta(seconds=2 * match_s) if match_s is not None else now
+    for _, end, holder, team0, team1 in recent:
+        if holder is not None and half_of(team0, team1) == half:
+            played.setdefault(holder, set()).update((team0, team1))
+            if end is not None and end >= since:
+                active.add(holder)
+    for *_, holder, team0, team1 in running:
+        if holder is not None and half_of(team0, team1) == half:
+            played.setdefault(holder, set()).update((team0, team1))
+            active.add(holder)
+    others = {holder for holder in active if holder != worker and versions <= played[holder]}
     free_in_s = None
     if others and match_s is not None:
-        free_in_s = min(max(match_s - busy[other], 0.0) if other in busy else 0.0 for other in others)
+        free_in_s = min(max(match_s - busy[other], busy[other] / 2) if other in busy else 0.0 for other in others)
     waiting = session.scalar(
         sa.select(sa.func.count()).where(
             in_league, in_half, col(Match.status) == MatchStatus.QUEUED, col(Match.id) != match_id
