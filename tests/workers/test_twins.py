@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench.league import BOT_COMMAND, BOT_SCRIPT, THINK_ENV
 from tests.workers.conftest import Deployment
 from workers import play, tasks
 from workers.app import app, later, make_app, match_queues, send_match
@@ -19,6 +20,7 @@ from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.league_run import send_order
+from workers.tournament import schedule_round_robin
 
 
 @pytest.fixture(autouse=True)
@@ -125,6 +127,70 @@ def test_a_real_worker_plays_a_deferred_match_soon_after_its_twin_ends_with_no_l
             with session_scope(deployment.engine) as session:
                 status = repo.get_match(session, second).status
         assert status is MatchStatus.FINISHED, log.read_text(errors="replace")
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+@pytest.mark.slow
+def test_a_solo_worker_plays_a_deferred_match_that_comes_due_mid_match_after_that_match(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under Celery's countdown, a solo worker on the embedded broker ran a due task from its timer thread, beside
+    the match in hand, on its one referee: the deferred match failed ('This event loop is already running') and was
+    voided onto a fresh deal. The broker now holds the message back (workers.app.later): it waits its turn."""
+    names = ["slow0", "slow1"]
+    with session_scope(deployment.engine) as session:
+        for name in names:
+            repo.add_bot(session, name, command=BOT_COMMAND, folder=BOT_SCRIPT.parent, language="python")
+        plan = schedule_round_robin(names, 4, 1)
+        league = repo.create_league(
+            session,
+            "slow",
+            bot_names=names,
+            matches=[
+                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
+            ],
+            options={},
+            matches_per_pairing=4,
+            sandbox=False,  # the bots see the worker's environment: its think time
+        )
+        by_pair: dict[tuple[int, int], int] = {}
+        for match in repo.list_matches(session, league.id or 0):
+            half = repo.half_of(match.team0_version_id, match.team1_version_id)
+            by_pair[match.duplicate_pair or 0, half] = match.id or 0
+    pair, other = sorted({key[0] for key in by_pair})
+    deferred, playing = by_pair[pair, 1], by_pair[other, 1]
+    with session_scope(deployment.engine) as session:
+        assert repo.claim_match(session, by_pair[pair, 0], "elsewhere:1", 600.0) is not None
+    command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool=solo", "--loglevel=INFO"]
+    command += ["-Q", match_queues()[1]]
+    log = deployment.root / "worker.log"
+    env = dict(os.environ, **{THINK_ENV: "100"})  # a match of about 4 s: longer than the deferral (DEFER_S)
+    with log.open("wb") as output:
+        worker = subprocess.Popen(command, cwd=deployment.root, env=env, stdout=output, stderr=output)
+    try:
+        send_match(make_app(), deferred, 1)
+        deadline = time.monotonic() + 60
+        while messages(deployment) < 2 and time.monotonic() < deadline:  # deferred: the task sent itself again
+            time.sleep(0.05)
+        time.sleep(0.5)  # under a countdown, the worker has taken the message into its timer by now
+        with session_scope(deployment.engine) as session:
+            assert repo.void_match(session, by_pair[pair, 0], "elsewhere:1", "its worker gave it up")
+        send_match(make_app(), playing, 1)  # taken at once, and still being played when the deferral is due
+        done = False
+        while not done and time.monotonic() < deadline:
+            time.sleep(0.2)
+            with session_scope(deployment.engine) as session:
+                done = all(repo.get_match(session, m).status is MatchStatus.FINISHED for m in (deferred, playing))
+        assert done, log.read_text(errors="replace")
+        with session_scope(deployment.engine) as session:
+            first, second = repo.get_match(session, playing), repo.get_match(session, deferred)
+            twin = repo.get_match(session, by_pair[pair, 0])
+            assert (second.attempt, second.error) == (1, None), log.read_text(errors="replace")
+            assert second.deal == twin.deal == 1, "the deal the voided twin moved the pair to: never voided itself"
+            assert first.finished_at is not None and second.started_at is not None
+            assert second.started_at >= first.finished_at, "after the match in hand, not beside it"
     finally:
         worker.kill()
         worker.wait()
