@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -26,11 +27,32 @@ class Deployment:
     root: Path
     engine: Engine
 
-    def league(self, name: str, bots: list[str], matches_per_pairing: int = 2, seed: int = 1) -> int:
+    def league(
+        self,
+        name: str,
+        bots: list[str],
+        matches_per_pairing: int = 2,
+        seed: int = 1,
+        *,
+        command: Sequence[str] | None = None,
+        folder: Path | None = None,
+        persistent: Collection[str] = (),
+        options: Mapping[str, Any] | None = None,
+        sandbox: bool = True,
+    ) -> int:
+        """A round robin of `bots`, each running `command` in `folder` when given, else its example bot
+        (`EXAMPLE_COMMANDS`); the bots named in `persistent` play from a worker's pool."""
         plan = schedule_round_robin(bots, matches_per_pairing, seed)
         with session_scope(self.engine) as session:
             for bot in bots:
-                repo.add_bot(session, bot, command=EXAMPLE_COMMANDS[bot], folder=None, language="python")
+                repo.add_bot(
+                    session,
+                    bot,
+                    command=list(command) if command is not None else EXAMPLE_COMMANDS[bot],
+                    folder=folder,
+                    language="python",
+                    persistent=bot in persistent,
+                )
             league = repo.create_league(
                 session,
                 name,
@@ -39,9 +61,10 @@ class Deployment:
                     {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair}
                     for m in plan
                 ],
-                options={},
+                options=dict(options or {}),
                 matches_per_pairing=matches_per_pairing,
                 seed=seed,
+                sandbox=sandbox,
             )
             assert league.id is not None
             return league.id

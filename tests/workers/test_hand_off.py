@@ -20,7 +20,6 @@ from workers.db.models import Match, MatchStatus, utc_now
 from workers.db.session import session_scope
 from workers.launcher import BotProgram, sandbox_available
 from workers.pool import close_pools
-from workers.tournament import schedule_round_robin
 
 
 @pytest.fixture(autouse=True)
@@ -45,27 +44,19 @@ class Pool:
 def league_by_half(deployment: Deployment, match_s: float = 0.01) -> dict[int, list[int]]:
     """Two persistent instant bots, two duplicate pairs; half 0 already played (`match_s` a match, a minute ago) by
     a worker that has gone; the ids of each half's matches. Another worker has just begun half 1's first match."""
-    names = ["keeper", "other"]
+    league_id = deployment.league(
+        "pooled",
+        ["keeper", "other"],
+        4,
+        command=BOT_COMMAND,
+        folder=BOT_SCRIPT.parent,
+        persistent={"keeper", "other"},
+        options={"games_to_win_vaca": 1, "vacas_to_win_match": 1},
+        sandbox=sandbox_available(),
+    )
     with session_scope(deployment.engine) as session:
-        for name in names:
-            repo.add_bot(
-                session, name, command=BOT_COMMAND, folder=BOT_SCRIPT.parent, language="python", persistent=True
-            )
-        league = repo.create_league(
-            session,
-            "pooled",
-            bot_names=names,
-            matches=[
-                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair}
-                for m in schedule_round_robin(names, 4, 1)
-            ],
-            options={"games_to_win_vaca": 1, "vacas_to_win_match": 1},
-            matches_per_pairing=4,
-            seed=1,
-            sandbox=sandbox_available(),
-        )
         halves: dict[int, list[int]] = {0: [], 1: []}
-        for match in repo.list_matches(session, league.id or 0):
+        for match in repo.list_matches(session, league_id):
             halves[repo.half_of(match.team0_version_id, match.team1_version_id)].append(match.id or 0)
         ended = utc_now() - timedelta(minutes=1)
         for match_id in halves[0]:

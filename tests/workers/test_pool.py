@@ -23,7 +23,6 @@ from workers.db.session import session_scope
 from workers.launcher import EXAMPLE_BOTS, INSTALL_HINT, BotProgram, Limits, sandbox_available
 from workers.matches import MAX_SOCKET_PATH, EmbeddedReferee, PlayedMatch, play_programs
 from workers.pool import BotPool, close_pools, worker_pool
-from workers.tournament import schedule_round_robin
 
 pytestmark = pytest.mark.slow  # pools of real bot processes
 
@@ -238,31 +237,18 @@ def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(p
 def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_others(
     deployment: Deployment,
 ) -> None:
-    names = ["keeper", "starter"]
-    plan = schedule_round_robin(names, 4, 1)
+    league_id = deployment.league(
+        "pooled",
+        ["keeper", "starter"],
+        4,
+        command=BOT_COMMAND,
+        folder=BOT_SCRIPT.parent,
+        persistent={"keeper"},
+        options=FAST.changed_options(),
+        sandbox=LIMITS is not None,
+    )
     with session_scope(deployment.engine) as session:
-        for name in names:
-            repo.add_bot(
-                session,
-                name,
-                command=BOT_COMMAND,
-                folder=BOT_SCRIPT.parent,
-                language="python",
-                persistent=name == "keeper",
-            )
-        league = repo.create_league(
-            session,
-            "pooled",
-            bot_names=names,
-            matches=[
-                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
-            ],
-            options={"games_to_win_vaca": 1, "vacas_to_win_match": 1},
-            matches_per_pairing=4,
-            seed=1,
-            sandbox=LIMITS is not None,
-        )
-        match_ids = [match.id for match in repo.list_matches(session, league.id or 0) if match.id is not None]
+        match_ids = [match.id for match in repo.list_matches(session, league_id) if match.id is not None]
     play.database.cache_clear()
     try:
         assert [play.play_league_match(match_id) for match_id in match_ids] == ["finished"] * 4
@@ -271,7 +257,7 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
             "keeper's four seat processes each played both of their seats; starter was launched per match"
         )
         with session_scope(deployment.engine) as session:
-            results = repo.league_results(session, league.id or 0)
+            results = repo.league_results(session, league_id)
         assert len(results) == 4 and not any(result.incidents for result in results)
     finally:
         play.database.cache_clear()

@@ -20,7 +20,6 @@ from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.league_run import send_order
-from workers.tournament import schedule_round_robin
 
 
 @pytest.fixture(autouse=True)
@@ -134,29 +133,22 @@ def test_a_real_worker_plays_a_deferred_match_soon_after_its_twin_ends_with_no_l
 
 @pytest.mark.slow
 def test_a_solo_worker_plays_a_deferred_match_that_comes_due_mid_match_after_that_match(
-    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+    deployment: Deployment,
 ) -> None:
     """Under Celery's countdown, a solo worker on the embedded broker ran a due task from its timer thread, beside
     the match in hand, on its one referee: the deferred match failed ('This event loop is already running') and was
     voided onto a fresh deal. The broker now holds the message back (workers.app.later): it waits its turn."""
-    names = ["slow0", "slow1"]
+    league_id = deployment.league(
+        "slow",
+        ["slow0", "slow1"],
+        4,
+        command=BOT_COMMAND,
+        folder=BOT_SCRIPT.parent,
+        sandbox=False,  # the bots see the worker's environment: its think time
+    )
     with session_scope(deployment.engine) as session:
-        for name in names:
-            repo.add_bot(session, name, command=BOT_COMMAND, folder=BOT_SCRIPT.parent, language="python")
-        plan = schedule_round_robin(names, 4, 1)
-        league = repo.create_league(
-            session,
-            "slow",
-            bot_names=names,
-            matches=[
-                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
-            ],
-            options={},
-            matches_per_pairing=4,
-            sandbox=False,  # the bots see the worker's environment: its think time
-        )
         by_pair: dict[tuple[int, int], int] = {}
-        for match in repo.list_matches(session, league.id or 0):
+        for match in repo.list_matches(session, league_id):
             half = repo.half_of(match.team0_version_id, match.team1_version_id)
             by_pair[match.duplicate_pair or 0, half] = match.id or 0
     pair, other = sorted({key[0] for key in by_pair})
