@@ -848,6 +848,12 @@ class PooledProcess:
         if not sandboxed:
             self.started.set()
         self.setup_output = bytearray()
+        self.refused = ""
+        """Why the process was killed when it was offered a seat (`offer`), or ''."""
+        assert process.stdin is not None
+        # A seat line is written at once or never: a process that fills its own input (it may open the pipe's
+        # writing end through /proc/self/fd/0) must not block the worker's event loop in `offer`.
+        os.set_blocking(process.stdin.fileno(), False)
         self._pump = threading.Thread(
             target=self._keep_output, args=(log_path, output_bytes), name=f"mus-pool-{program.name}", daemon=True
         )
@@ -863,21 +869,36 @@ class PooledProcess:
 
     def offer(self, referee_address: str, seat_token: str, *, frames: str | None = None) -> None:
         """Give the process its next seat (`frames`: where it may play it over frames instead of gRPC, docs/pool.md);
-        `LaunchError` if it can no longer take one (it exited)."""
+        `LaunchError` if it can no longer take one (it exited).
+
+        A process that reads its seat lines has read every earlier one by now, so the line fits in its input pipe.
+        If it does not, the process filled its input itself: it is killed at once (`refused` says why), and the
+        match charges its seat a crash as for any process that exits during a seat."""
         import json
 
         seat = {"referee": referee_address, "seat_token": seat_token} | ({"frames": frames} if frames else {})
-        line = json.dumps(seat) + "\n"
+        line = (json.dumps(seat) + "\n").encode()
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(line.encode())
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError) as error:
+            written = os.write(self.process.stdin.fileno(), line)
+        except BlockingIOError:
+            written = 0
+        except OSError as error:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=1.0)
             why = self.sandbox_failed or self.describe_exit()
             name = self.program.name
             raise LaunchError(f"the pooled process of {name} cannot take a seat ({error}): {why}") from None
+        if written < len(line):
+            self.refused = "killed: its standard input was full when it was given a seat (it wrote to it itself)"
+            self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the process and everything in its cgroups."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        for cgroup in self.cgroups:
+            _kill_cgroup(cgroup)
 
     def cpu_s(self) -> float | None:
         """The CPU-seconds its cgroup has counted so far (None without one that counts)."""
@@ -896,7 +917,9 @@ class PooledProcess:
 
     def describe_exit(self) -> str:
         code = self.process.returncode
-        return f"the pooled bot process exited with code {code}" if code is not None else "running"
+        if code is None:
+            return "running"
+        return self.refused or f"the pooled bot process exited with code {code}"
 
     def end_input(self) -> None:
         """Close its standard input: a well-behaved process exits (`close` waits for it)."""
@@ -913,10 +936,8 @@ class PooledProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        self.kill()
         for cgroup in self.cgroups:
-            _kill_cgroup(cgroup)
             _remove_cgroup(cgroup)
         self._pump.join(1.0)
 

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, replace
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, TypeVar
 
@@ -114,7 +114,7 @@ class EmbeddedReferee:
         self.referee = Referee()
         self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
         self.frames_dir = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX))
-        """Where each launched seat's own frames folder is made (`open_seat_frames`; a sandbox binds only its own)."""
+        """Where each launched seat's own folder of sockets is made (`open_seat`; a sandbox binds only its own)."""
         self.host_address = f"unix:{self.socket_dir / 'referee.sock'}"
         self._servers: list[grpc.aio.Server] = []
         self._pooled: dict[Path, tuple[grpc.aio.Server, FrameServer]] = {}
@@ -129,17 +129,23 @@ class EmbeddedReferee:
         """Listen in `member`'s own folder (once for its life), for gRPC and for frames (`service.frames`); the
         addresses of the two sockets on this host."""
         folder = member.socket_dir
-        socket = folder / POOLED_SOCKET
         if folder not in self._pooled:
-            server = (
-                await start_server(self.referee, f"unix:{socket}", public_address=self.host_address, admin=False)
-            )[0]
+            server = await self.seat_server(folder)
             self._pooled[folder] = (server, await FrameServer(self.referee, folder / FRAMES_SOCKET).start())
-        return f"unix:{socket}", f"unix:{folder / FRAMES_SOCKET}"
+        return f"unix:{folder / POOLED_SOCKET}", f"unix:{folder / FRAMES_SOCKET}"
 
-    async def open_seat_frames(self) -> SeatFrames:
-        """A frames socket for one launched seat alone, in this referee's frames folder. Closed after the match."""
-        return await SeatFrames.open(self.referee, self.frames_dir)
+    async def seat_server(self, folder: Path) -> grpc.aio.Server:
+        """This referee's gRPC server on a socket in one seat's (or one pooled process's) own folder, taking at most
+        MAX_SEAT_CONNECTIONS connections at once: whatever the bot opens there, it cannot exhaust this worker's
+        file descriptors, which every other match and the database need."""
+        address = f"unix:{folder / POOLED_SOCKET}"
+        public, cap = self.host_address, MAX_SEAT_CONNECTIONS
+        return (await start_server(self.referee, address, public_address=public, admin=False, max_connections=cap))[0]
+
+    async def open_seat(self) -> SeatFrames:
+        """One launched seat's own folder, with its frames socket and this referee's gRPC socket (`seat_server`),
+        which no other seat can reach. Closed after the match."""
+        return await SeatFrames.open(self.referee, self.frames_dir, grpc_server=self.seat_server)
 
     async def forget(self, pool: BotPool) -> None:
         """Stop listening in the folders of `pool`'s processes that it has retired (a worker may have two pools,
@@ -168,35 +174,67 @@ class EmbeddedReferee:
 
 @dataclass(frozen=True, slots=True)
 class SeatFrames:
-    """A launched seat's own frames socket (`EmbeddedReferee.open_seat_frames`)."""
+    """A launched seat's own folder of sockets: its frames socket and, on a worker's referee, its gRPC socket
+    (`EmbeddedReferee.open_seat`)."""
 
     folder: Path
     server: FrameServer
+    grpc_server: grpc.aio.Server | None = None
 
     @classmethod
-    async def open(cls, referee: Referee, parent: Path, servicer: PlayServicer | None = None) -> SeatFrames:
+    async def open(
+        cls,
+        referee: Referee,
+        parent: Path,
+        servicer: PlayServicer | None = None,
+        *,
+        grpc_server: Callable[[Path], Awaitable[grpc.aio.Server]] | None = None,
+    ) -> SeatFrames:
         """A frames socket (`service.frames`, served by `servicer` if given) in a new private folder under
-        `parent`, which only that seat's sandbox binds (at FRAMES_DIR): no seat can reach or fill another's."""
+        `parent`, which only that seat's sandbox binds: no seat can reach or fill another's. `grpc_server` starts
+        the referee's gRPC server in the folder too (POOLED_SOCKET); the sandbox then binds the folder at
+        SOCKET_DIR (`referee_address`), else at FRAMES_DIR."""
         folder = Path(tempfile.mkdtemp(prefix=SEAT_FRAMES_PREFIX, dir=parent))
         server = FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer)
+        served: grpc.aio.Server | None = None
         try:
-            return cls(folder, await server.start())
+            await server.start()
+            if grpc_server is not None:
+                served = await grpc_server(folder)
+            return cls(folder, server, served)
         except BaseException:  # a failure, or the match cancelled as the socket opened: nothing stays listening
             await server.stop()
+            if served is not None:
+                await served.stop(grace=None)
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
     def address(self, confined: bool) -> str:
         """MUS_FRAMES: the socket as the seat sees it, inside its sandbox or on this host."""
-        return f"unix:{FRAMES_DIR}/{FRAMES_SOCKET}" if confined else f"unix:{self.folder / FRAMES_SOCKET}"
+        if not confined:
+            return f"unix:{self.folder / FRAMES_SOCKET}"
+        return f"unix:{SOCKET_DIR if self.grpc_server is not None else FRAMES_DIR}/{FRAMES_SOCKET}"
+
+    def referee_address(self, confined: bool) -> str:
+        """MUS_REFEREE, where the folder has the referee's gRPC socket: as the seat sees it, or on this host."""
+        return f"unix:{SOCKET_DIR}/{POOLED_SOCKET}" if confined else f"unix:{self.folder / POOLED_SOCKET}"
 
     async def close(self) -> None:
-        await self.server.stop()
+        await asyncio.gather(
+            self.server.stop(), *([self.grpc_server.stop(grace=0.2)] if self.grpc_server is not None else [])
+        )
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
 POOLED_SOCKET = "referee.sock"
-"""The referee's socket in a pooled process's own folder (bound at SOCKET_DIR in its sandbox)."""
+"""The referee's socket in a pooled process's own folder, and in a launched seat's on a worker's referee (bound at
+SOCKET_DIR in its sandbox)."""
+
+MAX_SEAT_CONNECTIONS = 4
+"""Connections one seat (or pooled process) may hold open at once on its own sockets: a bot needs one (grpc
+multiplexes its streams on it), two while it reconnects; past it, a new one is closed at once. A security review
+held 20,000 of a worker's file descriptors open from one pooled process's children, and the worker then failed
+other bots' matches."""
 
 FRAMES_PREFIX = "mus-referee-frames-"
 """The folder of a referee's seat frames folders, under the temporary folder (`EmbeddedReferee.frames_dir`)."""
@@ -255,28 +293,27 @@ async def play_programs(
                 addresses = f"unix:{SOCKET_DIR}/{POOLED_SOCKET}", f"unix:{SOCKET_DIR}/{FRAMES_SOCKET}"
             pooled[seat] = (member, *addresses)
         for seat in range(4):
-            if seat not in members:
-                frames[seat] = await embedded.open_seat_frames()
-        confined = Sandbox(embedded.socket_dir, sandbox) if sandbox is not None else None
+            if seat not in members:  # launched: its own folder of sockets, bound at SOCKET_DIR in its sandbox
+                frames[seat] = await embedded.open_seat()
+        confined = sandbox is not None
         return await _play(
             programs,
             rules,
             seed,
-            bot_address=f"unix:{SOCKET_DIR}/referee.sock" if confined is not None else embedded.host_address,
+            bot_address=embedded.host_address,
             admin_address="this process",
             admin_token=embedded.referee.admin_token,
             external_id="",
             join_timeout_s=join_timeout_s,
             log_dir=log_dir,
             sandboxes=[
-                replace(confined, frames_dir=frames[seat].folder)
-                if confined is not None and seat in frames
-                else confined
+                Sandbox(frames[seat].folder, sandbox) if sandbox is not None and seat in frames else None
                 for seat in range(4)
             ],
             pool=pool,
             pooled=pooled,
-            frames={seat: own_frames.address(confined is not None) for seat, own_frames in frames.items()},
+            frames={seat: own.address(confined) for seat, own in frames.items()},
+            referees={seat: own.referee_address(confined) for seat, own in frames.items()},
             local=embedded.referee,
         )
     finally:
@@ -348,11 +385,6 @@ _RETRIED = frozenset(
 through its forwarder) can fill its call slots for a while, and a void caused by a seat would let a losing bot
 void its match on demand; the admin calls have their own server besides (`mus referee serve --admin-address`)."""
 
-MAX_FORWARDED_CONNECTIONS = 4
-"""Connections one hosted seat may hold open at once through its forwarder to the standalone referee. A bot
-needs one (grpc multiplexes its streams on it), two while it reconnects; more are closed at once, so a seat
-cannot open thousands of streams on the shared referee through many connections."""
-
 _Request = TypeVar("_Request")
 _Response = TypeVar("_Response")
 
@@ -412,7 +444,7 @@ async def play_on_referee(
 
     With `sandbox` limits the hosted seats are confined like on the embedded referee: each sees only a unix
     socket of its own, which this worker forwards, byte for byte, to the referee's address, and which holds at
-    most `MAX_FORWARDED_CONNECTIONS` connections at once.
+    most `MAX_SEAT_CONNECTIONS` connections at once.
     """
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     hosted = [seat for seat in range(4) if isinstance(teams[seat % 2], BotProgram)]
@@ -449,9 +481,7 @@ async def play_on_referee(
             shutil.rmtree(socket_dir, ignore_errors=True)
 
 
-async def _forward(
-    path: Path, address: str, *, max_connections: int = MAX_FORWARDED_CONNECTIONS
-) -> asyncio.AbstractServer:
+async def _forward(path: Path, address: str, *, max_connections: int = MAX_SEAT_CONNECTIONS) -> asyncio.AbstractServer:
     """A unix socket at `path` whose every connection is piped to the referee at `address` (host:port, or
     unix:path): the one way out of a sandbox when the referee is not in this process.
 
@@ -514,15 +544,16 @@ async def _play(
     pool: BotPool | None,
     pooled: Mapping[int, tuple[PooledProcess, str, str]],
     frames: Mapping[int, str] | None = None,
+    referees: Mapping[int, str] | None = None,
     local: Referee | None = None,
 ) -> PlayedMatch:
     """A match on the referee whose admin API is at `admin_address`, whichever it is: register the remote bots,
     create the table, start each hosted seat with its token from CreateTableResponse, report a seat whose
     process exits (ReportCrash), wait for the end (WaitTable), fetch the replay (GetTableReplay) and rebuild the
-    result from it. The hosted seats reach the referee at `bot_address` (and, where `frames` names a seat, may
-    play over frames there instead). `local` is the referee when it runs in this process: its admin API is then
-    called without a transport (`admin_address` only names it in messages), and its finished match is taken as
-    it is instead of re-simulated from the record."""
+    result from it. The hosted seats reach the referee at `bot_address`, or where `referees` names a seat there
+    (and, where `frames` names a seat, may play over frames there instead). `local` is the referee when it runs in
+    this process: its admin API is then called without a transport (`admin_address` only names it in messages),
+    and its finished match is taken as it is instead of re-simulated from the record."""
     names = [teams[seat % 2].name for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
     options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
@@ -577,7 +608,7 @@ async def _play(
                         continue
                     process = await launch_bot(
                         program,
-                        bot_address,
+                        (referees or {}).get(seat, bot_address),
                         token,
                         log_path=logs[seat],
                         sandbox=sandboxes[seat],

@@ -94,16 +94,19 @@ async def start_server(
     also: Sequence[str] = (),
     *,
     admin: bool = True,
+    max_connections: int | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start serving on `address` (port 0 picks a free port); returns the server and its port.
 
     `public_address` is where remote bots reach this referee (sent in lobby assignments); by default the
     listening host and port. `also`: more addresses to listen on (a worker's pooled seats each get a unix socket
     in their own folder). `admin=False` leaves the TableAdmin API out (a worker's embedded referee: its worker
-    calls it in process, `servicer.InProcessAdmin`, and its sockets are the bots').
+    calls it in process, `servicer.InProcessAdmin`, and its sockets are the bots'). `max_connections`: how many
+    connections the server holds open at once (grpc closes one more as soon as it is accepted); None: no cap.
     """
+    capped = [("grpc.max_allowed_incoming_connections", max_connections)] if max_connections is not None else []
     server = grpc.aio.server(
-        options=SERVER_OPTIONS,
+        options=[*SERVER_OPTIONS, *capped],
         maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
         interceptors=[StreamQuota()],
     )

@@ -92,10 +92,11 @@ def attack_tcp(options: argparse.Namespace) -> None:
 
 
 def attack_frames(options: argparse.Namespace) -> None:
-    """A launched seat's own frames socket (MUS_FRAMES) is all it sees of frames: it looks for the other seats'
-    (in their host folders, /tmp/mus-referee-frames-*/seat-*) and connects to any it finds."""
+    """A launched seat's own folder of sockets (MUS_FRAMES, MUS_REFEREE) is all it sees of the referee: it looks
+    for the other seats' (in their host folders, /tmp/mus-referee-frames-*/seat-*) and connects to any it finds."""
     own = os.environ.get("MUS_FRAMES", "")
-    listing = ",".join(sorted(os.listdir("/run/mus-frames"))) if os.path.isdir("/run/mus-frames") else "none"
+    folder = os.path.dirname(own.removeprefix("unix:"))
+    listing = ",".join(sorted(os.listdir(folder))) if folder and os.path.isdir(folder) else "none"
     reached = []
     for path in Path(tempfile.gettempdir()).glob("mus-referee-frames-*/seat-*/play.sock"):
         if own.endswith(str(path)):
@@ -104,6 +105,38 @@ def attack_frames(options: argparse.Namespace) -> None:
             other.connect(str(path))
             reached.append(str(path))
     report("frames", bool(reached), f"own={own} folder={listing} others_reached={len(reached)}")
+
+
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+"""The client's connection preface and an empty SETTINGS frame: a connection as a gRPC client opens it."""
+
+
+def attack_conns(options: argparse.Namespace) -> None:
+    """Open 60 connections to its referee socket (MUS_REFEREE), as a gRPC client would, and hold them: a security
+    review held 20,000 of a worker's file descriptors this way. How many are still open half a second later?"""
+    path = os.environ.get("MUS_REFEREE", "").removeprefix("unix:")
+    held: list[socket.socket] = []
+    for _ in range(60):
+        connection = socket.socket(socket.AF_UNIX)
+        try:
+            connection.connect(path)
+            connection.sendall(HTTP2_PREFACE)
+        except OSError:
+            connection.close()
+            continue
+        held.append(connection)
+    time.sleep(0.5)
+    still = 0
+    for connection in held:
+        connection.setblocking(False)
+        try:
+            still += bool(connection.recv(65536))  # the server's SETTINGS: open (closed: b"" or a reset)
+        except BlockingIOError:
+            still += 1
+        except OSError:
+            pass
+        connection.close()
+    report("conns", still > 4, f"held={still} of {len(held)} connected")
 
 
 def attack_write(options: argparse.Namespace) -> None:
@@ -320,6 +353,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "tcp": attack_tcp,
     "frames": attack_frames,
     "write": attack_write,
+    "conns": attack_conns,
     "share": attack_share,
     "locks": attack_locks,
     "fork": attack_fork,

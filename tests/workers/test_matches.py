@@ -147,14 +147,14 @@ def test_each_launched_seat_is_offered_frames_of_its_own_which_a_bot_may_ignore_
     """MUS_FRAMES (docs/protocol.md, "Frames"): the SDK's seats play over it, a bot that ignores it plays over
     gRPC as before, in the same match; each seat's socket is in a folder of its own, gone once the match is."""
     opened: list[Path] = []
-    open_seat_frames = EmbeddedReferee.open_seat_frames
+    open_seat = EmbeddedReferee.open_seat
 
     async def recorded(referee: EmbeddedReferee) -> Any:
-        frames = await open_seat_frames(referee)
+        frames = await open_seat(referee)
         opened.append(frames.folder)
         return frames
 
-    monkeypatch.setattr(EmbeddedReferee, "open_seat_frames", recorded)
+    monkeypatch.setattr(EmbeddedReferee, "open_seat", recorded)
     grpc_only = BotProgram(
         "grpc-only", ("sh", "-c", f'unset MUS_FRAMES; exec "{sys.executable}" -m clients.bots.random')
     )
@@ -164,7 +164,7 @@ def test_each_launched_seat_is_offered_frames_of_its_own_which_a_bot_may_ignore_
     for seat in range(4):
         log = played.logs[seat].read_text()
         assert ("joined over frames" if seat % 2 == 0 else "joined over gRPC") in log, log
-    assert len(set(opened)) == 4, "a folder and a socket for each seat"
+    assert len(set(opened)) == 4, "a folder and its sockets for each seat"
     assert not any(folder.exists() for folder in opened), "removed with the match"
 
 

@@ -8,6 +8,7 @@ import contextlib
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,6 +132,47 @@ def test_a_pooled_process_that_crashes_is_charged_a_crash_and_replaced_for_the_n
     started = pool.started
     play_match((instant("a"), instant("b")), 6, pool)
     assert pool.started == started + 2, "b's processes lived on; a's two were started"
+
+
+STUFFER = """\
+import os, sys, time
+from clients.bots.passive_bot import PassiveBot
+from clients.sdk.runner import SeatOffer, run_bot
+offer = SeatOffer.from_line(sys.stdin.readline())
+run_bot(PassiveBot(), offer.referee, offer.seat_token)
+stuffing = os.open("/proc/self/fd/0", os.O_WRONLY | os.O_NONBLOCK)  # the writing end of its own input
+try:
+    while True:
+        os.write(stuffing, b"#" * 4096)
+except BlockingIOError:
+    print("STUFFED", flush=True)
+time.sleep(600)
+"""
+"""A persistent program that plays its first seat, then fills its own input pipe so that the next seat line cannot
+be written (a security review froze every worker that offered it a seat this way)."""
+
+
+def test_a_pooled_process_that_fills_its_own_input_is_charged_a_crash_and_never_blocks_the_worker(
+    pool: BotPool, tmp_path: Path
+) -> None:
+    folder = tmp_path / "stuffer"
+    folder.mkdir()
+    (folder / "stuffer.py").write_text(STUFFER)
+    stuffer = BotProgram("stuffer", (sys.executable, str(folder / "stuffer.py")), folder, persistent=True)
+    first = play_match((stuffer, instant("b")), 1, pool)
+    assert first.match.outcome is not None and not first.incidents
+    logs = sorted((tmp_path / "pool").glob("stuffer-*.log"))
+    for _ in range(500):
+        if all("STUFFED" in log.read_text() for log in logs):
+            break
+        time.sleep(0.01)
+    assert len(logs) == 2 and all("STUFFED" in log.read_text() for log in logs), "both processes filled their input"
+    second = play_match((stuffer, instant("b")), 2, pool, join_timeout_s=5)
+    assert second.match.outcome is not None
+    crashes = {incident.seat: incident.detail for incident in second.incidents if incident.cause == "crash"}
+    assert sorted(crashes) == [0, 2], second.incidents
+    assert all("standard input was full" in detail for detail in crashes.values()), crashes
+    assert not [member for member in pool.processes() if member.program.name == "stuffer"], "both were retired"
 
 
 def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_frames(pool: BotPool) -> None:

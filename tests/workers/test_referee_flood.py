@@ -23,7 +23,7 @@ from referee.service.servicer import Referee
 from tests.workers.test_sandbox import attacks, hostile, needs_bwrap
 from workers import matches
 from workers.launcher import Limits, resolve_program
-from workers.matches import MAX_FORWARDED_CONNECTIONS, RefereeFailure, _call, _forward, play_on_referee
+from workers.matches import MAX_SEAT_CONNECTIONS, RefereeFailure, _call, _forward, play_on_referee
 
 pytestmark = pytest.mark.slow  # real referee servers and sandboxed processes
 
@@ -70,7 +70,7 @@ def test_a_seat_that_floods_the_referee_with_health_watches_cannot_void_its_matc
         (line,) = attacks(log)["health"]
         assert line.startswith("BLOCKED"), line
         counts = dict(part.split("=") for part in line.split()[1].split(","))
-        assert int(counts.get("held", 0)) <= MAX_FORWARDED_CONNECTIONS * 8, line
+        assert int(counts.get("held", 0)) <= MAX_SEAT_CONNECTIONS * 8, line
 
 
 def test_a_seats_forwarder_holds_only_so_many_connections_and_refuses_the_rest(tmp_path: Path) -> None:

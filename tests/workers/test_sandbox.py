@@ -153,7 +153,7 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     venv = Path(sys.prefix)
     program, tag = hostile(
         tmp_path,
-        "env,db,proc,signal,tcp,frames,write,share,locks,sigterm",
+        "env,db,proc,signal,tcp,frames,conns,write,share,locks,sigterm",
         *("--db", str(elsewhere), "--pid", str(os.getpid()), "--port", str(port)),
         *("--target", str(PROJECT), "--target", str(PROJECT / "referee"), "--target", str(venv)),
     )
@@ -164,7 +164,8 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
     for seat in (0, 2):
         seen = attacks(played.logs[seat])
         assert set(seen) == {
-            *("env", "db", "proc", "signal", "ptrace", "tcp", "frames", "write", "share", "locks", "sigterm")
+            *("env", "db", "proc", "signal", "ptrace", "tcp", "frames", "conns", "write", "share", "locks"),
+            "sigterm",
         }
         # A folder under /tmp that is not itself bound (the project root of a clone in /tmp) lies, inside the
         # sandbox, on the seat's private tmpfs: writing there reaches nothing of the host (checked below).
@@ -177,8 +178,11 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
         assert breaches == []
         assert "visible_pids=2 " in seen["proc"][0], "its own pid namespace: bwrap's init and itself"
         assert len(seen["tcp"]) == 4 and all("ECONNREFUSED" in line for line in seen["tcp"])
-        # Its own frames socket, alone in its folder; no other seat's is in reach (each binds only its own).
-        assert seen["frames"] == ["BLOCKED own=unix:/run/mus-frames/play.sock folder=play.sock others_reached=0"]
+        # Its own sockets, alone in their folder; no other seat's is in reach (each binds only its own).
+        assert seen["frames"] == ["BLOCKED own=unix:/run/mus/play.sock folder=play.sock,referee.sock others_reached=0"]
+        # Of 60 connections to its referee socket, the referee held 4 at most (the worker's descriptors are bounded).
+        (conns,) = seen["conns"]
+        assert conns.startswith("BLOCKED held=") and int(conns.split("=")[1].split()[0]) <= 4, conns
         assert "joined over frames" in played.logs[seat].read_text(), "the seat then played over its frames"
         if seccomp_filter() is not None:  # the shared files' locks and watches: no channel between seats
             (locks,) = seen["locks"]
