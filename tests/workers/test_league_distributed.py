@@ -78,6 +78,10 @@ def test_mus_workers_play_a_league_queued_on_a_real_broker_into_postgresql(
     ]
     try:
         report = run_league(engine, "cluster")
+        # Both were still serving: two `mus worker` of one machine are two Celery nodes (on RabbitMQ the second of
+        # two that share a node name died at once, on its node's exclusive queue, RESOURCE_LOCKED).
+        exited = {index: worker.poll() for index, worker in enumerate(workers) if worker.poll() is not None}
+        assert exited == {}, [(tmp_path / f"worker{index}.log").read_text()[-2000:] for index in exited]
     finally:
         for worker in workers:
             worker.terminate()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Annotated
 
 import typer
@@ -40,6 +41,9 @@ def worker_command(
             "worker",
             f"--concurrency={concurrency or default_worker_count()}",
             f"--loglevel={loglevel}",
+            # A node name of its own: two workers of one machine named alike (Celery's default, celery@host) are
+            # one node, and on RabbitMQ the second dies at once on the node's exclusive queue (RESOURCE_LOCKED).
+            f"--hostname=mus-{os.getpid()}@%h",
             "--pool=prefork",
             f"--queues={worker_queues(prefer_half)}",
         ]
