@@ -279,9 +279,10 @@ def _changed_program(setup: MatchSetup) -> str:
     return ""
 
 
-def _exposed_by_folder(setup: MatchSetup) -> str:
-    """Why a hosted side's folder cannot be bound into its sandbox: it holds this worker's database, broker
-    folder or logs (a bot added from the project's root, say), which the bot could then read; or ''."""
+def exposed_by(folder: Path) -> Path | None:
+    """This deployment's database file, broker folder or logs, if `folder` holds one of them (a bot's folder is
+    bound into its sandbox, so the bot could read them: a bot added from the project's root, say); else None.
+    `mus bot add` refuses such a folder, and a worker refuses a match whose bot's folder has come to hold one."""
     from workers.app import broker_dir  # not at import: the app module makes the embedded broker's folders
 
     private: list[Path] = []
@@ -289,16 +290,20 @@ def _exposed_by_folder(setup: MatchSetup) -> str:
     if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
         private.append(Path(url.database).resolve())
     private += [broker_dir(), Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve()]
+    folder = folder.resolve()
+    return next((path for path in private if path.is_relative_to(folder)), None)
+
+
+def _exposed_by_folder(setup: MatchSetup) -> str:
+    """Why a hosted side's folder cannot be bound into its sandbox (`exposed_by`), or ''."""
     for team in setup.teams:
         if team.remote or not team.folder:
             continue
-        folder = Path(team.folder).resolve()
-        for path in private:
-            if path.is_relative_to(folder):
-                return (
-                    f"bot {team.bot_name!r}: its folder {folder} holds {path}, which its sandbox would show it;"
-                    " move the bot to a folder of its own and `mus bot add` it from there"
-                )
+        if (path := exposed_by(Path(team.folder))) is not None:
+            return (
+                f"bot {team.bot_name!r}: its folder {Path(team.folder).resolve()} holds {path}, which its sandbox"
+                " would show it; move the bot to a folder of its own and `mus bot add` it from there"
+            )
     return ""
 
 

@@ -3,7 +3,7 @@
 from clients.sdk.bot import Bot
 from clients.sdk.errors import RefereeError, SdkError
 from clients.sdk.local import DuplicateOutcome, LocalTable, play_duplicate
-from clients.sdk.runner import run_bot, run_remote_bot
+from clients.sdk.runner import run_bot, run_main, run_remote_bot
 from clients.sdk.view import BotView, ReceivedSena
 from referee.wire import WireError as ConvertError
 
@@ -18,5 +18,6 @@ __all__ = [
     "SdkError",
     "play_duplicate",
     "run_bot",
+    "run_main",
     "run_remote_bot",
 ]

@@ -240,8 +240,25 @@ def test_bot_add_inside_the_bots_folder_does_not_create_a_database_there(
     monkeypatch.chdir(folder)
     result = runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bot.py"])
     message = error_of(result)
-    assert "inside the bot's folder" in message and "MUS_DATABASE_URL" in message
+    assert f"holds {folder / 'mus.db'}" in message and "a folder of its own" in message
     assert sorted(path.name for path in folder.iterdir()) == ["bot.py"], "no database left in the bot's folder"
+
+
+def test_bot_add_refuses_a_folder_that_holds_the_database_as_a_bot_in_the_project_folder_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer added the README's bot from the project folder: it was accepted, and every match of its league
+    then failed, its folder holding mus.db. `mus bot add` refuses it at once; a folder of its own is taken."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(app, ["bot", "list"]).exit_code == 0 and (tmp_path / "mus.db").exists()
+    (tmp_path / "mybot.py").write_text("print('paso')\n")
+    message = error_of(runner.invoke(app, ["bot", "add", "mybot", "--", "python", "mybot.py"]))
+    assert f"the folder {tmp_path} holds {tmp_path / 'mus.db'}" in message and "bots/mybot/" in message
+    (tmp_path / "bots" / "mybot").mkdir(parents=True)
+    (tmp_path / "bots" / "mybot" / "mybot.py").write_text("print('paso')\n")
+    added = runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bots/mybot/mybot.py"])
+    assert added.exit_code == 0 and "version 1 registered" in added.output, added.output
 
 
 def test_a_bots_content_hash_never_includes_the_database_files(tmp_path: Path) -> None:

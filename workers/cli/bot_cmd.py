@@ -20,6 +20,7 @@ from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
 from workers.launcher import stdio_command
+from workers.play import exposed_by
 
 app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
 
@@ -276,6 +277,11 @@ def add_command(
     if not words:
         fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")
     folder = bot_folder(words, directory)
+    if folder is not None and (private := exposed_by(folder)) is not None:
+        fail(
+            f"the folder {folder} holds {private}, which the bot's sandbox would show it (its folder is bound in):"
+            f" put the bot in a folder of its own (e.g. bots/{name}/) and add it from there, or name one with --dir"
+        )
     words = relative_command(words, folder)
     language = language or guess_language(words)
     if stdio:
