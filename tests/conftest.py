@@ -47,6 +47,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.set_threshold(100_000, 20, 10)
 
 
+@pytest.fixture(autouse=True)
+def _tmp_path_readable_by_seats(request: pytest.FixtureRequest) -> None:
+    """A test's `tmp_path` readable by all users, as a bot's folder made by `mkdir` is: tests put bots in it,
+    and where the worker is root each seat runs as a user of its own (workers.launcher.SEAT_UID_BASE), which
+    pytest's 0700 folder would lock out."""
+    if "tmp_path" in request.fixturenames:
+        request.getfixturevalue("tmp_path").chmod(0o755)
+
+
 @pytest.fixture(scope="session")
 def regen_goldens(request: pytest.FixtureRequest) -> bool:
     """Whether `--regen-goldens` was given: golden tests then write their files instead of comparing."""

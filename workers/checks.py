@@ -54,6 +54,7 @@ from workers.launcher import (
     Limits,
     Sandbox,
     launch_bot,
+    open_to_seat,
 )
 from workers.matches import EmbeddedReferee, RefereeFailure, SeatFrames, play_programs
 from workers.pool import BotPool
@@ -763,7 +764,7 @@ async def _play(
     socket in a private folder; it stops early when the handshake fails or the probes are done. With `frames`
     each of the bot's seats is also offered frames on a socket of its own (MUS_FRAMES), as a league worker's
     referee offers them; without, it has gRPC alone, as on the standalone referee."""
-    socket_dir = Path(tempfile.mkdtemp(prefix="mus-check-"))
+    socket_dir = open_to_seat(Path(tempfile.mkdtemp(prefix="mus-check-")))
     referee = Referee(reconnect_grace_s=config.reconnect_grace_s)
     bot_seats = (bot_team, bot_team + 2)
     watch = _Watch(referee, bot_seats, bot_team if probe else None, config.reconnect_grace_s)
@@ -775,6 +776,7 @@ async def _play(
         shutil.rmtree(socket_dir, ignore_errors=True)
         raise LaunchError(f"cannot listen on {host_address}")
     await server.start()
+    open_to_seat(socket_dir / "referee.sock")
     sandbox = Sandbox(socket_dir, config.sandbox) if config.sandbox is not None else None
     address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else host_address
     names = [program.name if seat in bot_seats else REFERENCE.name for seat in range(4)]

@@ -1,13 +1,14 @@
 """Starting hosted bot programs: the one place a bot process is launched, inside its sandbox.
 
-A sandboxed seat runs under bubblewrap (`bwrap`): new user, pid, network, ipc, uts and cgroup namespaces, uid and
-gid 65534, a read-only file system that holds only the system folders, the Python runtime, the project's packages
-the example bots import, and the bot's own folder; `/tmp` and `HOME` are private tmpfs; the only way out is the
-referee's unix socket, bound in at `SOCKET_DIR` (and, on a worker's own referee, the seat's own frames socket at
-`FRAMES_DIR`). The environment is cleared: the bot gets `MUS_REFEREE`, `MUS_TOKEN`, `MUS_FRAMES` where there are
-frames, `PATH`, `HOME`, `LANG` and `PYTHONUNBUFFERED=1` (so a Python bot's log is written as it goes). Limits are
-rlimits set by `prlimit` just before `bwrap` (CPU time, address space, open files, file size) and, where this
-machine lets the worker make cgroups, a `pids.max` and a memory limit on the seat as a whole; each seat's output is
+A sandboxed seat runs under bubblewrap (`bwrap`): new pid, network, ipc, uts and cgroup namespaces, as a host uid
+of its own where the worker is root (`SEAT_UID_BASE`), else in a user namespace as 65534; a read-only file system
+that holds only the system folders, the Python runtime, the project's packages the example bots import, and the
+bot's own folder; `/tmp` and `HOME` are private tmpfs; the only way out is the referee's sockets in the seat's
+own folder, bound in at `SOCKET_DIR` (`mus bot check` binds its frames socket at `FRAMES_DIR`). The environment is
+cleared: the bot gets `MUS_REFEREE`, `MUS_TOKEN`, `MUS_FRAMES` where there are frames, `PATH`, `HOME`, `LANG` and
+`PYTHONUNBUFFERED=1` (so a Python bot's log is written as it goes). Limits are rlimits set by `prlimit` just
+before `bwrap` (CPU time, address space, open files, file size) and, where this machine lets the worker make
+cgroups, a `pids.max` and a memory limit on the seat as a whole; each seat's output is
 read here and kept up to `Limits.output_bytes`. See docs/sandbox.md.
 """
 
@@ -28,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from workers.seccomp import seccomp_filter
 
@@ -63,7 +64,18 @@ SANDBOX_HOME = "/home/bot"
 """A sandboxed bot's HOME: a private tmpfs, like /tmp."""
 
 SANDBOX_UID = 65534
-"""The uid and gid a bot runs as inside its user namespace (nobody)."""
+"""The uid and gid a bot runs as inside its user namespace (nobody), where the worker is not root."""
+
+SEAT_UID_BASE = 1 << 30
+"""Where the worker is root, each seat runs as a host uid and gid of its own: this plus the host pid of its bwrap,
+which no other live process has. The kernel keeps some counts per user (the pages of its pipes, its messages in
+flight): shared by every seat, as under one user namespace's mapping, one seat could move them and another read
+them, a channel between partners and between the halves of a duplicate pair that a security review used to pass
+cards exactly. Each seat's own uid gives each its own counts."""
+
+SEAT_UID = "{mus-seat-uid}"
+"""Stands in a sandbox command for the seat's uid until the shell that becomes its bwrap knows its pid
+(`seat_command`)."""
 
 TRUNCATED_MARKER = b"\n[output truncated at 8 MiB]\n"
 
@@ -195,11 +207,13 @@ def sandbox_available() -> bool:
     """True when bwrap is on PATH and a trial sandbox (the one bots get, running `true`) starts."""
     if shutil.which("bwrap") is None or shutil.which("prlimit") is None:
         return False
+    if own_seat_uids() and shutil.which("setpriv") is None:
+        return False
     probe = BotProgram("probe", ("true",))
     try:
         with seccomp_pipe() as seccomp_fd:
-            command = sandbox_command(
-                probe, Sandbox(Path("/nonexistent-probe")), {}, socket=False, seccomp_fd=seccomp_fd
+            command = seat_command(
+                sandbox_command(probe, Sandbox(Path("/nonexistent-probe")), {}, socket=False, seccomp_fd=seccomp_fd)
             )
             done = subprocess.run(
                 command,
@@ -273,6 +287,9 @@ def sandbox_command(
     `seccomp_fd` is a descriptor the child inherits, holding the seat's seccomp filter (`seccomp_pipe`).
     """
     limits = sandbox.limits
+    own_uid = own_seat_uids()
+    if own_uid and program.cwd is not None and (unreadable := unreadable_by_seats(Path(program.cwd))):
+        raise LaunchError(unreadable)
     rlimits = [
         "prlimit",
         f"--cpu={limits.cpu_s}:{limits.cpu_s + 5}",
@@ -282,18 +299,21 @@ def sandbox_command(
         "--core=0",
         "--",
     ]
+    # Run by root, bwrap keeps only the capabilities `setpriv` needs to become the seat's own uid (SEAT_UID_BASE),
+    # then drops them all; elsewhere a user namespace maps the caller's uid to nobody.
+    identity = (
+        ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        if own_uid
+        else ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    )
     bwrap = [
         "bwrap",
-        "--unshare-user",
+        *identity,
         "--unshare-pid",
         "--unshare-net",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_UID),
         "--hostname",
         "mus-bot",
         "--die-with-parent",
@@ -303,47 +323,110 @@ def sandbox_command(
     for name, value in environment.items():
         bwrap += ["--setenv", name, value]
     bound: list[Path] = []
+    made = {"/"}
+
+    def mount(*op: str) -> list[str]:
+        """A mount op (its destination last), after the folders above its destination where the seat's own uid must
+        pass through them: bwrap, run by root, would make them 0700 and root's (a user namespace maps them to the
+        seat's uid instead). Those folders hold nothing but the mount points."""
+        above: list[str] = []
+        for folder in reversed(PurePosixPath(op[-1]).parents) if own_uid else ():
+            if str(folder) in made or any(folder.is_relative_to(root) for root in bound):
+                continue  # made already, or inside a bound folder (its own, with the host's modes)
+            made.add(str(folder))
+            above += ["--perms", "0755", "--dir", str(folder)]
+        made.add(op[-1])
+        return [*above, *op]
+
     for folder in _SYSTEM_DIRS:
         if os.path.islink(folder):
-            bwrap += ["--symlink", os.readlink(folder), folder]
+            bwrap += mount("--symlink", os.readlink(folder), folder)
         elif os.path.isdir(folder):
-            bwrap += ["--ro-bind", folder, folder]
+            bwrap += mount("--ro-bind", folder, folder)
             bound.append(Path(folder))
     for name in _ETC_FILES:
-        bwrap += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        bwrap += mount("--ro-bind-try", f"/etc/{name}", f"/etc/{name}")
     # The scratch mounts come before the runtime's binds: a project or a venv that lies under /tmp (a CI clone)
     # is then bound on top of the private tmpfs instead of being hidden by it.
-    bwrap += ["--dev", "/dev", "--proc", "/proc"]
-    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
-    bwrap += ["--size", str(limits.tmpfs_bytes), "--tmpfs", SANDBOX_HOME]
+    bwrap += [*mount("--dev", "/dev"), *mount("--proc", "/proc")]
+    for scratch in ("/tmp", SANDBOX_HOME):  # writable by the seat's uid, whichever it is
+        bwrap += mount("--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", scratch)
     for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
         if not any(Path(prefix).is_relative_to(root) for root in bound):
-            bwrap += ["--ro-bind", prefix, prefix]
+            bwrap += mount("--ro-bind", prefix, prefix)
             bound.append(Path(prefix))
     for package in _PROJECT_PACKAGES:
         source = _PROJECT / package
         if source.is_dir():
-            bwrap += ["--ro-bind", str(source), str(source)]
+            bwrap += mount("--ro-bind", str(source), str(source))
             bound.append(source)
     if socket:
-        bwrap += ["--ro-bind", str(sandbox.socket_dir), SOCKET_DIR]
+        bwrap += mount("--ro-bind", str(sandbox.socket_dir), SOCKET_DIR)
         if sandbox.frames_dir is not None:
-            bwrap += ["--ro-bind", str(sandbox.frames_dir), FRAMES_DIR]
+            bwrap += mount("--ro-bind", str(sandbox.frames_dir), FRAMES_DIR)
     if program.cwd is not None:
         own = str(Path(program.cwd).resolve())
-        bwrap += ["--ro-bind", own, own, "--chdir", own]
+        bwrap += [*mount("--ro-bind", own, own), "--chdir", own]
         bound.append(Path(own))
     else:
         bwrap += ["--chdir", SANDBOX_HOME]
     for executable in _executables(program):
         if not any(executable.is_relative_to(root) for root in bound):
-            bwrap += ["--ro-bind", str(executable), str(executable)]
+            bwrap += mount("--ro-bind", str(executable), str(executable))
             bound.append(executable)
     bwrap += ["--remount-ro", "/"]  # the root holding the mount points: nothing to write there either
     if seccomp_fd is not None:
         bwrap += ["--seccomp", str(seccomp_fd)]
     announce = ["/bin/sh", "-c", f"printf '{STARTED_MARKER.decode().strip()}\\n' && exec \"$@\"", "sh"]
-    return [*rlimits, *bwrap, "--", *announce, *program.command]
+    drop = ["setpriv", "--reuid", SEAT_UID, "--regid", SEAT_UID, "--clear-groups"] if own_uid else []
+    if drop:
+        drop += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+    return [*rlimits, *bwrap, "--", *drop, *announce, *program.command]
+
+
+def open_to_seat(path: Path) -> Path:
+    """Let the seat whose sandbox binds `path` (a folder of its own, or a socket in it) enter it or connect to it
+    as its own uid (SEAT_UID_BASE): a folder 0755, a socket 0777. The folder's parents on the host stay the
+    worker's alone (mkdtemp's 0700), so no other user of the host reaches them."""
+    path.chmod(0o777 if path.is_socket() else 0o755)
+    return path
+
+
+def unreadable_by_seats(folder: Path) -> str:
+    """Why a seat running as its own uid (SEAT_UID_BASE) could not read the bot's `folder`, or ''."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return ""  # gone: bwrap says so when the seat starts, an infrastructure failure like any sandbox's
+    if mode & 0o005 != 0o005:
+        return (
+            f"the bot's folder {folder} is not readable by other users (mode {mode & 0o777:o}), and a seat runs as a"
+            f" user of its own: make it readable (chmod -R o+rX {folder})"
+        )
+    return ""
+
+
+def own_seat_uids() -> bool:
+    """Whether each seat runs as a host uid of its own (SEAT_UID_BASE): where the worker is root."""
+    return os.geteuid() == 0
+
+
+def seat_command(command: list[str], cgroups: Sequence[Path] = ()) -> list[str]:
+    """A sandbox command as it is started: a shell that joins the seat's `cgroups`, puts the seat's uid in place of
+    SEAT_UID and becomes the command (prlimit, then bwrap: the same pid all along, so everything the seat starts
+    is in the cgroups, and the uid is unique on the host while the seat lives)."""
+    steps = [f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1)]
+    if cgroups:
+        steps.append(f"shift {len(cgroups)}")
+    if SEAT_UID in command:
+        steps.append(
+            f"uid=$(({SEAT_UID_BASE} + $$)) && for word; do shift;"
+            f' if [ "$word" = {shlex.quote(SEAT_UID)} ]; then set -- "$@" "$uid"; else set -- "$@" "$word"; fi; done'
+        )
+    if not steps:
+        return command
+    script = " && ".join([*steps, 'exec "$@"'])
+    return ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
 
 
 def _executables(program: BotProgram) -> list[Path]:
@@ -487,13 +570,8 @@ def _confined(
 ) -> tuple[list[str], tuple[Path, ...]]:
     """A seat's sandboxed command and the cgroups made for it: a shell joins the cgroups and becomes prlimit,
     then bwrap, so everything the seat starts is inside them."""
-    command = sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd)
     cgroups = _make_cgroups(sandbox.limits)
-    if cgroups:
-        join = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(cgroups) + 1))
-        script = f'{join} && shift {len(cgroups)} && exec "$@"'
-        command = ["/bin/sh", "-c", script, "sh", *(str(cgroup / "cgroup.procs") for cgroup in cgroups), *command]
-    return command, cgroups
+    return seat_command(sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd), cgroups), cgroups
 
 
 async def launch_bot(

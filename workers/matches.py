@@ -47,6 +47,7 @@ from workers.launcher import (
     PooledProcess,
     Sandbox,
     launch_bot,
+    open_to_seat,
 )
 from workers.pool import BotPool, place
 
@@ -132,6 +133,7 @@ class EmbeddedReferee:
         if folder not in self._pooled:
             server = await self.seat_server(folder)
             self._pooled[folder] = (server, await FrameServer(self.referee, folder / FRAMES_SOCKET).start())
+            open_to_seat(folder / FRAMES_SOCKET)
         return f"unix:{folder / POOLED_SOCKET}", f"unix:{folder / FRAMES_SOCKET}"
 
     async def seat_server(self, folder: Path) -> grpc.aio.Server:
@@ -140,7 +142,9 @@ class EmbeddedReferee:
         file descriptors, which every other match and the database need."""
         address = f"unix:{folder / POOLED_SOCKET}"
         public, cap = self.host_address, MAX_SEAT_CONNECTIONS
-        return (await start_server(self.referee, address, public_address=public, admin=False, max_connections=cap))[0]
+        server = (await start_server(self.referee, address, public_address=public, admin=False, max_connections=cap))[0]
+        open_to_seat(folder / POOLED_SOCKET)
+        return server
 
     async def open_seat(self) -> SeatFrames:
         """One launched seat's own folder, with its frames socket and this referee's gRPC socket (`seat_server`),
@@ -194,11 +198,12 @@ class SeatFrames:
         `parent`, which only that seat's sandbox binds: no seat can reach or fill another's. `grpc_server` starts
         the referee's gRPC server in the folder too (POOLED_SOCKET); the sandbox then binds the folder at
         SOCKET_DIR (`referee_address`), else at FRAMES_DIR."""
-        folder = Path(tempfile.mkdtemp(prefix=SEAT_FRAMES_PREFIX, dir=parent))
+        folder = open_to_seat(Path(tempfile.mkdtemp(prefix=SEAT_FRAMES_PREFIX, dir=parent)))
         server = FrameServer(referee, folder / FRAMES_SOCKET, servicer=servicer)
         served: grpc.aio.Server | None = None
         try:
             await server.start()
+            open_to_seat(folder / FRAMES_SOCKET)
             if grpc_server is not None:
                 served = await grpc_server(folder)
             return cls(folder, server, served)
@@ -454,8 +459,9 @@ async def play_on_referee(
     try:
         if sandbox is not None:
             for seat in hosted:
-                socket_dirs.append(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-")))
+                socket_dirs.append(open_to_seat(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-"))))
                 forwarders.append(await _forward(socket_dirs[-1] / "referee.sock", address))
+                open_to_seat(socket_dirs[-1] / "referee.sock")
                 sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox)
         return await _play(
             teams,

@@ -35,7 +35,7 @@ import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
-from workers.launcher import BotProgram, Limits, PooledProcess, start_pooled
+from workers.launcher import BotProgram, Limits, PooledProcess, open_to_seat, start_pooled
 
 MAX_SEATS = 500
 """Seats a pooled process plays before it is replaced (bounds what a leak or a grudge can build up)."""
@@ -92,7 +92,7 @@ class BotPool:
                 # The worker's pid: every worker on the machine logs in the same folder.
                 log_path = self.log_dir / f"{program.name}-half{half}-place{place}-{os.getpid()}-{self.started}.log"
             # Short: a referee's socket is made in it, and a unix socket's path is at most 107 bytes (matches.py).
-            folder = Path(tempfile.mkdtemp(prefix=f"h{half}p{place}-", dir=self.root))
+            folder = open_to_seat(Path(tempfile.mkdtemp(prefix=f"h{half}p{place}-", dir=self.root)))
             try:
                 current = start_pooled(program, folder, limits=self.limits, log_path=log_path)
             except BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from tests.workers.conftest import Deployment
 from workers import play
 from workers.db import repo
 from workers.db.session import session_scope
-from workers.launcher import EXAMPLE_BOTS, INSTALL_HINT, BotProgram, Limits, sandbox_available
+from workers.launcher import EXAMPLE_BOTS, INSTALL_HINT, BotProgram, Limits, own_seat_uids, sandbox_available
 from workers.matches import MAX_SOCKET_PATH, EmbeddedReferee, PlayedMatch, play_programs
 from workers.pool import BotPool, close_pools, worker_pool
 
@@ -140,7 +141,14 @@ from clients.bots.passive_bot import PassiveBot
 from clients.sdk.runner import SeatOffer, run_bot
 offer = SeatOffer.from_line(sys.stdin.readline())
 run_bot(PassiveBot(), offer.referee, offer.seat_token)
-stuffing = os.open("/proc/self/fd/0", os.O_WRONLY | os.O_NONBLOCK)  # the writing end of its own input
+try:
+    stuffing = os.open("/proc/self/fd/0", os.O_WRONLY | os.O_NONBLOCK)  # the writing end of its own input
+except OSError as error:
+    print("REFUSED", error.strerror, flush=True)
+    for line in sys.stdin:
+        offer = SeatOffer.from_line(line)
+        run_bot(PassiveBot(), offer.referee, offer.seat_token)
+    raise SystemExit(0)
 try:
     while True:
         os.write(stuffing, b"#" * 4096)
@@ -149,7 +157,8 @@ except BlockingIOError:
 time.sleep(600)
 """
 """A persistent program that plays its first seat, then fills its own input pipe so that the next seat line cannot
-be written (a security review froze every worker that offered it a seat this way)."""
+be written (a security review froze every worker that offered it a seat this way). Where each seat runs as a uid
+of its own, the pipe is the worker's and it cannot open it: it says so and plays on."""
 
 
 def test_a_pooled_process_that_fills_its_own_input_is_charged_a_crash_and_never_blocks_the_worker(
@@ -163,16 +172,37 @@ def test_a_pooled_process_that_fills_its_own_input_is_charged_a_crash_and_never_
     assert first.match.outcome is not None and not first.incidents
     logs = sorted((tmp_path / "pool").glob("stuffer-*.log"))
     for _ in range(500):
-        if all("STUFFED" in log.read_text() for log in logs):
+        if all("STUFFED" in log.read_text() or "REFUSED" in log.read_text() for log in logs):
             break
         time.sleep(0.01)
-    assert len(logs) == 2 and all("STUFFED" in log.read_text() for log in logs), "both processes filled their input"
+    assert len(logs) == 2
     second = play_match((stuffer, instant("b")), 2, pool, join_timeout_s=5)
     assert second.match.outcome is not None
     crashes = {incident.seat: incident.detail for incident in second.incidents if incident.cause == "crash"}
+    if LIMITS is not None and own_seat_uids():
+        assert all("REFUSED Permission denied" in log.read_text() for log in logs), "its input is the worker's pipe"
+        assert crashes == {}, second.incidents
+        return
+    assert all("STUFFED" in log.read_text() for log in logs), "both processes filled their input"
     assert sorted(crashes) == [0, 2], second.incidents
     assert all("standard input was full" in detail for detail in crashes.values()), crashes
     assert not [member for member in pool.processes() if member.program.name == "stuffer"], "both were retired"
+
+
+def test_a_seat_line_that_does_not_fit_in_a_full_input_kills_the_process_at_once(pool: BotPool, tmp_path: Path) -> None:
+    """However a process's input came to be full, offering it a seat never waits: the process is killed and says
+    why (the match then charges its seat a crash, as above)."""
+    folder = tmp_path / "deaf"
+    folder.mkdir()
+    (folder / "deaf.py").write_text("import time\ntime.sleep(600)\n")
+    member = pool.acquire(BotProgram("deaf", (sys.executable, str(folder / "deaf.py")), folder, persistent=True), 0, 0)
+    assert member.process.stdin is not None
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(member.process.stdin.fileno(), b"#" * 4096)  # the worker's own end: the pipe is now full
+    member.offer("unix:/nowhere.sock", "a-token")
+    member.process.wait(timeout=10)
+    assert member.describe_exit().startswith("killed: its standard input was full")
 
 
 def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_frames(pool: BotPool) -> None:

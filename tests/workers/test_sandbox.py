@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -23,17 +25,21 @@ from workers.launcher import (
     FRAMES_DIR,
     INSTALL_HINT,
     SANDBOX_HOME,
+    SEAT_UID,
     SOCKET_DIR,
+    STARTED_MARKER,
     TRUNCATED_MARKER,
     BotProgram,
     LaunchError,
     Limits,
     Sandbox,
     _usable_hierarchies,
+    own_seat_uids,
     resolve_program,
     sandbox_available,
     sandbox_command,
     sandbox_environment,
+    seat_command,
 )
 from workers.matches import PlayedMatch, fault_records, incident_records, play_on_referee, play_programs
 from workers.seccomp import seccomp_filter
@@ -110,8 +116,14 @@ def test_the_sandbox_binds_no_project_root_no_home_and_nothing_writable(tmp_path
     command = sandbox_command(program, Sandbox(tmp_path / "socket", frames_dir=frames), environment)
     assert command[0] == "prlimit" and "bwrap" in command
     bwrap = command[command.index("bwrap") :]
-    for option in ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"):
+    for option in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"):
         assert option in bwrap
+    if own_seat_uids():  # run by root: the seat becomes a uid of its own, with no capability left
+        drop = bwrap[bwrap.index("setpriv") :]
+        assert "--unshare-user" not in bwrap and drop[1:5] == ["--reuid", SEAT_UID, "--regid", SEAT_UID]
+        assert {"--clear-groups", "--inh-caps=-all", "--bounding-set=-all"} <= set(drop[: drop.index("--")])
+    else:
+        assert "--unshare-user" in bwrap and "setpriv" not in bwrap
     assert {"--die-with-parent", "--new-session", "--clearenv"} <= set(bwrap)
     assert "--bind" not in bwrap, "no writable bind: partners share nothing but the referee's socket"
     sources = [bwrap[index + 1] for index, word in enumerate(bwrap) if word in ("--ro-bind", "--ro-bind-try")]
@@ -131,6 +143,53 @@ def test_the_sandbox_binds_no_project_root_no_home_and_nothing_writable(tmp_path
         "PYTHONUNBUFFERED",
     ]
     assert environment["HOME"] == SANDBOX_HOME
+
+
+PIPE_HOLDER = """\
+import fcntl, os, sys, time
+def new_pipe_size():
+    read, write = os.pipe()
+    size = fcntl.fcntl(write, 1032)  # F_GETPIPE_SZ
+    os.close(read), os.close(write)
+    return size
+for _ in range(12):  # 12 processes of 120 pipes of 16 pages: past the kernel's 16,384 pages a user
+    if os.fork() == 0:
+        held = [os.pipe() for _ in range(120)]
+        time.sleep(60)
+time.sleep(1.5)
+print("holder", new_pipe_size(), flush=True)
+time.sleep(60)
+"""
+"""A seat that moves a per-user count of the kernel: the pages of its pipes, past the soft limit, after which every
+new pipe of that user is smaller. A security review read that from another seat's new pipe, one bit a hand."""
+
+PIPE_READER = "import fcntl, os\nread, write = os.pipe()\nprint('reader', fcntl.fcntl(write, 1032), flush=True)\n"
+
+
+@needs_bwrap
+def test_seats_running_as_their_own_users_share_no_per_user_count_of_the_kernel(tmp_path: Path) -> None:
+    if not own_seat_uids():
+        pytest.skip("the worker is not root: every seat runs as its user, mapped to nobody (docs/sandbox.md)")
+    if int(Path("/proc/sys/fs/pipe-user-pages-soft").read_text()) == 0:
+        pytest.skip("no per-user limit on pipe pages on this machine")
+
+    def start(source: str) -> subprocess.Popen[str]:
+        program = BotProgram("seat", (sys.executable, "-c", source))
+        command = seat_command(sandbox_command(program, Sandbox(tmp_path), {"PATH": "/usr/bin:/bin"}, socket=False))
+        return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
+
+    holder = start(PIPE_HOLDER)
+    try:
+        assert holder.stdout is not None
+        lines = [holder.stdout.readline() for _ in range(2)]
+        assert lines[0] == STARTED_MARKER.decode() and lines[1].startswith("holder "), lines
+        reader = start(PIPE_READER)
+        output, _ = reader.communicate(timeout=30)
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+    assert int(lines[1].split()[1]) < 65536, "the holder's own new pipes shrank: it is past its user's soft limit"
+    assert output.splitlines()[-1] == "reader 65536", "the other seat, another user, sees nothing of it"
 
 
 # ---------------------------------------------------------------------------------------------- attacks

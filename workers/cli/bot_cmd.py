@@ -19,7 +19,7 @@ from workers.cli.errors import fail
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
-from workers.launcher import stdio_command
+from workers.launcher import own_seat_uids, stdio_command, unreadable_by_seats
 from workers.play import exposed_by
 
 app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
@@ -282,6 +282,8 @@ def add_command(
             f"the folder {folder} holds {private}, which the bot's sandbox would show it (its folder is bound in):"
             f" put the bot in a folder of its own (e.g. bots/{name}/) and add it from there, or name one with --dir"
         )
+    if folder is not None and own_seat_uids() and (unreadable := unreadable_by_seats(folder)):
+        fail(unreadable)
     words = relative_command(words, folder)
     language = language or guess_language(words)
     if stdio:
