@@ -176,6 +176,11 @@ def resolve_program(spec: str) -> BotProgram:
     if "/" in first and Path(first).is_file():
         path = Path(first).resolve()
         return BotProgram(path.name, (str(path), *words[1:]), path.parent)
+    # A script named by an absolute path elsewhere (`sh /path/to/bot.sh`) runs in its own folder, which its
+    # sandbox then binds; the current folder would not hold it.
+    elsewhere = [Path(word) for word in words[1:] if Path(word).is_absolute() and _is_file(Path(word))]
+    if elsewhere and not elsewhere[0].resolve().is_relative_to(Path.cwd()):
+        return BotProgram(Path(first).name, tuple(words), elsewhere[0].resolve().parent)
     return BotProgram(Path(first).name, tuple(words), Path.cwd())
 
 

@@ -127,6 +127,24 @@ def test_mus_match_play_stdio_plays_the_shell_bot_against_random_without_a_fault
 
 
 @pytest.mark.slow
+def test_a_stdio_script_named_by_an_absolute_path_elsewhere_plays_from_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer ran `mus match play random --stdio -- sh /abs/path/bot.sh` from another folder: the sandbox bound
+    the current folder, not the script's, and the bot could not open its script. Its own folder is bound now."""
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    script = tmp_path / "elsewhere" / EXAMPLE.name
+    shutil.copy(EXAMPLE, script)
+    monkeypatch.chdir(tmp_path / "here")
+    result = CliRunner().invoke(
+        app, ["match", "play", "random", "--seed", "3", "--json", "--stdio", "--", "sh", str(script)]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["faults"] == []
+
+
+@pytest.mark.slow
 def test_a_program_reads_hello_events_requests_and_the_outcome_then_its_input_ends(tmp_path: Path) -> None:
     """Unconfined, so the program can keep a copy of what it read: the lines come in the documented order, every
     request carries the time left and its legal answers, and the program's stderr is in the seat's log."""
