@@ -87,13 +87,19 @@ class EmbeddedWorkers:
                 preexec_fn=die_with_parent(),  # only prctl and getppid run between fork and exec
             )
 
-    def revive(self) -> None:
-        """Replace a worker process that died (its match is requeued when its lease expires)."""
+    def revive(self) -> dict[str, str]:
+        """Replace the worker processes that died; what became of each, by its worker name (`worker_names`), so
+        that its match is requeued now rather than when its lease expires."""
+        import socket
+
+        dead: dict[str, str] = {}
         for index, process in enumerate(self.processes):
             if process.poll() is not None:
                 log.warning("embedded worker %d exited with %s; starting another", index, process.returncode)
+                dead[f"{socket.gethostname()}:{process.pid}"] = f"exited with {process.returncode}"
                 self.processes[index] = self._spawn(index)
                 self.restarts += 1
+        return dead
 
     def worker_names(self) -> set[str]:
         import socket
@@ -182,8 +188,12 @@ def run_league(
             on_progress(progress)
             if progress["finished"] + progress.get("failed", 0) >= progress["total"]:
                 break
-            if embedded is not None:
-                embedded.revive()
+            if embedded is not None and (dead := embedded.revive()):
+                with session_scope(engine) as session:
+                    for match in repo.list_matches(session, league_id, status=MatchStatus.RUNNING):
+                        if match.id is not None and match.worker in dead:
+                            why = f"embedded worker {match.worker} {dead[match.worker]} during the match"
+                            repo.void_match(session, match.id, match.worker, why)
             time.sleep(POLL_S)
     except KeyboardInterrupt:
         if embedded is not None:

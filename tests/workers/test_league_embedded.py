@@ -46,7 +46,9 @@ def test_a_league_runs_to_the_end_on_real_worker_processes_with_one_result_per_m
 def test_killing_a_worker_mid_league_loses_nothing_and_double_counts_nothing(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MUS_LEASE_S", "3")
+    # A lease far longer than the test may wait: the run requeues a dead worker's match when it sees the worker
+    # die, not when the lease expires (a newcomer's 96-match league waited the whole 60 s lease for it).
+    monkeypatch.setenv("MUS_LEASE_S", "600")
     league_id = deployment.league("killed", ["random", "rules"], matches_per_pairing=6)
     reports: list[RunReport] = []
     runner = threading.Thread(target=lambda: reports.append(run_league(deployment.engine, "killed", workers=2)))
@@ -69,3 +71,4 @@ def test_killing_a_worker_mid_league_loses_nothing_and_double_counts_nothing(
     with session_scope(deployment.engine) as session:
         killed = repo.get_match(session, victim.id or 0)
         assert killed.status == MatchStatus.FINISHED and killed.attempt >= 2
+        assert killed.error is not None and "during the match" in killed.error, killed.error
