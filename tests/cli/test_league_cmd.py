@@ -6,8 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import Session
@@ -292,3 +294,30 @@ def test_bad_standings_and_export_options_are_one_line_errors(database: str, tmp
     assert "cannot write the plot" in error_of(
         runner.invoke(league_cmd.app, ["standings", "cup", "--plot", str(tmp_path / "no" / "such" / "elo.png")])
     )
+
+
+def test_league_run_on_a_broker_says_when_no_worker_takes_a_match_and_that_a_stopped_run_only_stops_following(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer's `mus league run` on Redis with no `mus worker` waited silently, and after Ctrl-C said
+    "interrupted" while the workers played on (newcomer walkthrough, stop 29)."""
+    from workers.cli import run_cmd
+    from workers.league_run import RunReport
+
+    monkeypatch.setenv("MUS_DATABASE_URL", f"sqlite:///{tmp_path / 'mus.db'}")
+    monkeypatch.setenv("MUS_BROKER_URL", "redis://127.0.0.1:6379/15")
+    monkeypatch.setattr(run_cmd, "NO_WORKER_HINT_S", 0.2)
+    monkeypatch.setenv("COLUMNS", "400")  # the progress line whole
+    idle = {"total": 4, "finished": 0, "running": 0, "queued": 4, "failed": 0}
+
+    def nobody_plays(engine: object, name: str, **options: Any) -> RunReport:
+        options["on_progress"](idle)
+        time.sleep(0.3)
+        options["on_progress"](idle)
+        return RunReport(idle, completed=False, interrupted=True)
+
+    monkeypatch.setattr(run_cmd, "run_league", nobody_plays)
+    result = runner.invoke(league_cmd.app, ["run", "spring"])
+    assert result.exit_code == 130, result.output
+    assert "no worker has taken a match: is a `mus worker` running on this MUS_BROKER_URL?" in result.output
+    assert "stopped following: 0/4 matches finished; the mus workers go on playing" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 import typer
@@ -37,6 +38,8 @@ def run_command(
         TextColumn("eta"),
         TimeRemainingColumn(),
     )
+    started = time.monotonic()
+    first: list[int] = []  # the finished count when the run began
     with Progress(*columns, transient=False) as progress:
         task = progress.add_task(name, total=None, detail="")
 
@@ -44,15 +47,30 @@ def run_command(
             detail = f"running {counts.get('running', 0)} · queued {counts.get('queued', 0)}"
             if counts.get("failed"):
                 detail += f" · failed {counts['failed']}"
+            first[:] = first or [counts["finished"]]
+            idle = not counts.get("running") and counts["finished"] == first[0]
+            if not embedded and idle and time.monotonic() - started > NO_WORKER_HINT_S:
+                detail += " · no worker has taken a match: is a `mus worker` running on this MUS_BROKER_URL?"
             progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
 
         with domain_errors():
             report = run_league(engine, name, workers=count if embedded else None, on_progress=show)
-    summarize(name, report)
+    summarize(name, report, embedded=embedded)
 
 
-def summarize(name: str, report: RunReport) -> None:
+NO_WORKER_HINT_S = 15.0
+"""With MUS_BROKER_URL, how long the progress may show no match taken before it asks whether a worker is running."""
+
+
+def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
     counts = report.progress
+    if report.interrupted and not embedded:
+        typer.echo(
+            f"stopped following: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; the mus"
+            f" workers go on playing what is queued. `mus league run {name}` again follows them to the end and"
+            " finishes the league (its secret is published then)"
+        )
+        raise typer.Exit(130)
     if report.interrupted:
         typer.echo(
             f"interrupted: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; "
