@@ -840,6 +840,17 @@ def _cpu_value(counter: Path) -> float | None:
     return None
 
 
+def cgroup_memory_bytes(cgroups: Sequence[Path]) -> int | None:
+    """The bytes of memory charged to the first of `cgroups` that counts them (v1 memory.usage_in_bytes, v2
+    memory.current), or None."""
+    for path in cgroups:
+        for name in ("memory.usage_in_bytes", "memory.current"):
+            text = _read(path / name).strip()
+            if text.isdigit():
+                return int(text)
+    return None
+
+
 def _oom_kills(path: Path) -> int:
     """How many tasks of the cgroup the kernel killed for its memory limit (v1 memory.oom_control, v2
     memory.events)."""
@@ -986,6 +997,10 @@ class PooledProcess:
     def cpu_s(self) -> float | None:
         """The CPU-seconds its cgroup has counted so far (None without one that counts)."""
         return cgroup_cpu_s(self.cgroups)
+
+    def memory_bytes(self) -> int | None:
+        """The memory its cgroup holds now, its children's included (None without a memory cgroup)."""
+        return cgroup_memory_bytes(self.cgroups)
 
     @property
     def sandbox_failed(self) -> str:

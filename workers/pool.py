@@ -15,7 +15,8 @@ A match then costs its play, not four start-ups. The rules the pool keeps:
 - **Restarts.** A process is replaced when it has exited (a crash: the match charges it as today), after
   `max_seats` seats, when its seat had an incident (it may be stuck), past half its CPU-time limit (an rlimit
   counts the process's life, not a match), and when the bot's program or registered version changes.
-- **Limits.** At most `max_processes` processes live at once (least recently used retired first).
+- **Limits.** At most `max_processes` processes live at once (least recently used retired first), holding at most
+  `max_memory_bytes` of memory together after a match (the largest retired first).
 - **A folder of its own.** Each process has its own folder, bound at `/run/mus` in its sandbox; a match's
   referee listens on a socket in it for that process's seat (and nowhere another process can see), named in
   the seat line, and removes it at the end of the match.
@@ -43,6 +44,12 @@ MAX_SEATS = 500
 MAX_PROCESSES = 64
 """Pooled processes a worker keeps at once."""
 
+MAX_MEMORY_BYTES = 4 * 1024**3
+"""The memory a worker's pooled processes may hold together between matches (each may hold up to its seat's limit,
+1 GiB, for its whole life: a security review had four idle processes of one bot hold 2.9 GB after its league, and 64
+such would exhaust a host). Past it, the largest are retired after a match until the rest fit. Honest bots are
+far below: a Python SDK process holds about 40 MB, so 64 of them about 2.5 GB."""
+
 
 class BotPool:
     """One worker's pooled seat processes for one kind of confinement (`limits`, or None: unconfined)."""
@@ -54,6 +61,7 @@ class BotPool:
         log_dir: Path | None = None,
         max_seats: int = MAX_SEATS,
         max_processes: int = MAX_PROCESSES,
+        max_memory_bytes: int = MAX_MEMORY_BYTES,
         retire_cpu_s: float | None = None,
     ) -> None:
         self.limits = limits
@@ -62,6 +70,9 @@ class BotPool:
         self.log_dir = log_dir
         self.max_seats = max_seats
         self.max_processes = max_processes
+        self.max_memory_bytes = max_memory_bytes
+        self._memory: dict[tuple[str, int, int], int] = {}
+        """By key: the memory each process held after its last match (`release`), as its cgroup counted it."""
         self.retire_cpu_s = retire_cpu_s if retire_cpu_s is not None else limits.cpu_s / 2 if limits else None
         """A process that has used this much CPU is replaced after its match (default: half the rlimit)."""
         self.started = 0
@@ -112,6 +123,10 @@ class BotPool:
         key = next((key for key, member in self._processes.items() if member is process), None)
         if key is not None and (not healthy or not process.alive or self._near_cpu_limit(process, cpu_s)):
             self._retire(key)
+        elif key is not None and (held := process.memory_bytes()) is not None:
+            self._memory[key] = held
+            while sum(self._memory.values()) > self.max_memory_bytes:
+                self._retire(max(self._memory, key=self._memory.__getitem__))
 
     def _usable(self, process: PooledProcess, program: BotProgram) -> bool:
         """Whether `process` may play `program`'s next seat, or has to be replaced first (see the module)."""
@@ -149,6 +164,7 @@ class BotPool:
         return list(self._processes.values())
 
     def _retire(self, key: tuple[str, int, int]) -> None:
+        self._memory.pop(key, None)
         process = self._processes.pop(key)
         process.close()
         shutil.rmtree(process.socket_dir, ignore_errors=True)

@@ -409,3 +409,32 @@ def test_a_temporary_folder_the_referee_accepts_also_fits_every_pooled_process_s
     finally:
         tempfile.tempdir = old
         shutil.rmtree(base, ignore_errors=True)
+
+
+HOG = """\
+import sys
+held = b"x" * (150 * 1024 * 1024)  # touched: it counts in the process's memory cgroup
+from clients.bots.passive_bot import PassiveBot
+from clients.sdk.runner import run_main
+raise SystemExit(run_main(PassiveBot()))
+"""
+"""A persistent bot whose processes each hold 150 MB between seats (a review's held 738 MB each, idle)."""
+
+
+def test_after_a_match_the_largest_pooled_processes_are_retired_until_the_rest_fit_the_pools_memory(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "hog"
+    folder.mkdir()
+    (folder / "hog.py").write_text(HOG)
+    hog = BotProgram("hog", (sys.executable, str(folder / "hog.py")), folder, persistent=True)
+    small = BotPool(LIMITS, max_memory_bytes=160 * 1024 * 1024)  # less than a hog, more than both of b
+    try:
+        played = play_match((hog, instant("b")), 1, small)
+        assert played.match.outcome is not None and not played.incidents
+        if small.retired == 0 and all(member.memory_bytes() is None for member in small.processes()):
+            pytest.skip("no memory cgroup counts the pooled processes here")
+        assert sorted(member.program.name for member in small.processes()) == ["b", "b"], "both hogs retired"
+        assert small.retired == 2
+    finally:
+        small.close()
