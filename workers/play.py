@@ -28,11 +28,11 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, select
@@ -264,19 +264,37 @@ def _hand_off_pause(session: Session, setup: MatchSetup, worker: str) -> float |
 def _changed_program(setup: MatchSetup) -> str:
     """Why a hosted side cannot be launched as registered (its folder changed since `mus bot add`), or ''."""
     for team in setup.teams:
-        if team.remote:
-            continue
-        try:
-            now = repo.current_content_hash(team.command, team.folder)
-        except DbError as error:
-            now = f"unreadable ({error})"
-        if now != team.content_hash:
-            where = f"its folder {team.folder}" if team.folder else "its command"
-            return (
-                f"bot {team.bot_name!r} version {team.version_number} changed since it was added ({where} no longer"
-                f" has its content hash): `mus bot add {team.bot_name}` the new version and enter it in a new league"
-            )
+        if not team.remote and (changed := changed_since_added(team.bot_name, team.version_number, team)):
+            return changed
     return ""
+
+
+def changed_since_added(bot_name: str, number: int, version: _Registered) -> str:
+    """Why version `number` of hosted bot `bot_name` can no longer be launched as registered (its command or
+    folder no longer has its content hash), or ''. A worker refuses such a match; `mus league create` such an
+    entrant, before its league is planned."""
+    try:
+        now = repo.current_content_hash(version.command, version.folder)
+    except DbError as error:
+        now = f"unreadable ({error})"
+    if now == version.content_hash:
+        return ""
+    where = f"its folder {version.folder}" if version.folder else "its command"
+    return (
+        f"bot {bot_name!r} version {number} changed since it was added ({where} no longer has its content hash):"
+        f" `mus bot add {bot_name}` the new version and enter it in a new league"
+    )
+
+
+class _Registered(Protocol):
+    """What a registered program version is hashed from, and the hash it had (`BotVersion`, `TeamSetup`)."""
+
+    @property
+    def command(self) -> Sequence[str]: ...
+    @property
+    def folder(self) -> str | None: ...
+    @property
+    def content_hash(self) -> str: ...
 
 
 def exposed_by(folder: Path) -> Path | None:

@@ -271,3 +271,19 @@ def test_a_bots_content_hash_never_includes_the_database_files(tmp_path: Path) -
     assert repo.content_hash(["python", "bot.py"], folder) == before
     (folder / "book.db").write_bytes(b"the bot's own data")
     assert repo.content_hash(["python", "bot.py"], folder) != before
+
+
+def test_league_create_refuses_an_entrant_whose_folder_changed_since_it_was_added(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer edited an added bot, created a league with it (accepted) and every match then failed, the league
+    stuck unfinished: the change is caught when the league is created, before anything is planned."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bots" / "mybot").mkdir(parents=True)
+    (tmp_path / "bots" / "mybot" / "mybot.py").write_text("print('paso')\n")
+    assert runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bots/mybot/mybot.py"]).exit_code == 0
+    (tmp_path / "bots" / "mybot" / "mybot.py").write_text("print('envido')\n")
+    message = error_of(runner.invoke(app, ["league", "create", "spring", "--bots", "mybot,random"]))
+    assert "bot 'mybot' version 1 changed since it was added" in message and "`mus bot add mybot`" in message
+    assert runner.invoke(app, ["league", "status", "spring"]).exit_code != 0, "no league was made"

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlmodel import Session
 
 from workers import leagues
 from workers.cli.db import domain_errors, echo_json, one_line, open_session, when
@@ -24,7 +25,9 @@ from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.cli.run_cmd import run_command
 from workers.db import repo
+from workers.db.errors import NotFound
 from workers.db.models import DealMode, League, MatchStatus
+from workers.play import changed_since_added
 from workers.tournament import MAX_MATCHES_PER_PAIRING, elo_over_time, plot_elo_over_time
 
 app = typer.Typer(
@@ -64,6 +67,14 @@ def describe_commitment(league: League) -> str:
     if secret is not None:
         return f"{shown}; secret (revealed) {secret}"
     return f"{shown}; the secret is revealed when the league finishes"
+
+
+def _bot_or_none(session: Session, name: str) -> repo.BotInfo | None:
+    """The bot, or None where there is none (`create_round_robin` then says so with the other checks)."""
+    try:
+        return repo.get_bot(session, name)
+    except NotFound:
+        return None
 
 
 @app.command("create")
@@ -114,6 +125,11 @@ def create_command(
     names = [bot.strip() for bot in bots.split(",") if bot.strip()]
     options = parse_options(option)
     with open_session() as session:
+        for bot_name in names:  # a hosted entrant whose folder changed would void every match of the league
+            info = _bot_or_none(session, bot_name)
+            version = info.current if info is not None and not info.bot.remote else None
+            if version is not None and (changed := changed_since_added(bot_name, version.number, version)):
+                fail(changed)
         league = leagues.create_round_robin(
             session,
             name,
