@@ -353,7 +353,10 @@ def sandbox_command(
         bwrap += mount("--ro-bind-try", f"/etc/{name}", f"/etc/{name}")
     # The scratch mounts come before the runtime's binds: a project or a venv that lies under /tmp (a CI clone)
     # is then bound on top of the private tmpfs instead of being hidden by it.
-    bwrap += [*mount("--dev", "/dev"), *mount("--proc", "/proc")]
+    # No pseudo-terminal: how many are open is counted host-wide (/proc/sys/kernel/pty/nr, readable by any seat),
+    # and a review passed a bit a quarter second through it without an error. /dev/ptmx is /dev/null's node on a
+    # nodev mount: opening it fails.
+    bwrap += [*mount("--dev", "/dev"), "--ro-bind", "/dev/null", "/dev/ptmx", *mount("--proc", "/proc")]
     for scratch in ("/tmp", SANDBOX_HOME):  # writable by the seat's uid, whichever it is
         bwrap += mount("--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", scratch)
     for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
@@ -435,12 +438,12 @@ def seat_command(command: list[str], cgroups: Sequence[Path] = ()) -> list[str]:
 
 
 def _executables(program: BotProgram) -> list[Path]:
-    """The bot's program file on the host, and the one behind a stdio bridge, to bind where they lie."""
-    command = program.command
-    found = [_executable(command[0], program.cwd)]
-    if tuple(command[1:4]) == STDIO_BRIDGE and len(command) > 4:
-        found.append(_executable(command[4], program.cwd))
-    return [path for path in found if path is not None]
+    """The bot's program file on the host (its interpreter, say), to bind where it lies: that file alone, which the
+    seat runs. No other word of the command is bound: a review faked the stdio bridge's prefix (`python -m
+    clients.stdio -- FILE`, with a `clients/stdio.py` of its own in its folder) to have any readable host file
+    bound in, another bot's folder or a worker's log. A program behind the bridge lies in the bot's folder."""
+    found = _executable(program.command[0], program.cwd)
+    return [found] if found is not None else []
 
 
 def _executable(first: str, cwd: Path | None) -> Path | None:

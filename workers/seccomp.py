@@ -3,7 +3,8 @@
 Two seats of one host share inodes (every seat binds the same runtime and SDK read-only) and one kernel. File
 locks (`flock`, `fcntl` record and OFD locks, leases) and inotify/fanotify/dnotify watches on those shared files
 work across mount, user and pid namespaces, so partners could pass their cards through them, and a bot could read
-its rivals' cards from its own processes in the twin match. The filter refuses them with EPERM, together with what
+its rivals' cards from its own processes in the twin match. Linux AIO and io_uring contexts are counted host-wide
+(/proc/sys/fs/aio-nr). The filter refuses them with EPERM, together with what
 a bot never needs and could use to widen its reach: ptrace and other processes' memory, keyrings, new namespaces
 (nested user namespaces, `unshare`, `setns`, `clone` with namespace flags; `clone3` answers ENOSYS so the C
 library falls back to `clone`, whose flags can be checked), mounts, kernel modules, BPF and perf events.
@@ -79,6 +80,17 @@ _REFUSED_NAMES = (
     "reboot",
     "acct",
     "quotactl",
+    # Linux AIO and io_uring: the contexts a seat sets up are counted host-wide in /proc/sys/fs/aio-nr, which any
+    # seat reads (a review passed 8 bits a quarter second, without an error, between seats of one match).
+    "io_setup",
+    "io_destroy",
+    "io_submit",
+    "io_cancel",
+    "io_getevents",
+    "io_pgetevents",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
 )
 """Refused with EPERM on every architecture that has them."""
 
@@ -125,6 +137,15 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "reboot": 169,
             "acct": 163,
             "quotactl": 179,
+            "io_setup": 206,
+            "io_destroy": 207,
+            "io_submit": 209,
+            "io_cancel": 210,
+            "io_getevents": 208,
+            "io_pgetevents": 333,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
         },
     ),
     "aarch64": (
@@ -168,6 +189,15 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "reboot": 142,
             "acct": 89,
             "quotactl": 60,
+            "io_setup": 0,
+            "io_destroy": 1,
+            "io_submit": 2,
+            "io_cancel": 3,
+            "io_getevents": 4,
+            "io_pgetevents": 292,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
         },
     ),
 }

@@ -15,6 +15,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import platform
 import signal
 import socket
 import sys
@@ -174,6 +175,7 @@ def attack_locks(options: argparse.Namespace) -> None:
     every seat binds read-only (the kernel shares them across namespaces), or leave the sandbox's namespaces."""
     outcomes = []
     libc = ctypes.CDLL(None, use_errno=True)
+    context = ctypes.c_ulong(0)
     with open(sys.executable, "rb") as shared:
         calls: list[tuple[str, Callable[[], object]]] = [
             ("flock", lambda: fcntl.flock(shared, fcntl.LOCK_SH | fcntl.LOCK_NB)),
@@ -181,6 +183,12 @@ def attack_locks(options: argparse.Namespace) -> None:
             ("fcntl_getlk", lambda: fcntl.fcntl(shared, fcntl.F_GETLK, bytes(32))),
             ("inotify", lambda: _checked(libc.inotify_init1(0))),
             ("unshare_user", lambda: _checked(libc.unshare(0x10000000))),
+            # Host-wide counts any seat reads: /proc/sys/fs/aio-nr and /proc/sys/kernel/pty/nr.
+            (
+                "io_setup",
+                lambda: _checked(libc.syscall(IO_SETUP.get(platform.machine(), -1), 8, ctypes.byref(context))),
+            ),
+            ("ptmx", lambda: os.close(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))),
         ]
         for name, call in calls:
             try:
@@ -189,6 +197,10 @@ def attack_locks(options: argparse.Namespace) -> None:
             except OSError as error:
                 outcomes.append(f"{name}={errno.errorcode.get(error.errno or 0, error.errno)}")
     report("locks", any(outcome.endswith("=done") for outcome in outcomes), " ".join(outcomes))
+
+
+IO_SETUP = {"x86_64": 206, "aarch64": 0}
+"""The io_setup system call's number, by machine."""
 
 
 def _checked(result: int) -> int:

@@ -246,8 +246,10 @@ def test_a_hosted_bot_reads_no_database_no_secret_no_process_reaches_no_port_and
         if seccomp_filter() is not None:  # the shared files' locks and watches: no channel between seats
             (locks,) = seen["locks"]
             assert all(
-                f"{name}=EPERM" in locks for name in ("flock", "fcntl_lock", "fcntl_getlk", "inotify", "unshare_user")
-            )
+                f"{name}=EPERM" in locks
+                for name in ("flock", "fcntl_lock", "fcntl_getlk", "inotify", "unshare_user", "io_setup")
+            ), locks
+        assert "ptmx=EACCES" in seen["locks"][0], "no pseudo-terminal: their count is host-wide"
         # Under /tmp, the project's folders inside the sandbox are bwrap's, on the seat's private tmpfs: writable by
         # a seat mapped to their owner, refused (EACCES) to a seat that is a user of its own.
         private = sum(line.startswith("BREACH wrote /tmp/") for line in seen["write"])
@@ -380,3 +382,17 @@ def test_a_sandbox_that_cannot_start_voids_the_match_while_a_bot_that_exits_at_o
         (2, "the bot process exited with code 3"),
     }
     assert "mus-sandbox" not in played.logs[0].read_text(), "the start marker stays out of the seat's log"
+
+
+def test_no_word_of_a_command_but_its_program_is_bound_in_even_after_a_stdio_bridges_prefix(tmp_path: Path) -> None:
+    """A review registered `python -m clients.stdio -- /another/bot/secret.txt`, with a `clients/stdio.py` of its own
+    in its folder: the named file was bound into its sandbox, and the seat read another bot's folder, a worker's
+    log. Only the program (the interpreter here) and the bot's own folder are bound."""
+    secret = tmp_path / "victim" / "strategy.txt"
+    secret.parent.mkdir()
+    secret.write_text("always envido with 31")
+    (tmp_path / "evil").mkdir()
+    program = BotProgram("evil", (sys.executable, "-m", "clients.stdio", "--", str(secret)), tmp_path / "evil")
+    command = sandbox_command(program, Sandbox(tmp_path / "socket"), {"PATH": "/usr/bin:/bin"})
+    sources = [command[index + 1] for index, word in enumerate(command) if word in ("--ro-bind", "--ro-bind-try")]
+    assert not any(str(secret).startswith(source) for source in sources if source != "/"), sources

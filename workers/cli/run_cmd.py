@@ -40,6 +40,7 @@ def run_command(
     )
     started = time.monotonic()
     first: list[int] = []  # the finished count when the run began
+    hinted: list[bool] = []
     with Progress(*columns, transient=False) as progress:
         task = progress.add_task(name, total=None, detail="")
 
@@ -49,8 +50,12 @@ def run_command(
                 detail += f" · failed {counts['failed']}"
             first[:] = first or [counts["finished"]]
             idle = not counts.get("running") and counts["finished"] == first[0]
-            if not embedded and idle and time.monotonic() - started > NO_WORKER_HINT_S:
-                detail += " · no worker has taken a match: is a `mus worker` running on this MUS_BROKER_URL?"
+            if not embedded and idle and not hinted and time.monotonic() - started > NO_WORKER_HINT_S:
+                hinted.append(True)
+                progress.console.print(
+                    f"no worker has taken a match in {NO_WORKER_HINT_S:g} s: is a `mus worker` running on this"
+                    " MUS_BROKER_URL (and MUS_QUEUE)?"
+                )
             progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
 
         with domain_errors():
