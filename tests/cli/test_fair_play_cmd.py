@@ -287,3 +287,21 @@ def test_league_create_refuses_an_entrant_whose_folder_changed_since_it_was_adde
     message = error_of(runner.invoke(app, ["league", "create", "spring", "--bots", "mybot,random"]))
     assert "bot 'mybot' version 1 changed since it was added" in message and "`mus bot add mybot`" in message
     assert runner.invoke(app, ["league", "status", "spring"]).exit_code != 0, "no league was made"
+
+
+def test_bot_add_refuses_a_program_that_lies_in_another_bots_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox binds a bot's program wherever it lies (an interpreter outside /usr must be): naming another
+    bot's program as one's own would run that bot as another's (a review's finding, stop 29)."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "bots" / "victim"
+    victim.mkdir(parents=True)
+    (victim / "bot").write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
+    (victim / "bot").chmod(0o755)
+    assert runner.invoke(app, ["bot", "add", "victim", "--", "./bots/victim/bot"]).exit_code == 0
+    message = error_of(runner.invoke(app, ["bot", "add", "evil", "--", str(victim / "bot")]))
+    assert f"the program {victim / 'bot'} lies in the folder of bot 'victim'" in message
+    again = runner.invoke(app, ["bot", "add", "victim", "--", "./bots/victim/bot"])
+    assert again.exit_code == 0, again.output

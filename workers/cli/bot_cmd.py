@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -284,6 +285,12 @@ def add_command(
         )
     if folder is not None and own_seat_uids() and (unreadable := unreadable_by_seats(folder)):
         fail(unreadable)
+    with open_session() as session:
+        if (owner := _other_bots_program(session, name, words[0])) is not None:
+            fail(
+                f"the program {words[0]} lies in the folder of bot {owner!r}: a bot runs a program of its own folder,"
+                " the system's or a language runtime's, never another bot's"
+            )
     words = relative_command(words, folder)
     language = language or guess_language(words)
     if stdio:
@@ -312,6 +319,20 @@ def add_command(
         typer.echo(f"Check it before a league: mus bot check {name}")
     elif not check_cmd.check_registered(name, json_output=False).passed:
         raise typer.Exit(code=1)
+
+
+def _other_bots_program(session: Session, name: str, program: str) -> str | None:
+    """The bot, other than `name`, in whose registered folder the program file `program` lies, if any (a review
+    registered another bot's program file as its own; the sandbox binds a bot's program wherever it lies)."""
+    found = shutil.which(program) if "/" not in program else program
+    if found is None or not Path(found).is_file():
+        return None
+    path = Path(found).resolve()
+    for info in repo.list_bots(session):
+        folders = {version.folder for version in info.versions if version.folder}
+        if info.bot.name != name and any(path.is_relative_to(Path(folder).resolve()) for folder in folders):
+            return info.bot.name
+    return None
 
 
 def _known_hashes(session: Session, name: str) -> set[str]:
