@@ -32,6 +32,12 @@ from referee.service.table import Table, TableStatus
 
 log = logging.getLogger(__name__)
 
+DECLINE_RETRY_S = 1.0
+"""How long a session that declined an offer is passed over for it. A remote bot declines at capacity, and its
+capacity frees when one of its matches ends, which the lobby sees before the bot does: passed over for good, the
+seat of a one-session bot was never offered again and the bot was charged `absent` (a newcomer's league with two
+workers lost 2 of 4 matches so)."""
+
 OFFER_RESPONSE_S = 10.0
 """How long a session has to accept or decline an offer."""
 
@@ -239,12 +245,20 @@ class Lobby:
         return lobby_pb2.ConnectResponse(confirmed=lobby_pb2.AssignmentConfirmed(assignment_id=assignment_id))
 
     def decline(self, session: LobbySession, assignment_id: str) -> None:
+        """The offer goes to another session of the bot; this one is passed over for it for DECLINE_RETRY_S only."""
         offer = self._offers.get(assignment_id)
         if offer is None or offer.session is not session or offer.confirmed:
             return
         offer.declined_by.add(session)
         self._requeue(offer)
+        offer.table.loop.call_later(DECLINE_RETRY_S, self._reconsider, offer, session)
         self._dispatch(session.bot_name)
+
+    def _reconsider(self, offer: _Offer, session: LobbySession) -> None:
+        """A session that declined an offer may be offered it again: it may have room now."""
+        offer.declined_by.discard(session)
+        if self._offers.get(offer.assignment_id) is offer and offer.session is None:
+            self._dispatch(session.bot_name)
 
     def table_done(self, table: Table) -> None:
         """A table ended: free its sessions' capacity and withdraw what was never taken."""

@@ -212,6 +212,38 @@ def test_registering_a_new_token_for_a_known_bot_revokes_the_old_one() -> None:
     with_referee(scenario)
 
 
+def test_a_bot_that_declined_at_capacity_is_offered_the_seat_again_and_plays_it() -> None:
+    """A one-session bot declines while its last match ends (the lobby frees its capacity first): the seat comes
+    back to it a moment later (DECLINE_RETRY_S). Passed over for good, it was charged `absent` (newcomer, stop 29)."""
+
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await register(running, "secret")
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "secret")
+            await lobby.read()
+            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
+            offer = (await lobby.read()).assignment
+            lobby.send(
+                lobby_pb2.ConnectRequest(
+                    decline=lobby_pb2.DeclineAssignment(assignment_id=offer.assignment_id, reason="at capacity")
+                )
+            )
+            assert (await lobby.read()).withdrawn.assignment_id == offer.assignment_id
+            again = (await lobby.read()).assignment
+            assert again.table_id == created.table_id and again.seat == 1 and again.seat_token != offer.seat_token
+            lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=again.assignment_id)))
+            assert (await lobby.read()).confirmed.assignment_id == again.assignment_id
+            tokens = list(created.seat_tokens)
+            tokens[1] = again.seat_token
+            logs = await asyncio.gather(*(play_seat(running.address, token, seat) for seat, token in enumerate(tokens)))
+            assert all(log.outcome is not None for log in logs)
+            assert running.referee.tables[created.table_id].incidents == [], "nobody absent"
+            lobby.send(None)
+
+    with_referee(scenario)
+
+
 def test_a_declined_assignments_seat_token_never_joins() -> None:
     async def scenario(running: Running) -> None:
         stub, auth = admin(running)
