@@ -39,6 +39,19 @@ class LobbyClient:
         self.outgoing.put_nowait(message)
 
 
+async def accept_and_play(
+    running: Running, lobby: LobbyClient, created: admin_pb2.CreateTableResponse, offer: lobby_pb2.MatchAssignment
+) -> Any:
+    """Accept `offer` (its seat confirmed), play the table's four seats to the end, return the referee's table."""
+    lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=offer.assignment_id)))
+    assert (await lobby.read()).confirmed.assignment_id == offer.assignment_id
+    tokens = list(created.seat_tokens)
+    tokens[offer.seat] = offer.seat_token
+    logs = await asyncio.gather(*(play_seat(running.address, token, seat) for seat, token in enumerate(tokens)))
+    assert all(log.outcome is not None for log in logs)
+    return running.referee.tables[created.table_id]
+
+
 def admin(running: Running) -> tuple[admin_pb2_grpc.TableAdminServiceAsyncStub, tuple[tuple[str, str], ...]]:
     channel = grpc.aio.insecure_channel(running.address)
     return admin_pb2_grpc.TableAdminServiceStub(channel), (("authorization", f"Bearer {running.referee.admin_token}"),)
@@ -67,13 +80,7 @@ def test_a_remote_bot_is_offered_its_seat_accepts_and_plays_the_match_to_the_end
             offer = (await lobby.read()).assignment
             assert offer.table_id == created.table_id and offer.seat == 1
             assert offer.referee_address == running.address
-            lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=offer.assignment_id)))
-            assert (await lobby.read()).confirmed.assignment_id == offer.assignment_id
-            tokens = list(created.seat_tokens)
-            tokens[1] = offer.seat_token
-            logs = await asyncio.gather(*(play_seat(running.address, token, seat) for seat, token in enumerate(tokens)))
-            assert all(log.outcome is not None for log in logs)
-            table = running.referee.tables[created.table_id]
+            table = await accept_and_play(running, lobby, created, offer)
             assert table.status.value == "finished" and table.incidents == []
             lobby.send(None)
 
@@ -212,9 +219,10 @@ def test_registering_a_new_token_for_a_known_bot_revokes_the_old_one() -> None:
     with_referee(scenario)
 
 
-def test_a_bot_that_declined_at_capacity_is_offered_the_seat_again_and_plays_it() -> None:
+def test_a_declined_offers_seat_token_never_joins_and_the_seat_comes_back_to_the_session_that_declined_it() -> None:
     """A one-session bot declines while its last match ends (the lobby frees its capacity first): the seat comes
-    back to it a moment later (DECLINE_RETRY_S). Passed over for good, it was charged `absent` (newcomer, stop 29)."""
+    back to it a moment later (DECLINE_RETRY_S), with a new seat token. Passed over for good, it was charged
+    `absent` (a newcomer's league with two workers, stop 29)."""
 
     async def scenario(running: Running) -> None:
         stub, auth = admin(running)
@@ -230,33 +238,12 @@ def test_a_bot_that_declined_at_capacity_is_offered_the_seat_again_and_plays_it(
                 )
             )
             assert (await lobby.read()).withdrawn.assignment_id == offer.assignment_id
-            again = (await lobby.read()).assignment
-            assert again.table_id == created.table_id and again.seat == 1 and again.seat_token != offer.seat_token
-            lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=again.assignment_id)))
-            assert (await lobby.read()).confirmed.assignment_id == again.assignment_id
-            tokens = list(created.seat_tokens)
-            tokens[1] = again.seat_token
-            logs = await asyncio.gather(*(play_seat(running.address, token, seat) for seat, token in enumerate(tokens)))
-            assert all(log.outcome is not None for log in logs)
-            assert running.referee.tables[created.table_id].incidents == [], "nobody absent"
-            lobby.send(None)
-
-    with_referee(scenario)
-
-
-def test_a_declined_assignments_seat_token_never_joins() -> None:
-    async def scenario(running: Running) -> None:
-        stub, auth = admin(running)
-        await register(running, "secret")
-        async with grpc.aio.insecure_channel(running.address) as channel:
-            lobby = LobbyClient(channel, "secret")
-            await lobby.read()
-            await stub.CreateTable(remote_table_request({2}), metadata=auth)
-            offer = (await lobby.read()).assignment
-            lobby.send(lobby_pb2.ConnectRequest(decline=lobby_pb2.DeclineAssignment(assignment_id=offer.assignment_id)))
-            assert (await lobby.read()).withdrawn.assignment_id == offer.assignment_id
             result = await refused_join(running.address, offer.seat_token, "declined")
             assert result.code == "UNAUTHENTICATED", result
+            again = (await lobby.read()).assignment
+            assert again.table_id == created.table_id and again.seat == 1 and again.seat_token != offer.seat_token
+            table = await accept_and_play(running, lobby, created, again)
+            assert table.incidents == [], "nobody absent"
             lobby.send(None)
 
     with_referee(scenario)
