@@ -9,13 +9,15 @@ after Ctrl-C queues only what is unfinished.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -23,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from workers.app import broker_dir, is_embedded, make_app, send_match, worker_queues
 from workers.db import repo
+from workers.db.errors import Conflict
 from workers.db.models import MatchStatus
 from workers.db.session import database_url, session_scope
 from workers.launcher import die_with_parent
@@ -148,6 +151,17 @@ def run_league(
     send: Callable[[int, int], None] | None = None,
 ) -> RunReport:
     """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`."""
+    with _one_run(league_name) if is_embedded() else contextlib.nullcontext():
+        return _run(engine, league_name, workers, on_progress, send)
+
+
+def _run(
+    engine: Engine,
+    league_name: str,
+    workers: int | None,
+    on_progress: Callable[[dict[str, int]], None],
+    send: Callable[[int, int], None] | None,
+) -> RunReport:
     app = make_app()  # configured from this moment's environment (the broker a test or a user points at)
     send = send or (lambda match_id, half: send_match(app, match_id, half))
     with session_scope(engine) as session:
@@ -214,6 +228,24 @@ def run_league(
         completed=progress["finished"] >= progress["total"],
         worker_restarts=embedded.restarts if embedded else 0,
     )
+
+
+@contextlib.contextmanager
+def _one_run(league_name: str) -> Iterator[None]:
+    """One `mus league run` of a league at a time on an embedded broker: a second one voided the first's running
+    matches as "the previous run was interrupted" and started workers of its own (a newcomer's two runs at once).
+    The lock is the kernel's: it goes with the process that held it, however that process ends."""
+    folder = broker_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"league-{league_name}.lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Conflict(
+                f"league {league_name!r} is being run already (another `mus league run` in this folder): wait for"
+                " it, or stop it (Ctrl-C) and run again"
+            ) from None
+        yield
 
 
 def send_order(matches: Sequence[repo.QueuedMatch]) -> list[repo.QueuedMatch]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import threading
@@ -10,7 +11,9 @@ import time
 import pytest
 
 from tests.workers.conftest import Deployment
+from workers.app import broker_dir
 from workers.db import repo
+from workers.db.errors import Conflict
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.league_run import RunReport, run_league
@@ -72,3 +75,19 @@ def test_killing_a_worker_mid_league_loses_nothing_and_double_counts_nothing(
         killed = repo.get_match(session, victim.id or 0)
         assert killed.status == MatchStatus.FINISHED and killed.attempt >= 2
         assert killed.error is not None and "during the match" in killed.error, killed.error
+
+
+def test_a_second_run_of_a_league_being_run_is_refused_and_changes_nothing(deployment: Deployment) -> None:
+    """Two `mus league run` of one league at once: the second voided the first's running matches as "the
+    previous run was interrupted" and started workers of its own (newcomer walkthrough, stop 29)."""
+    league_id = deployment.league("twice", ["random", "passive"], matches_per_pairing=2)
+    broker = broker_dir()
+    broker.mkdir(parents=True, exist_ok=True)
+    with (broker / "league-twice.lock").open("a") as held:  # what the first run holds while it runs
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(Conflict, match="'twice' is being run already"):
+            run_league(deployment.engine, "twice", workers=1)
+    with session_scope(deployment.engine) as session:
+        assert repo.get_league(session, "twice").status == "created", "the refused run started nothing"
+    report = run_league(deployment.engine, "twice", workers=1)  # the lock goes with its holder
+    assert report.completed and set(results_per_match(deployment, league_id).values()) == {1}
