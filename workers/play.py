@@ -196,7 +196,7 @@ def play_league_match(
         stop.set()
         log.exception("match_id=%s failed outside the bots: voided", match_id)
         with session_scope(engine) as session:
-            repo.void_match(session, match_id, worker, f"{type(error).__name__}: {error}", max_attempts=MAX_ATTEMPTS)
+            repo.void_match(session, match_id, worker, _why_void(error), max_attempts=MAX_ATTEMPTS)
         return "void"
     finally:
         stop.set()
@@ -216,6 +216,17 @@ def play_league_match(
         cpu.write()
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
     return "finished"
+
+
+def _why_void(error: Exception) -> str:
+    """What a voided match's error says. A worker's cold shutdown (Ctrl-C of `mus league run`, SIGQUIT) ends the
+    match in hand by raising inside it whatever Celery's pool raises then (the solo pool's "does not implement
+    kill_job", which `mus league status` showed a newcomer as the match's infrastructure error)."""
+    from celery.worker import state  # the worker's own shutdown flags, set before it stops the task in hand
+
+    if state.should_terminate:
+        return "the worker was stopped during the match (cold shutdown: Ctrl-C of mus league run, or SIGQUIT)"
+    return f"{type(error).__name__}: {error}"
 
 
 def twin_wait_s(pace: repo.Pace) -> float:

@@ -94,6 +94,24 @@ def test_a_worker_without_a_sandbox_refuses_the_match_and_says_how_to_install_on
     assert "apt-get install bubblewrap" in error and "--no-sandbox" in error
 
 
+def test_a_match_ended_by_the_workers_cold_shutdown_says_so_not_what_celerys_pool_raised(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C of `mus league run` stops its solo workers cold: the match in hand ends with whatever the pool raises
+    (NotImplementedError: "... does not implement kill_job"), which `league status` showed as its error."""
+    from celery.worker import state
+
+    def stopped_cold(setup: object) -> object:
+        monkeypatch.setattr(state, "should_terminate", 1)  # what the worker sets before it stops the task
+        raise NotImplementedError("<class 'celery.concurrency.solo.TaskPool'> does not implement kill_job")
+
+    monkeypatch.setattr(play, "_play_hosted", stopped_cold)
+    match_id, _ = league_with_a_folder_bot(deployment)
+    assert play.play_league_match(match_id) == "void"
+    status, error = match_state(deployment, match_id)
+    assert status is MatchStatus.QUEUED and error.startswith("the worker was stopped during the match"), error
+
+
 @pytest.mark.slow
 def test_a_no_sandbox_league_plays_on_a_worker_without_a_sandbox(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
