@@ -315,7 +315,10 @@ def test_acting_out_of_turn_or_with_a_made_up_decision_id_is_refused_and_counted
     assert_honest_seats_untouched(result)
     report = result.culprit
     assert_named_statuses(report)
-    assert report.stream("seat").code == "OK", report.stream("seat")
+    # Its Acts out of turn go on to the end of the match, and one may race it: grpc/grpc#36066 (RACED_END; seen in
+    # CI once in eight runs, stop 29). Only the rejections it read before are compared below.
+    seat = report.stream("seat")
+    assert seat.code == "OK" or (seat.code, seat.details) == RACED_END, seat
     in_turn = [act for act in report.acts if act.category == "in_turn"]
     out_of_turn = [act for act in report.acts if act.category != "in_turn"]
     assert {act.category for act in out_of_turn} >= {
