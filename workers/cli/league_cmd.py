@@ -278,8 +278,8 @@ def status_command(
 
 def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
     table = Table(title=f"Matches of {league}")
-    for column in ("id", "#", "pair", "team 0 (seats 0+2)", "team 1 (seats 1+3)", "status", "winner", "games"):
-        table.add_column(column, justify="right" if column in ("id", "#", "pair") else "left")
+    for column in ("id", "#", "pair", "team 0 (seats 0+2)", "team 1 (seats 1+3)", "status", "winner", "games", "seed"):
+        table.add_column(column, justify="right" if column in ("id", "#", "pair", "seed") else "left")
     for row in rows:
         result = row["result"]
         team0, team1 = (f"{team['bot']} v{team['version']}" for team in row["teams"])
@@ -292,6 +292,7 @@ def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
             row["status"],
             result["winner_bot"] if result else "",
             f"{result['games'][0]}-{result['games'][1]}" if result else "",
+            "" if row["seed"] is None else str(row["seed"]),  # published once its deal is played out (docs/leagues.md)
         )
     Console().print(table)
 
