@@ -1080,7 +1080,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
     check, title = PERSISTENT
     folder = log_dir / "persistent"
     pool = BotPool(config.sandbox, log_dir=folder)
-    referee = await EmbeddedReferee().start()
+    referee = EmbeddedReferee()
     problems: list[str] = []
     try:
         for number in range(2):

@@ -442,11 +442,11 @@ def _executables(program: BotProgram) -> list[Path]:
     seat runs. No other word of the command is bound: a review faked the stdio bridge's prefix (`python -m
     clients.stdio -- FILE`, with a `clients/stdio.py` of its own in its folder) to have any readable host file
     bound in, another bot's folder or a worker's log. A program behind the bridge lies in the bot's folder."""
-    found = _executable(program.command[0], program.cwd)
+    found = program_file(program.command[0], program.cwd)
     return [found] if found is not None else []
 
 
-def _executable(first: str, cwd: Path | None) -> Path | None:
+def program_file(first: str, cwd: Path | None) -> Path | None:
     """A program file on the host: looked up on PATH, or a path from the program's folder."""
     if "/" not in first:
         found = shutil.which(first)

@@ -93,22 +93,17 @@ class EmbeddedWorkers:
     def revive(self) -> dict[str, str]:
         """Replace the worker processes that died; what became of each, by its worker name (`worker_names`), so
         that its match is requeued now rather than when its lease expires."""
-        import socket
-
         dead: dict[str, str] = {}
         for index, process in enumerate(self.processes):
             if process.poll() is not None:
                 log.warning("embedded worker %d exited with %s; starting another", index, process.returncode)
-                dead[f"{socket.gethostname()}:{process.pid}"] = f"exited with {process.returncode}"
+                dead[_worker_name(process)] = f"exited with {process.returncode}"
                 self.processes[index] = self._spawn(index)
                 self.restarts += 1
         return dead
 
     def worker_names(self) -> set[str]:
-        import socket
-
-        host = socket.gethostname()
-        return {f"{host}:{process.pid}" for process in self.processes}
+        return {_worker_name(process) for process in self.processes}
 
     def stop(self, *, finished: bool = False) -> None:
         """Ask every worker to stop, then kill stragglers after a few seconds. Interrupted (Ctrl-C): at once
@@ -126,6 +121,13 @@ class EmbeddedWorkers:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _worker_name(process: subprocess.Popen[bytes]) -> str:
+    """An embedded worker's name in the database, as it gives it (`workers.play.worker_name`: host and pid)."""
+    import socket
+
+    return f"{socket.gethostname()}:{process.pid}"
 
 
 @dataclass

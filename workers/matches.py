@@ -96,11 +96,11 @@ class PlayedMatch:
 class EmbeddedReferee:
     """A referee in this process, on unix sockets in private folders, that outlives the matches played on it.
 
-    A league worker keeps one for its life (`worker_referee`): a match then starts no server, and a pooled
-    process is served on one socket in its own folder for its whole life (the same address in every seat line,
-    so the bot may keep its channel open from seat to seat). The bots' socket is in a folder that the sandbox of
-    each launched seat binds. Its admin API is called in this process (`InProcessAdmin`), under an admin token of
-    this referee's own (never in a bot's environment); no socket serves it. `play_programs` makes a short-lived
+    A league worker keeps one for its life (`worker_referee`). A pooled process is served on sockets in its own
+    folder for its whole life (the same address in every seat line, so the bot may keep its channel open from seat
+    to seat); a launched seat, on sockets in a folder of its own for its match (`open_seat`). No socket is shared
+    by two seats. Its admin API is called in this process (`InProcessAdmin`), under an admin token of this
+    referee's own (never in a bot's environment); no socket serves it. `play_programs` makes a short-lived
     one when it is given none (`mus match play`, `mus bot check`).
     """
 
@@ -113,18 +113,10 @@ class EmbeddedReferee:
                 f" ({len(bytes(longest))} bytes with them, at most {MAX_SOCKET_PATH}): set TMPDIR to a shorter one"
             )
         self.referee = Referee()
-        self.socket_dir = Path(tempfile.mkdtemp(prefix="mus-referee-"))
         self.frames_dir = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX))
         """Where each launched seat's own folder of sockets is made (`open_seat`; a sandbox binds only its own)."""
-        self.host_address = f"unix:{self.socket_dir / 'referee.sock'}"
-        self._servers: list[grpc.aio.Server] = []
         self._pooled: dict[Path, tuple[grpc.aio.Server, FrameServer]] = {}
         """The servers listening in each pooled process's folder (gRPC and frames), by folder."""
-
-    async def start(self) -> EmbeddedReferee:
-        referee, host = self.referee, self.host_address
-        self._servers.append((await start_server(referee, host, public_address=host, admin=False))[0])
-        return self
 
     async def serve(self, member: PooledProcess) -> tuple[str, str]:
         """Listen in `member`'s own folder (once for its life), for gRPC and for frames (`service.frames`); the
@@ -141,8 +133,9 @@ class EmbeddedReferee:
         MAX_SEAT_CONNECTIONS connections at once: whatever the bot opens there, it cannot exhaust this worker's
         file descriptors, which every other match and the database need."""
         address = f"unix:{folder / POOLED_SOCKET}"
-        public, cap = self.host_address, MAX_SEAT_CONNECTIONS
-        server = (await start_server(self.referee, address, public_address=public, admin=False, max_connections=cap))[0]
+        server, _ = await start_server(
+            self.referee, address, public_address=address, admin=False, max_connections=MAX_SEAT_CONNECTIONS
+        )
         open_to_seat(folder / POOLED_SOCKET)
         return server
 
@@ -166,14 +159,13 @@ class EmbeddedReferee:
     async def close(self) -> None:
         """Stop every server and remove its sockets (those in pooled processes' folders included)."""
         folders = list(self._pooled)
-        servers = [*self._servers, *(server for server, _ in self._pooled.values())]
+        servers = [server for server, _ in self._pooled.values()]
         frames = [frames for _, frames in self._pooled.values()]
-        self._servers, self._pooled = [], {}
+        self._pooled = {}
         await asyncio.gather(*(server.stop(grace=1.0) for server in servers), *(server.stop() for server in frames))
         for folder in folders:
             (folder / POOLED_SOCKET).unlink(missing_ok=True)
-        for folder in (self.socket_dir, self.frames_dir):
-            shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(self.frames_dir, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +274,7 @@ async def play_programs(
     (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     own = referee is None
-    embedded = await EmbeddedReferee().start() if referee is None else referee
+    embedded = EmbeddedReferee() if referee is None else referee
     members: dict[int, PooledProcess] = {}
     frames: dict[int, SeatFrames] = {}
     try:
@@ -305,7 +297,6 @@ async def play_programs(
             programs,
             rules,
             seed,
-            bot_address=embedded.host_address,
             admin_address="this process",
             admin_token=embedded.referee.admin_token,
             external_id="",
@@ -317,8 +308,8 @@ async def play_programs(
             ],
             pool=pool,
             pooled=pooled,
-            frames={seat: own.address(confined) for seat, own in frames.items()},
             referees={seat: own.referee_address(confined) for seat, own in frames.items()},
+            frames={seat: own.address(confined) for seat, own in frames.items()},
             local=embedded.referee,
         )
     finally:
@@ -343,7 +334,7 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
     global _WORKER
     if _WORKER is None:
         loop = asyncio.new_event_loop()
-        _WORKER = (loop, loop.run_until_complete(EmbeddedReferee().start()))
+        _WORKER = (loop, EmbeddedReferee())
         atexit.register(_close_worker_referee)
     loop, referee = _WORKER
     task = loop.create_task(play(referee))
@@ -467,7 +458,6 @@ async def play_on_referee(
             teams,
             rules,
             seed,
-            bot_address=f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address,
             admin_address=admin_address or address,
             admin_token=admin_token,
             external_id=external_id,
@@ -476,6 +466,7 @@ async def play_on_referee(
             sandboxes=sandboxes,
             pool=None,
             pooled={},
+            referees={seat: f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address for seat in hosted},
         )
     finally:
         for forwarder in forwarders:
@@ -540,7 +531,6 @@ async def _play(
     rules: Rules,
     seed: int,
     *,
-    bot_address: str,
     admin_address: str,
     admin_token: str,
     external_id: str,
@@ -549,17 +539,17 @@ async def _play(
     sandboxes: Sequence[Sandbox | None],
     pool: BotPool | None,
     pooled: Mapping[int, tuple[PooledProcess, str, str]],
+    referees: Mapping[int, str],
     frames: Mapping[int, str] | None = None,
-    referees: Mapping[int, str] | None = None,
     local: Referee | None = None,
 ) -> PlayedMatch:
     """A match on the referee whose admin API is at `admin_address`, whichever it is: register the remote bots,
     create the table, start each hosted seat with its token from CreateTableResponse, report a seat whose
     process exits (ReportCrash), wait for the end (WaitTable), fetch the replay (GetTableReplay) and rebuild the
-    result from it. The hosted seats reach the referee at `bot_address`, or where `referees` names a seat there
-    (and, where `frames` names a seat, may play over frames there instead). `local` is the referee when it runs in
-    this process: its admin API is then called without a transport (`admin_address` only names it in messages),
-    and its finished match is taken as it is instead of re-simulated from the record."""
+    result from it. Each launched seat reaches the referee where `referees` names it (and, where `frames` names it,
+    may play over frames there instead); a pooled seat, where `pooled` names it. `local` is the referee when it
+    runs in this process: its admin API is then called without a transport (`admin_address` only names it in
+    messages), and its finished match is taken as it is instead of re-simulated from the record."""
     names = [teams[seat % 2].name for seat in range(4)]
     auth = (("authorization", f"Bearer {admin_token}"),)
     options = [("grpc.max_receive_message_length", REPLAY_MESSAGE_BYTES)]
@@ -614,7 +604,7 @@ async def _play(
                         continue
                     process = await launch_bot(
                         program,
-                        (referees or {}).get(seat, bot_address),
+                        referees[seat],
                         token,
                         log_path=logs[seat],
                         sandbox=sandboxes[seat],

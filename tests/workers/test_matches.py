@@ -230,19 +230,21 @@ def test_the_embedded_referee_serves_its_admin_api_on_no_socket_and_in_process_c
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A worker calls its embedded referee's admin API in process (`InProcessAdmin`): the servicer's own checks,
-    refusals raised as the gRPC stub raises them; the referee's one socket (the bots') does not serve that API."""
+    refusals raised as the gRPC stub raises them; a seat's sockets (the bots') do not serve that API."""
 
     async def scenario() -> None:
-        embedded = await EmbeddedReferee().start()
+        embedded = EmbeddedReferee()
         try:
-            sockets = [path.name for folder in (embedded.socket_dir, embedded.frames_dir) for path in folder.iterdir()]
-            assert sockets == ["referee.sock"], "the bots' socket alone"
-            async with grpc.aio.insecure_channel(embedded.host_address) as channel:
+            assert list(embedded.frames_dir.iterdir()) == [], "no socket before a seat is opened"
+            seat = await embedded.open_seat()
+            assert sorted(path.name for path in seat.folder.iterdir()) == ["play.sock", "referee.sock"]
+            async with grpc.aio.insecure_channel(seat.referee_address(confined=False)) as channel:
                 stub = admin_pb2_grpc.TableAdminServiceStub(channel)
                 auth = (("authorization", f"Bearer {embedded.referee.admin_token}"),)
                 with pytest.raises(grpc.aio.AioRpcError) as absent:
                     await stub.GetTableStatus(admin_pb2.GetTableStatusRequest(table_id="t"), metadata=auth)
                 assert absent.value.code() == grpc.StatusCode.UNIMPLEMENTED, "not served there, even with the token"
+            await seat.close()
             admin = InProcessAdmin(embedded.referee)
             request = admin_pb2.CreateTableRequest(
                 seed=3, seats=[admin_pb2.SeatConfig(bot_name=f"b{seat}") for seat in range(4)]

@@ -209,7 +209,7 @@ def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_fram
     random_bot = BotProgram("random", tuple(EXAMPLE_BOTS["random"]), persistent=True)
     loop = asyncio.new_event_loop()
     try:
-        referee = loop.run_until_complete(EmbeddedReferee().start())
+        referee = EmbeddedReferee()
         for seed in range(2):
             played = loop.run_until_complete(
                 play_programs((random_bot, random_bot), FAST, seed, sandbox=LIMITS, pool=pool, referee=referee)
@@ -353,7 +353,7 @@ def test_a_long_lived_referee_serves_each_pooled_process_on_one_socket_until_the
         return sorted(path.parent for path in pool.root.glob("*/referee.sock"))
 
     try:
-        referee = loop.run_until_complete(EmbeddedReferee().start())
+        referee = EmbeddedReferee()
         played = [match(referee, 0)]
         first = sorted(member.socket_dir for member in pool.processes())
         assert served() == first, "one socket in each pooled process's folder"
@@ -393,7 +393,7 @@ def test_a_temporary_folder_the_referee_accepts_also_fits_every_pooled_process_s
         try:
 
             async def one() -> PlayedMatch:
-                referee = await EmbeddedReferee().start()  # no LaunchError: the start-up check passes
+                referee = EmbeddedReferee()  # no LaunchError: the start-up check passes
                 try:
                     return await play_programs(
                         (instant("a"), instant("b")), FAST, 1, sandbox=LIMITS, pool=pool, referee=referee

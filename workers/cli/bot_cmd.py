@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +19,7 @@ from workers.cli.errors import fail
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
-from workers.launcher import own_seat_uids, stdio_command, unreadable_by_seats
+from workers.launcher import own_seat_uids, program_file, stdio_command, unreadable_by_seats
 from workers.play import exposed_by
 
 app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
@@ -324,10 +323,9 @@ def add_command(
 def _other_bots_program(session: Session, name: str, program: str) -> str | None:
     """The bot, other than `name`, in whose registered folder the program file `program` lies, if any (a review
     registered another bot's program file as its own; the sandbox binds a bot's program wherever it lies)."""
-    found = shutil.which(program) if "/" not in program else program
-    if found is None or not Path(found).is_file():
+    path = program_file(program, Path.cwd())
+    if path is None:
         return None
-    path = Path(found).resolve()
     for info in repo.list_bots(session):
         folders = {version.folder for version in info.versions if version.folder}
         if info.bot.name != name and any(path.is_relative_to(Path(folder).resolve()) for folder in folders):
