@@ -9,7 +9,8 @@ cleared: the bot gets `MUS_REFEREE`, `MUS_TOKEN`, `MUS_FRAMES` where there are f
 `PYTHONUNBUFFERED=1` (so a Python bot's log is written as it goes). Limits are rlimits set by `prlimit` just
 before `bwrap` (CPU time, address space, open files, file size) and, where this machine lets the worker make
 cgroups, a `pids.max` and a memory limit on the seat as a whole; each seat's output is
-read here and kept up to `Limits.output_bytes`. See docs/sandbox.md.
+read here and kept up to `Limits.output_bytes`. Where it can make a cgroup v2, a seat's processes are frozen
+while the seat is not asked to decide (`TurnGate`), so partners never run at once. See docs/sandbox.md.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -500,6 +502,8 @@ class BotProcess:
         self.cpu_s: float | None = None
         """After `close()`: the seat's CPU-seconds, all its processes together, from its cgroup (cpuacct on v1,
         cpu.stat on v2); None where the seat had no cgroup that counts CPU."""
+        self.freezer = Freezer.of(cgroups)
+        """Stops and resumes the seat's processes (`TurnGate`); None where it has no v2 cgroup."""
 
     @property
     def pid(self) -> int:
@@ -544,6 +548,8 @@ class BotProcess:
         except TimeoutError:
             self.pump.cancel()
         self.cpu_s = cgroup_cpu_s(self.cgroups)
+        if self.freezer is not None:
+            self.freezer.close()
         for cgroup in self.cgroups:
             await _empty_and_remove_cgroup(cgroup)
 
@@ -736,7 +742,9 @@ def _own_cgroups() -> dict[str, str]:
 def _hierarchies() -> tuple[_Hierarchy, ...]:
     """The cgroups this machine lets the worker make below its own: cgroup v1's pids and memory hierarchies (and
     cpuacct, which limits nothing but counts the seat's CPU), or v2 with pids and memory delegated (its cpu.stat
-    counts the CPU). Seat cgroups sit inside the worker's, so they count toward its limits."""
+    counts the CPU); and a v2 cgroup wherever this process's v2 cgroup is writable (on a hybrid machine too,
+    beside v1's), for its `cgroup.freeze` (FREEZE: a seat runs only in its turns, `TurnGate`). Seat cgroups sit
+    inside the worker's, so they count toward its limits."""
     root = Path("/sys/fs/cgroup")
     own = _own_cgroups()
     found: list[_Hierarchy] = []
@@ -746,14 +754,18 @@ def _hierarchies() -> tuple[_Hierarchy, ...]:
             found.append(_Hierarchy(parent, (controller,), 1))
     if all(hierarchy.controllers == ("cpuacct",) for hierarchy in found):
         found = []  # accounting alone is not worth a cgroup per seat where nothing can be limited
-    if not found and "" in own:
-        parent = root / own[""].lstrip("/")
-        delegated = tuple(
-            name for name in ("pids", "memory") if name in _read(parent / "cgroup.subtree_control").split()
-        )
-        if delegated and os.access(parent, os.W_OK):
-            found.append(_Hierarchy(parent, delegated, 2))
+    unified = next((path for path in (root, root / "unified") if (path / "cgroup.controllers").is_file()), None)
+    if unified is not None and "" in own:
+        parent = unified / own[""].lstrip("/")
+        enabled = _read(parent / "cgroup.subtree_control").split()
+        delegated = () if found else tuple(name for name in ("pids", "memory") if name in enabled)
+        if os.access(parent, os.W_OK):
+            found.append(_Hierarchy(parent, (*delegated, FREEZE), 2))
     return tuple(found)
+
+
+FREEZE = "freeze"
+"""In `_Hierarchy.controllers`: a v2 hierarchy, where every cgroup but the root has `cgroup.freeze` (Linux 5.2)."""
 
 
 def _read(path: Path) -> str:
@@ -776,6 +788,10 @@ def _usable_hierarchies() -> tuple[_Hierarchy, ...]:
         log.warning("no pids cgroup to make: a seat's processes are bounded by its pid namespace only")
     if "memory" not in limited:
         log.warning("no memory cgroup to make: a seat's memory is bounded per process only (RLIMIT_AS)")
+    if FREEZE not in limited:
+        log.warning(
+            "no cgroup v2 to make: a seat's processes are not stopped outside its turns (partners may run at once)"
+        )
     return found
 
 
@@ -898,6 +914,97 @@ def _remove_cgroup(path: Path) -> None:
         path.rmdir()
 
 
+# ---------------------------------------------------------------------------------------------- turns
+
+FROZEN_WAIT_S = 0.002
+"""How long `TurnGate` waits for a seat's processes to be frozen before it lets another seat run. The kernel stops
+each task before it runs any more of its own code (a task on another core is interrupted at once), so this is
+microseconds; a task that takes longer is asleep in the kernel, not running."""
+
+
+class Freezer:
+    """A seat's v2 cgroup, whose processes the worker stops and resumes as a whole (`cgroup.freeze`): whatever
+    a bot starts, and however it forks, all of it is in the cgroup (`seat_command`)."""
+
+    def __init__(self, cgroup: Path) -> None:
+        self.cgroup = cgroup
+        self._state = os.open(cgroup / "cgroup.freeze", os.O_WRONLY | os.O_CLOEXEC)
+        self._events = os.open(cgroup / "cgroup.events", os.O_RDONLY | os.O_CLOEXEC)
+        self.frozen = False
+
+    @classmethod
+    def of(cls, cgroups: Sequence[Path]) -> Freezer | None:
+        """The freezer of a seat's `cgroups` (the one in a v2 hierarchy), or None where there is none."""
+        for cgroup in cgroups:
+            with contextlib.suppress(OSError):
+                return cls(cgroup)
+        return None
+
+    def freeze(self) -> None:
+        if not self.frozen:
+            self._write(b"1")
+            self.frozen = True
+
+    def thaw(self) -> None:
+        if self.frozen:
+            self._write(b"0")
+            self.frozen = False
+
+    def settled(self) -> bool:
+        """Whether every process of the cgroup is frozen now (cgroup.events `frozen 1`)."""
+        try:
+            return b"frozen 1" in os.pread(self._events, 256, 0)
+        except OSError:
+            return True  # the cgroup is gone, and its processes with it
+
+    def _write(self, value: bytes) -> None:
+        with contextlib.suppress(OSError):  # removed: the seat has ended
+            os.pwrite(self._state, value, 0)
+
+    def close(self) -> None:
+        """Thaw it (a frozen process neither reads its end of input nor exits on SIGTERM) and let go of its files."""
+        self.thaw()
+        for fd in (self._state, self._events):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class TurnGate:
+    """Which hosted seats of one table may run: set by the table (`Table.turns`) whenever that changes.
+
+    Partners are one author's two processes. Running at the same time, one can pass its cards to the other through
+    the one resource they cannot help sharing, the CPU: one spins, the other times its own loop. So a seat's
+    processes run only while it has a decision open (the table never asks both partners at once while it is
+    gated), and every seat runs before the match starts and after it ends. A seat is frozen, and seen to be,
+    before any other is let run."""
+
+    def __init__(self) -> None:
+        self._seats: dict[int, Freezer] = {}
+        self.running: frozenset[int] = frozenset(range(4))
+
+    def add(self, seat: int, freezer: Freezer | None) -> None:
+        """Gate a hosted seat from now on (a seat whose process has no freezer runs freely)."""
+        if freezer is not None:
+            self._seats[seat] = freezer
+            self(self.running)
+
+    def __bool__(self) -> bool:
+        return bool(self._seats)
+
+    def __call__(self, running: frozenset[int]) -> None:
+        self.running = running
+        stopping = [freezer for seat, freezer in self._seats.items() if seat not in running and not freezer.frozen]
+        for freezer in stopping:
+            freezer.freeze()
+        deadline = time.monotonic() + FROZEN_WAIT_S
+        for freezer in stopping:
+            while not freezer.settled() and time.monotonic() < deadline:
+                pass
+        for seat, freezer in self._seats.items():
+            if seat in running:
+                freezer.thaw()
+
+
 def command_line(words: Sequence[str]) -> str:
     """A command as a shell would read it (for logs and docs)."""
     return shlex.join(words)
@@ -909,6 +1016,11 @@ SEATS_VARIABLE = "MUS_SEATS"
 """Set to `stdin` for a process that plays seat after seat (docs/protocol.md, "Seats over standard input"): it
 reads one JSON line per seat, `{"referee": ADDRESS, "seat_token": TOKEN, "frames": ADDRESS}` ("frames": where it may
 play the seat over frames instead of gRPC), plays it, then reads the next; it exits at the end of its input."""
+
+
+IDLE_FREEZE_S = 0.25
+"""How long a pooled process runs after its match before it is frozen until its next seat (`PooledProcess.idle`):
+time for one that ends after its seat to exit (a Python process takes tens of milliseconds)."""
 
 
 class PooledProcess:
@@ -928,14 +1040,18 @@ class PooledProcess:
         output_bytes: int,
         socket_dir: Path,
     ) -> None:
-        import threading
-
         self.program = program
         self.process = process
         self.socket_dir = socket_dir
         """This process's own folder (bound at SOCKET_DIR in its sandbox): each of its matches' referees listens
         on a socket in it, for this process alone."""
         self.cgroups = cgroups
+        self.freezer = Freezer.of(cgroups)
+        """Stops and resumes its processes: in its seats' turns (`TurnGate`), and between its seats, when it is
+        frozen (`idle`). None where it has no v2 cgroup."""
+        self._idle: threading.Timer | None = None
+        """Freezes it IDLE_FREEZE_S after its last match (`idle`), unless it is given a seat first."""
+        self._freezing = threading.Lock()
         self.sandboxed = sandboxed
         self.seats_played = 0
         self.cpu_seen: float | None = None
@@ -1022,8 +1138,38 @@ class PooledProcess:
             return "running"
         return self.refused or f"the pooled bot process exited with code {code}"
 
+    def idle(self) -> None:
+        """Between its seats: frozen IDLE_FREEZE_S after its match, so that it takes no CPU from the matches played
+        meanwhile, nor passes through the CPU what it remembers to the processes playing its twin (`take` thaws it).
+        The delay lets a process that ends after its seat exit first: it is replaced, not given a seat it cannot
+        take."""
+        if self.freezer is None:
+            return
+        with self._freezing:
+            if self._idle is not None:
+                self._idle.cancel()
+            self._idle = threading.Timer(IDLE_FREEZE_S, self._freeze_idle)
+            self._idle.daemon = True
+            self._idle.start()
+
+    def _freeze_idle(self) -> None:
+        with self._freezing:
+            if self._idle is not None and self.freezer is not None:
+                self._idle = None
+                self.freezer.freeze()
+
+    def take(self) -> None:
+        """Thaw it for its next seat."""
+        with self._freezing:
+            if self._idle is not None:
+                self._idle.cancel()
+                self._idle = None
+            if self.freezer is not None:
+                self.freezer.thaw()
+
     def end_input(self) -> None:
         """Close its standard input: a well-behaved process exits (`close` waits for it)."""
+        self.take()
         if self.process.stdin is not None:
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
@@ -1038,6 +1184,8 @@ class PooledProcess:
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
         self.kill()
+        if self.freezer is not None:
+            self.freezer.close()
         for cgroup in self.cgroups:
             _remove_cgroup(cgroup)
         self._pump.join(1.0)

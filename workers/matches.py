@@ -46,6 +46,7 @@ from workers.launcher import (
     Limits,
     PooledProcess,
     Sandbox,
+    TurnGate,
     launch_bot,
     open_to_seat,
 )
@@ -592,6 +593,11 @@ async def _play(
             processes: list[BotProcess] = []
             watchers: list[asyncio.Task[None]] = []
             ended = False
+            # A seat's processes run only in its turns, where this worker can stop them (`TurnGate`): the table's
+            # own, so on the referee in this process only.
+            gate = TurnGate()
+            if local is not None:
+                local.tables[table_id].turns = gate
             launched_at = time.monotonic()
             try:
                 for seat, program in programs.items():
@@ -599,6 +605,7 @@ async def _play(
                     if seat in pooled:  # the pool hand-off: a live process of the bot's takes the seat
                         member, own_address, frames_address = pooled[seat]
                         cpu_before[seat] = member.cpu_seen if member.cpu_seen is not None else member.cpu_s()
+                        gate.add(seat, member.freezer)
                         member.offer(own_address, token, frames=frames_address)
                         watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, member, _left(member))))
                         continue
@@ -610,8 +617,11 @@ async def _play(
                         sandbox=sandboxes[seat],
                         frames=(frames or {}).get(seat),
                     )
+                    gate.add(seat, process.freezer)
                     processes.append(process)
                     watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, process, _exited(process))))
+                if local is not None and not gate:  # no seat can be stopped here: nothing to gate
+                    local.tables[table_id].turns = None
                 final = await _wait_for_end(admin, table_id, auth, admin_address, patience_s=patience_s)
                 ended = True
                 ended_at = time.monotonic()

@@ -15,6 +15,9 @@ A match then costs its play, not four start-ups. The rules the pool keeps:
 - **Restarts.** A process is replaced when it has exited (a crash: the match charges it as today), after
   `max_seats` seats, when its seat had an incident (it may be stuck), past half its CPU-time limit (an rlimit
   counts the process's life, not a match), and when the bot's program or registered version changes.
+- **Frozen between seats.** A kept process is frozen after its match (`PooledProcess.idle`) until it is given
+  its next seat: it takes no CPU from the matches played meanwhile, nor passes what it remembers through the CPU
+  to the processes playing its twin.
 - **Limits.** At most `max_processes` processes live at once (least recently used retired first), holding at most
   `max_memory_bytes` of memory together after a match (the largest retired first).
 - **A folder of its own.** Each process has its own folder, bound at `/run/mus` in its sandbox; a match's
@@ -112,6 +115,7 @@ class BotPool:
             self.started += 1
             self._processes[key] = current
         self._processes.move_to_end(key)
+        current.take()
         return current
 
     def release(self, process: PooledProcess, *, healthy: bool, cpu_s: float | None = None) -> None:
@@ -127,6 +131,8 @@ class BotPool:
             self._memory[key] = held
             while sum(self._memory.values()) > self.max_memory_bytes:
                 self._retire(max(self._memory, key=self._memory.__getitem__))
+        if key is not None and key in self._processes:
+            process.idle()
 
     def _usable(self, process: PooledProcess, program: BotProgram) -> bool:
         """Whether `process` may play `program`'s next seat, or has to be replaced first (see the module)."""

@@ -199,6 +199,8 @@ class _Seat:
     """The seat asked for Update messages (Join.batch_events): a step's events and decision in one message."""
     omit_hand_events: bool = False
     """The seat keeps the hand's events itself (Join.omit_hand_events): its views carry none."""
+    grace_deferred: bool = False
+    """Its stream ended while it could not run (`Table.turns`): its reconnect grace starts when it is next asked."""
     pending_events: list[bytes] = field(default_factory=list)
     """Events for the next Update, as its wire entries (`wire.stream_entry`)."""
     pending_update: bytes | None = None
@@ -268,6 +270,12 @@ class Table:
         """The clock time `_timer` fires at."""
         self._event_timer: asyncio.TimerHandle | None = None
         self._on_finish = on_finish
+        self.turns: Callable[[frozenset[int]], None] | None = None
+        """Set where the seats' processes can be stopped (a league worker's hosted seats, `workers.launcher.
+        TurnGate`): told which seats may run whenever that changes, those with a decision open while the match
+        runs and all four once it has ended. A gated table never asks both partners at once: in a simultaneous
+        step the second is asked when the first has answered, so partners never run at the same time."""
+        self._running = frozenset(range(4))
         self.finished = asyncio.Event()
         self.outcome: pb.Outcome | None = None
         self.created_at = self.clock.now()
@@ -317,6 +325,7 @@ class Table:
         state.batch = batch
         state.omit_hand_events = omit_hand_events
         state.pending_events, state.pending_update = [], None
+        state.grace_deferred = False
         if state.grace is not None:
             state.grace.cancel()
             state.grace = None
@@ -406,6 +415,9 @@ class Table:
         state = self.seats[seat]
         state.grace = None
         if state.outbox is not None or self.status not in (TableStatus.RUNNING, TableStatus.WAITING):
+            return
+        if seat not in self._running:  # it cannot rejoin while it is stopped: its grace starts when it is asked
+            state.grace_deferred = True
             return
         self.record_incident(seat, IncidentCause.DISCONNECT, f"no stream for {self.reconnect_grace_s:g} s")
         self._drop(seat)
@@ -593,11 +605,18 @@ class Table:
                 match.apply_timeout(dropped)
                 continue
             for seat in awaited:
-                if seat not in self.decisions:
+                if seat not in self.decisions and not (self.turns is not None and (seat ^ 2) in self.decisions):
                     self._open_decision(seat)
             break
+        self._gate(frozenset(self.decisions))
         self._arm_timer()
         self._flush()
+
+    def _gate(self, running: frozenset[int]) -> None:
+        """Tell `turns` which seats may run now, when that has changed."""
+        if self.turns is not None and running != self._running:
+            self._running = running
+            self.turns(running)
 
     def _open_decision(self, seat: int) -> None:
         match = self.match
@@ -609,9 +628,13 @@ class Table:
             self._next_decision_id, kind, now, now + clocks.allowed_s(kind, self.seats[seat].bank, self.rules)
         )
         self._next_decision_id += 1
-        self.seats[seat].last_decision_id = decision.decision_id
-        self.seats[seat].asked.add(decision.decision_id)
+        state = self.seats[seat]
+        state.last_decision_id = decision.decision_id
+        state.asked.add(decision.decision_id)
         self.decisions[seat] = decision
+        if state.grace_deferred:
+            state.grace_deferred = False
+            state.grace = self.clock.call_later(self.reconnect_grace_s, self._grace_over, seat)
         self._send_decision(seat, decision)
 
     def _time_left(self, seat: int, decision: _Decision) -> tuple[float, float]:
@@ -792,6 +815,7 @@ class Table:
             self._timer.cancel()
             self._timer = None
         self.decisions.clear()
+        self._gate(frozenset(range(4)))  # every seat reads the outcome
         self._flush(everyone=True)  # the last events go before the outcome
         self.status = TableStatus.FINISHED
         # The outcome goes to the four seats and to spectators: an incident's cause is public, its detail (a
@@ -819,6 +843,7 @@ class Table:
         log.info("table %s cancelled: %s", self.table_id, reason)
         self.status = TableStatus.CANCELLED
         self.cancel_reason = reason
+        self._gate(frozenset(range(4)))
         self._join_timer.cancel()
         for timer in (self._timer, self._event_timer):
             if timer is not None:

@@ -73,8 +73,13 @@ def test_bench_league_quick_on_the_embedded_broker_prints_one_json_object_with_i
         assert set(components) == {"bots", "referee", "database", "worker", "scheduler", "total"}
         assert all(value >= 0 for value in components.values()), components
         assert components["referee"] > 0 and components["database"] > 0 and components["bots"] > 0
-        assert 1 <= config["warm_matches"] <= 2 and config["warm_matches_per_s"] > 0, "after each half's first match"
-        assert set(config["warm_cpu_s_per_match"]) == {"bots", "referee", "database"}
+        # One worker plays each half's second match warm. Two may each start a half's processes when the hand-off
+        # finds its partner busy (a loaded machine: 4 runs in 6 of the old tree's with two busy loops beside it).
+        fewest = 1 if config["workers"] == 1 else 0
+        assert fewest <= config["warm_matches"] <= 2, (name, config["warm_matches"])
+        assert (config["warm_matches_per_s"] or 0) > 0 or config["warm_matches"] == 0
+        if config["warm_matches"]:
+            assert set(config["warm_cpu_s_per_match"]) == {"bots", "referee", "database"}
         if len(os.sched_getaffinity(0)) >= 2:
             assert config["pinned_cores"] == sorted(os.sched_getaffinity(0))[: config["workers"]], "one core a worker"
     assert data["identical_results"] is True, "the same league plays the same matches in every configuration"

@@ -294,6 +294,46 @@ class SleepingBot(PassiveBot):
             time.sleep(3600)
 
 
+class SlowBot(PassiveBot):
+    """Takes 20 ms over each decision, as a bot that thinks: time in which its partner could run beside it."""
+
+    def decide(self, view: BotView) -> Action:
+        time.sleep(0.02)
+        return super().decide(view)
+
+
+RUNNING: list[int] = []
+"""CLOCK_MONOTONIC in µs, sampled every 0.2 ms while the process runs (`attack_clock`)."""
+
+
+def attack_clock(options: argparse.Namespace) -> None:
+    """Watch when its process runs: a thread samples the clock every 0.2 ms for the whole match. Partners that
+    both run at once can pass cards through the CPU (one spins, the other times its loop); `report_running`
+    prints what was seen, and the test compares partners."""
+    import threading
+
+    def sample() -> None:
+        while True:
+            RUNNING.append(time.monotonic_ns() // 1000)
+            time.sleep(0.0002)
+
+    threading.Thread(target=sample, daemon=True).start()
+    report("clock", False, "sampling when it runs")
+
+
+def report_running() -> None:
+    """`RUNNING a-b,c-d,...`: the spans (µs) in which it ran, a gap of over 1 ms between samples ending one."""
+    spans: list[str] = []
+    start = previous = RUNNING[0] if RUNNING else 0
+    for now in RUNNING[1:]:
+        if now - previous > 1000:
+            spans.append(f"{start}-{previous}")
+            start = now
+        previous = now
+    spans.append(f"{start}-{previous}")
+    print("RUNNING " + ",".join(spans), flush=True)
+
+
 def attack_sleep(options: argparse.Namespace) -> None:
     report("sleep", False, "joining, then sleeping forever at its first decision")
 
@@ -378,6 +418,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "exit": attack_exit,
     "sigterm": attack_sigterm,
     "health": attack_health,
+    "clock": attack_clock,
 }
 
 
@@ -395,8 +436,10 @@ def main() -> None:
         ATTACKS[mode](options)
     if "exit" in modes:
         raise SystemExit(1)
-    bot = SleepingBot() if "sleep" in modes else PassiveBot()
+    bot = SleepingBot() if "sleep" in modes else SlowBot() if "clock" in modes else PassiveBot()
     code = _join_briefly(bot) if "health" in modes else run_main(bot)
+    if "clock" in modes:
+        report_running()
     if "sigterm" in modes:
         while True:
             time.sleep(3600)

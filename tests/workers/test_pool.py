@@ -22,8 +22,18 @@ from tests.workers.conftest import Deployment
 from workers import play
 from workers.db import repo
 from workers.db.session import session_scope
-from workers.launcher import EXAMPLE_BOTS, INSTALL_HINT, BotProgram, Limits, own_seat_uids, sandbox_available
-from workers.matches import MAX_SOCKET_PATH, EmbeddedReferee, PlayedMatch, play_programs
+from workers.launcher import (
+    EXAMPLE_BOTS,
+    FREEZE,
+    IDLE_FREEZE_S,
+    INSTALL_HINT,
+    BotProgram,
+    Limits,
+    _usable_hierarchies,
+    own_seat_uids,
+    sandbox_available,
+)
+from workers.matches import MAX_SOCKET_PATH, EmbeddedReferee, PlayedMatch, play_programs, run_on_worker_referee
 from workers.pool import BotPool, close_pools, worker_pool
 
 pytestmark = pytest.mark.slow  # pools of real bot processes
@@ -47,7 +57,11 @@ def pool(tmp_path: Path) -> Iterator[BotPool]:
 def play_match(
     programs: tuple[BotProgram, BotProgram], seed: int, pool: BotPool | None, **options: object
 ) -> PlayedMatch:
-    return asyncio.run(play_programs(programs, FAST, seed, sandbox=LIMITS, pool=pool, **options))  # type: ignore[arg-type]
+    """On this process's worker referee, as a league worker plays (it outlives its matches: a pooled process frozen
+    before it has read its last outcome reads it when it is thawed for its next seat)."""
+    return run_on_worker_referee(
+        lambda referee: play_programs(programs, FAST, seed, sandbox=LIMITS, pool=pool, referee=referee, **options)  # type: ignore[arg-type]
+    )
 
 
 def seat_pids(pool: BotPool) -> dict[tuple[str, int, int], int]:
@@ -133,6 +147,42 @@ def test_a_pooled_process_that_crashes_is_charged_a_crash_and_replaced_for_the_n
     started = pool.started
     play_match((instant("a"), instant("b")), 6, pool)
     assert pool.started == started + 2, "b's processes lived on; a's two were started"
+
+
+BURNER = """\
+import sys, threading
+from clients.bots.passive_bot import PassiveBot
+from clients.sdk.runner import SeatOffer, run_bot
+def spin():
+    while True:
+        pass
+for line in sys.stdin:
+    offer = SeatOffer.from_line(line)
+    run_bot(PassiveBot(), offer.referee, offer.seat_token)
+    threading.Thread(target=spin, daemon=True).start()  # spins from now on
+"""
+"""A persistent program that, after each seat, starts a thread that spins for ever: between its seats it would
+take a core from the matches played meanwhile (a review slowed an innocent league from 2.2 s to 4.8 s so)."""
+
+
+def test_a_pooled_process_is_frozen_between_its_seats_and_plays_its_next_one(pool: BotPool, tmp_path: Path) -> None:
+    if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
+        pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
+    folder = tmp_path / "burner"
+    folder.mkdir()
+    (folder / "burner.py").write_text(BURNER)
+    burner = BotProgram("burner", (sys.executable, str(folder / "burner.py")), folder, persistent=True)
+    first = play_match((burner, instant("b")), 1, pool)
+    assert first.match.outcome is not None and not first.incidents
+    members = [member for member in pool.processes() if member.program.name == "burner"]
+    time.sleep(IDLE_FREEZE_S + 0.2)
+    before = [member.cpu_s() or 0.0 for member in members]
+    time.sleep(1.0)
+    burned = [(member.cpu_s() or 0.0) - start for member, start in zip(members, before, strict=True)]
+    assert max(burned) < 0.05, f"CPU-seconds taken in a second between seats: {burned}"
+    second = play_match((burner, instant("b")), 2, pool)
+    assert second.match.outcome is not None and not second.incidents
+    assert [member for member in pool.processes() if member.program.name == "burner"] == members
 
 
 STUFFER = """\
@@ -278,9 +328,16 @@ def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(p
         for path in [*elsewhere, str(pool.root)]:
             command += ["--target", path]
         hostile = BotProgram("hostile", tuple(command), hostile_folder, persistent=True)
-        played = [
-            await play_programs((hostile, instant("b")), FAST, seed, sandbox=LIMITS, pool=pool) for seed in (2, 3)
-        ]
+        # One referee for both, as a worker's: between its seats the process is frozen, perhaps before it has
+        # read its last outcome, which it reads when it is thawed for the next.
+        referee = EmbeddedReferee()
+        try:
+            played = [
+                await play_programs((hostile, instant("b")), FAST, seed, sandbox=LIMITS, pool=pool, referee=referee)
+                for seed in (2, 3)
+            ]
+        finally:
+            await referee.close()
         other.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await other

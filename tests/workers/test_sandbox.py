@@ -4,12 +4,14 @@ the other seats, the other matches and the worker go on (issue 9). Real bwrap, r
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from referee.service.servicer import Referee
 from workers import matches
 from workers.launcher import (
     FRAMES_DIR,
+    FREEZE,
     INSTALL_HINT,
     SANDBOX_HOME,
     SEAT_UID,
@@ -30,9 +33,11 @@ from workers.launcher import (
     STARTED_MARKER,
     TRUNCATED_MARKER,
     BotProgram,
+    Freezer,
     LaunchError,
     Limits,
     Sandbox,
+    TurnGate,
     _usable_hierarchies,
     own_seat_uids,
     resolve_program,
@@ -164,6 +169,59 @@ time.sleep(60)
 new pipe of that user is smaller. A security review read that from another seat's new pipe, one bit a hand."""
 
 PIPE_READER = "import fcntl, os\nread, write = os.pipe()\nprint('reader', fcntl.fcntl(write, 1032), flush=True)\n"
+
+
+def running_spans(log: Path) -> list[tuple[float, float]]:
+    """When a seat's process ran (hostile.py's `clock` attack), in seconds of CLOCK_MONOTONIC."""
+    line = next(line for line in log.read_text().splitlines() if line.startswith("RUNNING "))
+    spans = [span.split("-") for span in line.removeprefix("RUNNING ").split(",")]
+    return [(int(start) / 1e6, int(end) / 1e6) for start, end in spans]
+
+
+def overlap(one: list[tuple[float, float]], other: list[tuple[float, float]], window: tuple[float, float]) -> float:
+    """Seconds in `window` in which both ran."""
+    low, high = window
+    return sum(
+        max(0.0, min(end, other_end, high) - max(start, other_start, low))
+        for start, end in one
+        for other_start, other_end in other
+    )
+
+
+@needs_bwrap
+@pytest.mark.parametrize("frozen", [True, False], ids=["gated", "without-freezing"])
+def test_partners_never_run_at_the_same_time_while_their_match_is_played(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frozen: bool
+) -> None:
+    """Partners running at once could pass their cards through the CPU (one spins, the other times its loop). Each
+    seat samples when it runs; while the match is played, partners never run together. Without the freezing
+    itself (the same gate, writing nothing), they run together most of the match."""
+    if FREEZE not in cgroup_limits():
+        pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
+    calls: list[tuple[float, frozenset[int]]] = []
+
+    class Recorded(TurnGate):
+        def __call__(self, running: frozenset[int]) -> None:
+            super().__call__(running)
+            calls.append((time.monotonic(), running))
+
+    monkeypatch.setattr(matches, "TurnGate", Recorded)
+    if not frozen:
+        monkeypatch.setattr(Freezer, "_write", lambda self, value: None)
+    program, _ = hostile(tmp_path, "clock")
+    rival = dataclasses.replace(program, name="rival")
+    played = asyncio.run(play_programs((program, rival), FAST, 5, sandbox=Limits()))
+    assert played.match.outcome is not None and not played.incidents
+    gated = [at for at, running in calls if len(running) < 4]
+    window = (gated[0], max(at for at, running in calls if len(running) == 4))
+    spans = {seat: running_spans(log) for seat, log in played.logs.items()}
+    ran = {seat: overlap(spans[seat], [window], window) for seat in spans}
+    assert all(seconds > 0.05 for seconds in ran.values()), ran
+    together = [overlap(spans[0], spans[2], window), overlap(spans[1], spans[3], window)]
+    if frozen:
+        assert max(together) < 0.002, (together, ran)
+    else:
+        assert min(together) > 0.1, (together, ran)
 
 
 @needs_bwrap
