@@ -16,6 +16,7 @@ while the seat is not asked to decide (`TurnGate`), so partners never run at onc
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import ctypes
 import logging
@@ -25,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -359,6 +361,7 @@ def sandbox_command(
     # and a review passed a bit a quarter second through it without an error. /dev/ptmx is /dev/null's node on a
     # nodev mount: opening it fails.
     bwrap += [*mount("--dev", "/dev"), "--ro-bind", "/dev/null", "/dev/ptmx", *mount("--proc", "/proc")]
+    bwrap += _still_counters(limits.memory_bytes)
     for scratch in ("/tmp", SANDBOX_HOME):  # writable by the seat's uid, whichever it is
         bwrap += mount("--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", scratch)
     for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
@@ -392,6 +395,78 @@ def sandbox_command(
     if drop:
         drop += ["--inh-caps=-all", "--bounding-set=-all", "--"]
     return [*rlimits, *bwrap, "--", *drop, *announce, *program.command]
+
+
+HOST_COUNTERS = (
+    "meminfo",
+    "vmstat",
+    "zoneinfo",
+    "buddyinfo",
+    "swaps",
+    "loadavg",
+    "stat",
+    "uptime",
+    "schedstat",
+    "diskstats",
+    "interrupts",
+    "softirqs",
+    "pressure/cpu",
+    "pressure/memory",
+    "pressure/io",
+    "pressure/irq",
+    "sys/fs/file-nr",
+    "sys/fs/inode-nr",
+    "sys/fs/dentry-state",
+    "sys/fs/aio-nr",
+    "sys/kernel/pty/nr",
+)
+"""Files of /proc that count for the whole host what a seat can move and keep while it is frozen (its memory, its
+threads, its open files, the CPU it used in its turn): its partner would read them in its own turn. A seat sees
+a still copy of each instead (`_still_counters`), and sysinfo(2), which counts the same, is refused (seccomp)."""
+
+
+MEMINFO_FIELDS = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapCached", "SwapTotal", "SwapFree")
+"""The still /proc/meminfo's lines: the memory is the seat's limit, all of it free."""
+
+
+@cache
+def _still_counters(memory_bytes: int) -> tuple[str, ...]:
+    """bwrap's binds of a still file over each of HOST_COUNTERS that this kernel has: an idle machine of the seat's
+    memory, with the host's CPUs and boot time (which never move). Made once per worker process."""
+    folder = Path(tempfile.mkdtemp(prefix="mus-proc-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    kb = memory_bytes // 1024
+    cpus = os.cpu_count() or 1
+    idle_cpu = "0 0 0 0 0 0 0 0 0 0"
+    boot = next((line for line in _read(Path("/proc/stat")).splitlines() if line.startswith("btime ")), "btime 0")
+    pressure = "".join(f"{kind} avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" for kind in ("some", "full"))
+    still = {
+        "meminfo": "".join(f"{name + ':':<16}{kb if name.startswith('Mem') else 0:>8} kB\n" for name in MEMINFO_FIELDS),
+        "swaps": "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n",
+        "loadavg": "0.00 0.00 0.00 1/1 1\n",
+        "stat": f"cpu  {idle_cpu}\n"
+        + "".join(f"cpu{index} {idle_cpu}\n" for index in range(cpus))
+        + f"intr 0\nctxt 0\n{boot}\nprocesses 1\nprocs_running 1\nprocs_blocked 0\nsoftirq 0\n",
+        "uptime": "1.00 0.00\n",
+        "pressure/cpu": pressure,
+        "pressure/memory": pressure,
+        "pressure/io": pressure,
+        "pressure/irq": pressure,
+        "sys/fs/file-nr": "1024\t0\t9223372036854775807\n",
+        "sys/fs/inode-nr": "1024\t0\n",
+        "sys/fs/dentry-state": "1024\t0\t45\t0\t0\t0\n",
+        "sys/fs/aio-nr": "0\n",
+        "sys/kernel/pty/nr": "0\n",
+    }
+    binds: list[str] = []
+    for name in HOST_COUNTERS:
+        if not Path("/proc", name).exists():
+            continue
+        source = folder / name.replace("/", "-")
+        source.write_text(still.get(name, ""))
+        source.chmod(0o444)
+        binds += ["--ro-bind", str(source), f"/proc/{name}"]
+    return tuple(binds)
 
 
 def open_to_seat(path: Path) -> Path:
@@ -952,21 +1027,27 @@ class Freezer:
 
     def settled(self) -> bool:
         """Whether every process of the cgroup is frozen now (cgroup.events `frozen 1`)."""
+        if self._events < 0:
+            return True
         try:
             return b"frozen 1" in os.pread(self._events, 256, 0)
         except OSError:
             return True  # the cgroup is gone, and its processes with it
 
     def _write(self, value: bytes) -> None:
+        if self._state < 0:
+            return  # closed: its descriptor's number may be another file's by now
         with contextlib.suppress(OSError):  # removed: the seat has ended
             os.pwrite(self._state, value, 0)
 
     def close(self) -> None:
-        """Thaw it (a frozen process neither reads its end of input nor exits on SIGTERM) and let go of its files."""
+        """Thaw it (a frozen process neither reads its end of input nor exits on SIGTERM) and let go of its files;
+        a table that ends later (cancelled) may still tell it to run, which then does nothing."""
         self.thaw()
         for fd in (self._state, self._events):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self._state = self._events = -1
 
 
 class TurnGate:

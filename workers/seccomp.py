@@ -91,6 +91,9 @@ _REFUSED_NAMES = (
     "io_uring_setup",
     "io_uring_enter",
     "io_uring_register",
+    # sysinfo(2) counts the host's processes and threads and its free memory, which a seat can move (threads and
+    # memory it keeps while it is frozen) and its partner read in its own turn (docs/sandbox.md).
+    "sysinfo",
 )
 """Refused with EPERM on every architecture that has them."""
 
@@ -146,6 +149,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
+            "sysinfo": 99,
         },
     ),
     "aarch64": (
@@ -198,6 +202,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
+            "sysinfo": 179,
         },
     ),
 }

@@ -608,7 +608,8 @@ class Table:
                 if seat not in self.decisions and not (self.turns is not None and (seat ^ 2) in self.decisions):
                     self._open_decision(seat)
             break
-        self._gate(frozenset(self.decisions))
+        if self.turns is not None:
+            self._gate(frozenset(self.decisions))
         self._arm_timer()
         self._flush()
 

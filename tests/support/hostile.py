@@ -334,6 +334,49 @@ def report_running() -> None:
     print("RUNNING " + ",".join(spans), flush=True)
 
 
+COUNTED = ("meminfo", "loadavg", "stat", "vmstat", "uptime", "sys/fs/file-nr")
+"""Host-wide counters in /proc that a seat moves with what it holds (memory, threads, open files, CPU used)."""
+
+
+def attack_counters(options: argparse.Namespace) -> None:
+    """Read the host's counters, then take 100 MB, 20 threads and 100 open files and burn 0.2 s of CPU, and read
+    them again, with sysinfo(2) each time: what a seat can move and keep while it is frozen, its partner could read
+    in its own turn. A breach is any change seen (or sysinfo answering at all)."""
+    import threading
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    info = ctypes.create_string_buffer(128)
+
+    def read() -> dict[str, str]:
+        seen = {}
+        for name in COUNTED:
+            with contextlib.suppress(OSError):
+                seen[name] = Path("/proc", name).read_text()
+        seen["sysinfo"] = "refused" if libc.sysinfo(info) != 0 else info.raw.hex()
+        return seen
+
+    before = read()
+    held = bytearray(100 * 1024 * 1024)
+    held[::4096] = b"x" * len(held[::4096])
+    stop = threading.Event()
+    threading.stack_size(256 * 1024)  # within the seat's address space (each thread's stack is reserved)
+    threads = [threading.Thread(target=stop.wait, daemon=True) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    files = [open(os.devnull) for _ in range(100)]  # noqa: SIM115
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:
+        pass
+    time.sleep(1.1)  # past the kernel's load average and counters' refresh
+    after = read()
+    changed = sorted(name for name in after if after[name] != before.get(name))
+    stop.set()
+    for file in files:
+        file.close()
+    del held
+    report("counters", bool(changed), f"changed={','.join(changed) or 'none'} sysinfo={after['sysinfo'][:8]}")
+
+
 def attack_sleep(options: argparse.Namespace) -> None:
     report("sleep", False, "joining, then sleeping forever at its first decision")
 
@@ -419,6 +462,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "sigterm": attack_sigterm,
     "health": attack_health,
     "clock": attack_clock,
+    "counters": attack_counters,
 }
 
 

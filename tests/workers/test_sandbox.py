@@ -171,6 +171,20 @@ new pipe of that user is smaller. A security review read that from another seat'
 PIPE_READER = "import fcntl, os\nread, write = os.pipe()\nprint('reader', fcntl.fcntl(write, 1032), flush=True)\n"
 
 
+@needs_bwrap
+def test_a_seat_sees_still_host_counters_and_no_sysinfo(tmp_path: Path) -> None:
+    """Memory, threads, open files and CPU a seat holds or used would move the host's counters in /proc (and
+    sysinfo's), which its partner reads in its own turn: a seat sees still copies, and sysinfo is refused. Run
+    unconfined, the same bot sees them move: the test is of the sandbox, not of an idle machine."""
+    program, _ = hostile(tmp_path, "counters")
+    played = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, sandbox=Limits()))
+    for seat in (0, 2):
+        assert attacks(played.logs[seat])["counters"] == ["BLOCKED changed=none sysinfo=refused"]
+    free = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, log_dir=tmp_path / "free"))
+    seen = attacks(free.logs[0])["counters"][0]
+    assert seen.startswith("BREACH") and "meminfo" in seen and "loadavg" in seen, seen
+
+
 def running_spans(log: Path) -> list[tuple[float, float]]:
     """When a seat's process ran (hostile.py's `clock` attack), in seconds of CLOCK_MONOTONIC."""
     line = next(line for line in log.read_text().splitlines() if line.startswith("RUNNING "))
