@@ -310,3 +310,23 @@ def test_bot_add_refuses_a_program_that_lies_in_another_bots_folder(
     assert f"the program {victim / 'bot'} lies in the folder of bot 'victim'" in message
     again = runner.invoke(app, ["bot", "add", "victim", "--", "./bots/victim/bot"])
     assert again.exit_code == 0, again.output
+
+
+def test_bot_add_refuses_a_folder_that_holds_another_bots_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other way round: a bot whose program lies outside its folder (an engine of its own, run as an
+    interpreter), then another bot whose folder holds it: that bot's sandbox would show it the first one's program."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    engine = tmp_path / "tools" / "engine"
+    (tmp_path / "bots" / "victim").mkdir(parents=True)
+    engine.parent.mkdir()
+    engine.write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
+    engine.chmod(0o755)
+    (tmp_path / "bots" / "victim" / "bot.txt").write_text("options\n")
+    added = runner.invoke(app, ["bot", "add", "victim", "--dir", "bots/victim", "--", str(engine)])
+    assert added.exit_code == 0, added.output
+    (tmp_path / "tools" / "evil.py").write_text("print('paso')\n")
+    message = error_of(runner.invoke(app, ["bot", "add", "evil", "--", "python3", "tools/evil.py"]))
+    assert f"the folder {engine.parent} holds {engine}, the program of bot 'victim'" in message

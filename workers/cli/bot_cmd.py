@@ -290,6 +290,11 @@ def add_command(
                 f"the program {words[0]} lies in the folder of bot {owner!r}: a bot runs a program of its own folder,"
                 " the system's or a language runtime's, never another bot's"
             )
+        if folder is not None and (held := _program_held(session, name, folder)) is not None:
+            fail(
+                f"the folder {folder} holds {held[1]}, the program of bot {held[0]!r}: its sandbox would show this bot"
+                " that bot's program (its folder is bound in); add it from a folder of its own"
+            )
     words = relative_command(words, folder)
     language = language or guess_language(words)
     if stdio:
@@ -330,6 +335,23 @@ def _other_bots_program(session: Session, name: str, program: str) -> str | None
         folders = {version.folder for version in info.versions if version.folder}
         if info.bot.name != name and any(path.is_relative_to(Path(folder).resolve()) for folder in folders):
             return info.bot.name
+    return None
+
+
+def _program_held(session: Session, name: str, folder: Path) -> tuple[str, Path] | None:
+    """A bot other than `name` whose registered program file lies in `folder`, and that file: the other way round
+    from `_other_bots_program` (a bot added first, with a program outside any bot's folder, then a folder around
+    it)."""
+    inside = folder.resolve()
+    for info in repo.list_bots(session):
+        if info.bot.name == name:
+            continue
+        for version in info.versions:
+            if not version.command:
+                continue
+            path = program_file(version.command[0], Path(version.folder) if version.folder else None)
+            if path is not None and path.is_relative_to(inside):
+                return info.bot.name, path
     return None
 
 
