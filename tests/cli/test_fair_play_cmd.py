@@ -20,7 +20,7 @@ from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
 from tests.cli.helpers import error_of, use_database_copy
-from workers.cli import league_cmd, replay_cmd
+from workers.cli import bot_cmd, league_cmd, replay_cmd
 from workers.cli.main import app
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
@@ -223,7 +223,7 @@ def test_a_new_database_file_is_private_and_so_are_its_wal_files(
 ) -> None:
     monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert "No leagues yet" in ok(league_cmd.app, "list").stdout
+    assert "faraway" in ok(bot_cmd.app, "add", "faraway", "--remote").stdout
     database = tmp_path / "mus.db"
     assert stat.S_IMODE(database.stat().st_mode) == 0o600
     engine = make_engine(f"sqlite:///{database}")
@@ -256,7 +256,7 @@ def test_bot_add_refuses_a_folder_that_holds_the_database_as_a_bot_in_the_projec
     then failed, its folder holding mus.db. `mus bot add` refuses it at once; a folder of its own is taken."""
     monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert runner.invoke(app, ["bot", "list"]).exit_code == 0 and (tmp_path / "mus.db").exists()
+    assert runner.invoke(app, ["bot", "add", "faraway", "--remote"]).exit_code == 0 and (tmp_path / "mus.db").exists()
     (tmp_path / "mybot.py").write_text("print('paso')\n")
     message = error_of(runner.invoke(app, ["bot", "add", "mybot", "--", "python", "mybot.py"]))
     assert f"the folder {tmp_path} holds {tmp_path / 'mus.db'}" in message and "bots/mybot/" in message
@@ -264,6 +264,19 @@ def test_bot_add_refuses_a_folder_that_holds_the_database_as_a_bot_in_the_projec
     (tmp_path / "bots" / "mybot" / "mybot.py").write_text("print('paso')\n")
     added = runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bots/mybot/mybot.py"])
     assert added.exit_code == 0 and "version 1 registered" in added.output, added.output
+
+
+def test_commands_that_only_read_leave_no_database_where_there_was_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer ran `mus bot list` in a bot's folder: it left a mus.db there, and the bot's content changed."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for command in (["bot", "list"], ["bot", "list", "--json"], ["league", "list"]):
+        assert runner.invoke(app, command).exit_code == 0, command
+    for command in (["bot", "show", "nobody"], ["league", "status", "nothing"], ["league", "standings", "nothing"]):
+        assert error_of(runner.invoke(app, command)).startswith("error: "), command
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_bots_content_hash_never_includes_the_database_files(tmp_path: Path) -> None:

@@ -399,7 +399,7 @@ def list_command(
     json_output: JsonFlag = False,
 ) -> None:
     """List the bots with their current versions."""
-    with open_session() as session:
+    with open_session(reads=True) as session:
         bots = repo.list_bots(session, include_removed=include_removed)
     if json_output:
         echo_json([_bot_json(info) for info in bots])
@@ -434,7 +434,7 @@ def show_command(
     json_output: JsonFlag = False,
 ) -> None:
     """Show a bot: its versions (command, folder, content hash) and the leagues it has entered."""
-    with open_session() as session:
+    with open_session(reads=True) as session:
         info = repo.get_bot(session, name)
         leagues = _leagues_of(session, name)
     current_id = info.current.id if info.current is not None else None
@@ -490,7 +490,7 @@ def remove_command(name: Annotated[str, typer.Argument(help="The bot's name.")])
 
     Refused while a league that has not finished needs it.
     """
-    with open_session() as session:
+    with open_session(reads=True) as session:
         found = _existing(session, name)
         remote = found is not None and found.remote
         repo.remove_bot(session, name)

@@ -41,8 +41,12 @@ def domain_errors() -> Iterator[None]:
 
 
 @contextmanager
-def open_session() -> Iterator[Session]:
+def open_session(*, reads: bool = False) -> Iterator[Session]:
     """A session on the database of `MUS_DATABASE_URL`, migrated to head; the block is one transaction.
+
+    A command that only `reads` (or finds nothing to change where there is no database, as `mus bot remove`)
+    creates no SQLite file: where there is none it reads an empty database in memory (`mus bot list` run in a
+    bot's folder would otherwise leave a `mus.db` there, and the bot's content would change).
 
     The transaction commits when the block ends and rolls back if it raises, a `typer.Exit` from `fail` included.
     Domain errors and a database that cannot be opened become a one-line error and exit code 1. A SQLite file
@@ -52,7 +56,8 @@ def open_session() -> Iterator[Session]:
     path = sqlite_file()
     existed = path is None or path.exists()
     with domain_errors():
-        engine = make_engine()
+        unmade = reads and path is not None and not existed and path.parent.is_dir()
+        engine = make_engine("sqlite://" if unmade else None)
     created = path if not existed and path is not None and path.exists() else None
     refused = False
     try:

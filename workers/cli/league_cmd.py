@@ -182,7 +182,7 @@ def create_command(
 @app.command("list")
 def list_command(json_output: JsonFlag = False) -> None:
     """List the leagues with their progress."""
-    with open_session() as session:
+    with open_session(reads=True) as session:
         rows = [
             (league, repo.league_progress(session, league), len(repo.league_entrants(session, league)))
             for league in repo.list_leagues(session)
@@ -221,7 +221,7 @@ def status_command(
     json_output: JsonFlag = False,
 ) -> None:
     """How far a league has got: matches per status, and the latest infrastructure errors (never a bot's fault)."""
-    with open_session() as session:
+    with open_session(reads=True) as session:
         league = repo.get_league(session, name)
         progress = repo.league_progress(session, league)
         entrants = repo.league_entrants(session, league)
@@ -321,7 +321,7 @@ def standings_command(
     Faults (rules §13: illegal action, timeout, limit) count toward a forfeit; incidents (crash, disconnect,
     protocol error, absent) are what happened to a bot's connections or processes, listed apart.
     """
-    with open_session() as session:
+    with open_session(reads=True) as session:
         table_data = leagues.league_table(session, name, anchor)
     versions = {entrant.bot_name: entrant.version_number for entrant in table_data.entrants}
     if plot is not None:
@@ -386,7 +386,7 @@ def export_command(
     """Export a league: every match of its plan with its result (csv), or that plus settings and standings (json)."""
     if export_format not in EXPORT_FORMATS:
         fail(f"unknown export format {export_format!r}: use {' or '.join(EXPORT_FORMATS)}")
-    with open_session() as session:
+    with open_session(reads=True) as session:
         document = leagues.export_document(session, name)
     rows = document["matches"]
     if export_format == "json":

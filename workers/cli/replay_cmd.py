@@ -146,7 +146,7 @@ def show_command(
     match_id = parse_match_id(match)
     if seat is not None and not 0 <= seat <= 3:
         fail(f"there is no seat {seat}: seats are 0..3")
-    with open_session() as session:
+    with open_session(reads=True) as session:
         stored = load_replay(session, match_id)
     replayed = resimulate(stored)
     events = replayed.events if seat is None else replayed.events_for(seat)
@@ -211,7 +211,7 @@ def export_command(
         fail("give either a match id or --league NAME")
     match_id = parse_match_id(match) if match is not None else None
     withheld = 0
-    with open_session() as session:
+    with open_session(reads=True) as session:
         match_ids = [match_id] if match_id is not None else repo.replay_match_ids(session, league or "")
         if match_id is None:
             shown = [one for one in match_ids if repo.unplayed_twin(session, one) is None]
@@ -270,7 +270,7 @@ def verify_command(
         fail("give either a match id or --league NAME")
     match_id = parse_match_id(match) if match is not None else None
     checked: list[dict[str, Any]] = []
-    with open_session() as session:
+    with open_session(reads=True) as session:
         match_ids = [match_id] if match_id is not None else repo.replay_match_ids(session, league or "")
         for one in match_ids:
             details = repo.get_match_details(session, one)
