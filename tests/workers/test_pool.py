@@ -64,6 +64,14 @@ def play_match(
     )
 
 
+def persistent_script(tmp_path: Path, name: str, source: str) -> BotProgram:
+    """A persistent Python bot `name` whose program is `source`, in a folder of its own."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / f"{name}.py").write_text(source)
+    return BotProgram(name, (sys.executable, str(folder / f"{name}.py")), folder, persistent=True)
+
+
 def seat_pids(pool: BotPool) -> dict[tuple[str, int, int], int]:
     """Each live process by bot, half and place (workers.pool.place)."""
     return {(member.program.name, half, place): member.pid for (_, half, place), member in pool._processes.items()}
@@ -168,10 +176,7 @@ take a core from the matches played meanwhile (a review slowed an innocent leagu
 def test_a_pooled_process_is_frozen_between_its_seats_and_plays_its_next_one(pool: BotPool, tmp_path: Path) -> None:
     if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
         pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
-    folder = tmp_path / "burner"
-    folder.mkdir()
-    (folder / "burner.py").write_text(BURNER)
-    burner = BotProgram("burner", (sys.executable, str(folder / "burner.py")), folder, persistent=True)
+    burner = persistent_script(tmp_path, "burner", BURNER)
     first = play_match((burner, instant("b")), 1, pool)
     assert first.match.outcome is not None and not first.incidents
     members = [member for member in pool.processes() if member.program.name == "burner"]
@@ -214,10 +219,7 @@ of its own, the pipe is the worker's and it cannot open it: it says so and plays
 def test_a_pooled_process_that_fills_its_own_input_is_charged_a_crash_and_never_blocks_the_worker(
     pool: BotPool, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "stuffer"
-    folder.mkdir()
-    (folder / "stuffer.py").write_text(STUFFER)
-    stuffer = BotProgram("stuffer", (sys.executable, str(folder / "stuffer.py")), folder, persistent=True)
+    stuffer = persistent_script(tmp_path, "stuffer", STUFFER)
     first = play_match((stuffer, instant("b")), 1, pool)
     assert first.match.outcome is not None and not first.incidents
     logs = sorted((tmp_path / "pool").glob("stuffer-*.log"))
