@@ -334,7 +334,7 @@ def report_running() -> None:
     print("RUNNING " + ",".join(spans), flush=True)
 
 
-COUNTED = ("meminfo", "loadavg", "stat", "vmstat", "uptime", "sys/fs/file-nr")
+COUNTED = ("meminfo", "loadavg", "stat", "vmstat", "uptime", "sys/fs/file-nr", "sys/fs/inode-state")
 """Host-wide counters in /proc that a seat moves with what it holds (memory, threads, open files, CPU used)."""
 
 
