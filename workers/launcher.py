@@ -361,7 +361,7 @@ def sandbox_command(
     # and a review passed a bit a quarter second through it without an error. /dev/ptmx is /dev/null's node on a
     # nodev mount: opening it fails.
     bwrap += [*mount("--dev", "/dev"), "--ro-bind", "/dev/null", "/dev/ptmx", *mount("--proc", "/proc")]
-    bwrap += _still_counters(limits.memory_bytes)
+    bwrap += _proc_view(limits.memory_bytes)
     for scratch in ("/tmp", SANDBOX_HOME):  # writable by the seat's uid, whichever it is
         bwrap += mount("--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", scratch)
     for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
@@ -420,10 +420,20 @@ HOST_COUNTERS = (
     "sys/fs/dentry-state",
     "sys/fs/aio-nr",
     "sys/kernel/pty/nr",
+    "cpuinfo",
 )
 """Files of /proc that count for the whole host what a seat can move and keep while it is frozen (its memory, its
-threads, its open files, the CPU it used in its turn): its partner would read them in its own turn. A seat sees
-a still copy of each instead (`_still_counters`), and sysinfo(2), which counts the same, is refused (seccomp)."""
+threads, its open files, the CPU it used in its turn, the clock speed it left): its partner would read them in its
+own turn. A seat sees a still copy of each instead (`_proc_view`), and sysinfo(2), which counts the same, is
+refused (seccomp)."""
+
+
+PROC_SHOWN = frozenset({"self", "thread-self", "net", "mounts", "sys", "filesystems", "version", "pressure"})
+"""What a seat sees of /proc's own entries (beside its processes' folders and the still copies of HOST_COUNTERS):
+its own processes, its own network namespace and mounts, the kernel's settings (/proc/sys, whose host-wide counts
+are in HOST_COUNTERS) and what never moves. Every other entry, and whatever a newer kernel adds, is hidden (an
+empty file or folder): /proc/fs, /proc/cgroups, /proc/locks and the like count for the whole host, and a review
+read a bot's writes from its partner's seat in ext4's statistics under /proc/fs."""
 
 
 MEMINFO_FIELDS = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapCached", "SwapTotal", "SwapFree")
@@ -431,9 +441,10 @@ MEMINFO_FIELDS = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "S
 
 
 @cache
-def _still_counters(memory_bytes: int) -> tuple[str, ...]:
-    """bwrap's binds of a still file over each of HOST_COUNTERS that this kernel has: an idle machine of the seat's
-    memory, with the host's CPUs and boot time (which never move). Made once per worker process."""
+def _proc_view(memory_bytes: int) -> tuple[str, ...]:
+    """bwrap's binds over the seat's /proc: an empty file or folder over each entry not in PROC_SHOWN, and a still
+    file over each of HOST_COUNTERS that this kernel has: an idle machine of the seat's memory, with the host's CPUs
+    and boot time (which never move). Made once per worker process."""
     folder = Path(tempfile.mkdtemp(prefix="mus-proc-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     kb = memory_bytes // 1024
@@ -459,8 +470,19 @@ def _still_counters(memory_bytes: int) -> tuple[str, ...]:
         "sys/fs/dentry-state": "1024\t0\t45\t0\t0\t0\n",
         "sys/fs/aio-nr": "0\n",
         "sys/kernel/pty/nr": "0\n",
+        "cpuinfo": _read(Path("/proc/cpuinfo")),
     }
+    empty_file, empty_folder = folder / "empty", folder / "empty.d"
+    empty_file.write_text("")
+    empty_file.chmod(0o444)
+    empty_folder.mkdir(mode=0o555)
     binds: list[str] = []
+    shown = PROC_SHOWN | {name.split("/")[0] for name in HOST_COUNTERS}
+    for entry in sorted(os.scandir("/proc"), key=lambda entry: entry.name):
+        if entry.name.isdigit() or entry.name in shown:
+            continue
+        hidden = empty_folder if entry.is_dir(follow_symlinks=False) else empty_file
+        binds += ["--ro-bind", str(hidden), f"/proc/{entry.name}"]
     for name in HOST_COUNTERS:
         if not Path("/proc", name).exists():
             continue

@@ -13,6 +13,13 @@ The program is classic BPF over `struct seccomp_data`, built here without libsec
 it just before it runs the bot. Only x86_64 and aarch64 are known: elsewhere `seccomp_filter()` returns None and
 the worker logs that seats run without it. A call from another ABI (32-bit x86 via int 0x80, x32) is refused
 whole, since its numbers differ.
+
+The page cache is the host's too, over the same shared files: `fadvise` would let a seat drop a file's pages
+(again and again) and `preadv2(RWF_NOWAIT)` or `cachestat` tell whether a file's pages are cached without
+bringing them in, a bit a page each turn (a review passed 32 bits a decision). They answer ENOSYS, as on a kernel
+without them (the C library's `preadv` uses `preadv`, not `preadv2`). And a seat's sockets are Unix (and netlink)
+sockets only: a TCP or UDP socket's buffers are counted host-wide (`/proc/net/sockstat`'s `mem`, per network
+namespace only in name), so `socket` answers EAFNOSUPPORT for any other family.
 """
 
 from __future__ import annotations
@@ -97,6 +104,13 @@ _REFUSED_NAMES = (
 )
 """Refused with EPERM on every architecture that has them."""
 
+_MISSING_NAMES = ("clone3", "fadvise64", "preadv2", "pwritev2", "cachestat")
+"""Answer ENOSYS, as on a kernel without them: clone3 (the C library falls back to clone, whose flags the filter
+checks) and what would tell or change the host's page cache without a trace (the module's docstring)."""
+
+_SOCKET_FAMILIES = (1, 16)
+"""AF_UNIX (the referee's socket) and AF_NETLINK (the C library asks it of the seat's own, empty, network)."""
+
 _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (
         0xC000003E,
@@ -150,6 +164,11 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "sysinfo": 99,
+            "fadvise64": 221,
+            "preadv2": 327,
+            "pwritev2": 328,
+            "cachestat": 451,
+            "socket": 41,
         },
     ),
     "aarch64": (
@@ -203,6 +222,11 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "sysinfo": 179,
+            "fadvise64": 223,
+            "preadv2": 286,
+            "pwritev2": 287,
+            "cachestat": 451,
+            "socket": 198,
         },
     ),
 }
@@ -227,8 +251,10 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     for name in _REFUSED_NAMES:
         if name in numbers:
             program.append((_JEQ_K, deny, None, numbers[name]))
-    program.append((_JEQ_K, enosys, None, numbers["clone3"]))
+    for name in _MISSING_NAMES:
+        program.append((_JEQ_K, enosys, None, numbers[name]))
     program.append((_JEQ_K, "clone", None, numbers["clone"]))
+    program.append((_JEQ_K, "socket", None, numbers["socket"]))
     program.append((_JEQ_K, None, allow, numbers["fcntl"]))
     program.append((_LD_W_ABS, None, None, _ARG1_LOW))
     for command in _FCNTL_REFUSED:
@@ -237,6 +263,11 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     labels = {"clone": len(program)}
     program.append((_LD_W_ABS, None, None, _ARG0_LOW))
     program.append((_JSET_K, deny, allow, _NAMESPACE_FLAGS))
+    labels["socket"] = len(program)
+    program.append((_LD_W_ABS, None, None, _ARG0_LOW))
+    for family in _SOCKET_FAMILIES:
+        program.append((_JEQ_K, allow, None, family))
+    program.append((_RET_K, None, None, _RET_ERRNO | errno.EAFNOSUPPORT))
     labels[allow] = len(program)
     program.append((_RET_K, None, None, _RET_ALLOW))
     labels[deny] = len(program)

@@ -189,6 +189,14 @@ def attack_locks(options: argparse.Namespace) -> None:
                 lambda: _checked(libc.syscall(IO_SETUP.get(platform.machine(), -1), 8, ctypes.byref(context))),
             ),
             ("ptmx", lambda: os.close(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))),
+            # The host's page cache of the shared files: drop a file's pages, or tell whether they are cached
+            # without bringing them in (a review passed 32 bits a decision).
+            ("fadvise", lambda: os.posix_fadvise(shared.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)),
+            ("preadv2", lambda: os.preadv(shared.fileno(), [bytearray(4096)], 0, os.RWF_NOWAIT)),
+            ("cachestat", lambda: _checked(libc.syscall(451, shared.fileno(), bytes(16), bytes(40), 0))),
+            # A TCP or UDP socket's buffers, counted host-wide (/proc/net/sockstat's TCP mem).
+            ("inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()),
+            ("inet6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()),
         ]
         for name, call in calls:
             try:
@@ -377,6 +385,27 @@ def attack_counters(options: argparse.Namespace) -> None:
     report("counters", bool(changed), f"changed={','.join(changed) or 'none'} sysinfo={after['sysinfo'][:8]}")
 
 
+def attack_procfs(options: argparse.Namespace) -> None:
+    """List what /proc shows beside the processes: an entry that counts for the whole host (ext4's statistics in
+    /proc/fs, /proc/cgroups, /proc/locks) is a channel between seats. A breach is any of those three readable."""
+    readable = []
+    for entry in sorted(os.scandir("/proc"), key=lambda entry: entry.name):
+        if entry.name.isdigit():
+            continue
+        try:
+            if entry.is_dir():
+                shown = bool(os.listdir(entry.path))
+            else:
+                with open(entry.path, "rb") as file:
+                    shown = bool(file.read(1))
+        except OSError:
+            shown = False
+        if shown:
+            readable.append(entry.name)
+    breached = bool({"fs", "cgroups", "locks"} & set(readable))
+    report("procfs", breached, f"readable={','.join(readable)}")
+
+
 def attack_sleep(options: argparse.Namespace) -> None:
     report("sleep", False, "joining, then sleeping forever at its first decision")
 
@@ -463,6 +492,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "health": attack_health,
     "clock": attack_clock,
     "counters": attack_counters,
+    "procfs": attack_procfs,
 }
 
 
