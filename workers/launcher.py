@@ -673,6 +673,8 @@ class BotProcess:
         limit = _SIGNAL_LIMITS.get(which)
         if limit is None and which is signal.SIGKILL and any(_oom_kills(cgroup) for cgroup in self.cgroups):
             limit = "memory limit, out of memory"
+        if which is signal.SIGKILL and self.freezer is not None and self.freezer.stuck:
+            limit = f"it did not stop within {FREEZE_LIMIT_S:g} s of its turn's end"
         if limit is not None:
             return f"killed: {limit} ({which.name})"
         return f"the bot process was killed by {which.name}"
@@ -1015,13 +1017,20 @@ def _remove_cgroup(path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- turns
 
-FROZEN_WAIT_S = 0.002
-"""How long `TurnGate` waits for a seat's processes to be frozen before it lets another seat run. The kernel stops
-each task before it runs any more of its own code (a task on another core is interrupted at once), so this is
-microseconds for a task in user space or asleep. Not for one inside a long system call that takes no signal
-until it returns (a large tmpfs read or write: 6-12 ms; unmapping 700 MB: up to 95 ms, a review measured): past
-the wait, the next seat runs beside it. Closing that needs the next seat held until the last is seen frozen,
-without blocking this event loop (open)."""
+FROZEN_SPIN_S = 0.0003
+"""How long `TurnGate` waits, in the table's own call, for the seats it stops to be frozen before it holds the
+table instead. The kernel stops each task before it runs any more of its own code (a task on another core is
+interrupted at once), so this is microseconds for a task in user space or asleep; a task inside a long system
+call that takes no signal until it returns (a large tmpfs read or write: 6-12 ms; unmapping 700 MB: up to 95 ms,
+a review measured) freezes only when it returns, and meanwhile no seat runs (`TurnGate`)."""
+
+FREEZE_LIMIT_S = 1.0
+"""How long a seat may take to stop once its turn has ended before `TurnGate` kills it (nothing a bot needs takes
+that long in one system call; a bot that did would hold its table, every seat frozen, for as long)."""
+
+FREEZE_POLL_S = 0.0005
+"""How often a held table's gate looks again whether the seats it stops are frozen (the event loop wakes to the
+millisecond)."""
 
 
 class Freezer:
@@ -1033,6 +1042,8 @@ class Freezer:
         self._state = os.open(cgroup / "cgroup.freeze", os.O_WRONLY | os.O_CLOEXEC)
         self._events = os.open(cgroup / "cgroup.events", os.O_RDONLY | os.O_CLOEXEC)
         self.frozen = False
+        self.stuck = False
+        """Killed by `TurnGate` for not stopping within FREEZE_LIMIT_S of its turn's end."""
 
     @classmethod
     def of(cls, cgroups: Sequence[Path]) -> Freezer | None:
@@ -1053,13 +1064,19 @@ class Freezer:
             self.frozen = False
 
     def settled(self) -> bool:
-        """Whether every process of the cgroup is frozen now (cgroup.events `frozen 1`)."""
-        if self._events < 0:
+        """Whether every process of the cgroup is frozen now (cgroup.events `frozen 1`), or killed."""
+        if self._events < 0 or self.stuck:
             return True
         try:
             return b"frozen 1" in os.pread(self._events, 256, 0)
         except OSError:
             return True  # the cgroup is gone, and its processes with it
+
+    def kill(self) -> None:
+        """Kill every process of the cgroup: a task with SIGKILL pending never runs its own code again, so the
+        seat counts as stopped from now on."""
+        self.stuck = True
+        _kill_cgroup(self.cgroup)
 
     def _write(self, value: bytes) -> None:
         if self._state < 0:
@@ -1083,12 +1100,17 @@ class TurnGate:
     Partners are one author's two processes. Running at the same time, one can pass its cards to the other through
     the one resource they cannot help sharing, the CPU: one spins, the other times its own loop. So a seat's
     processes run only while it has a decision open (the table never asks both partners at once while it is
-    gated), and every seat runs before the match starts and after it ends. A seat is frozen, and seen to be,
-    before any other is let run."""
+    gated), and every seat runs before the match starts and after it ends. No seat runs until every seat that
+    should not is seen frozen: where that takes longer than FROZEN_SPIN_S (a task inside a long system call), the
+    gate freezes every seat, answers the table a future, and thaws the asked seats when the others are frozen
+    (the table holds its clocks meanwhile); a seat not frozen within FREEZE_LIMIT_S is killed."""
 
     def __init__(self) -> None:
         self._seats: dict[int, Freezer] = {}
         self.running: frozenset[int] = frozenset(range(4))
+        self._held: asyncio.Future[None] | None = None
+        """While the table is held: done when the asked seats run."""
+        self._held_at = 0.0
 
     def add(self, seat: int, freezer: Freezer | None) -> None:
         """Gate a hosted seat from now on (a seat whose process has no freezer runs freely)."""
@@ -1099,17 +1121,54 @@ class TurnGate:
     def __bool__(self) -> bool:
         return bool(self._seats)
 
-    def __call__(self, running: frozenset[int]) -> None:
+    def __call__(self, running: frozenset[int]) -> asyncio.Future[None] | None:
+        """Let `running` run once the others are frozen: now (None), or when the returned future is done."""
         self.running = running
-        stopping = [freezer for seat, freezer in self._seats.items() if seat not in running and not freezer.frozen]
+        stopping = [freezer for seat, freezer in self._seats.items() if seat not in running]
         for freezer in stopping:
             freezer.freeze()
-        deadline = time.monotonic() + FROZEN_WAIT_S
-        for freezer in stopping:
-            while not freezer.settled() and time.monotonic() < deadline:
-                pass
+        if self._held is None:
+            deadline = time.monotonic() + FROZEN_SPIN_S
+            stopping = [freezer for freezer in stopping if not freezer.settled()]
+            while stopping and time.monotonic() < deadline:
+                stopping = [freezer for freezer in stopping if not freezer.settled()]
+            if not stopping:
+                self._thaw()
+                return None
+            for freezer in self._seats.values():  # nobody runs beside a seat that is not yet frozen
+                freezer.freeze()
+            self._held = asyncio.get_running_loop().create_future()
+            self._held_at = time.monotonic()
+            self._look()
+        return self._poll()
+
+    def _look(self) -> None:
+        """While held: thaw the asked seats once the others are frozen, killing those past FREEZE_LIMIT_S."""
+        if self._poll() is not None:
+            asyncio.get_running_loop().call_later(FREEZE_POLL_S, self._look)
+
+    def _poll(self) -> asyncio.Future[None] | None:
+        held = self._held
+        if held is None:
+            return None
+        stopping = [freezer for seat, freezer in self._seats.items() if seat not in self.running]
+        unsettled = [freezer for freezer in stopping if not freezer.settled()]
+        if unsettled and time.monotonic() - self._held_at > FREEZE_LIMIT_S:
+            for freezer in unsettled:
+                log.warning("a seat did not stop within %g s of its turn's end: killed", FREEZE_LIMIT_S)
+                freezer.kill()
+            unsettled = []
+        if unsettled:
+            return held
+        self._held = None
+        self._thaw()
+        if not held.done():
+            held.set_result(None)
+        return None
+
+    def _thaw(self) -> None:
         for seat, freezer in self._seats.items():
-            if seat in running:
+            if seat in self.running:
                 freezer.thaw()
 
 

@@ -270,12 +270,17 @@ class Table:
         """The clock time `_timer` fires at."""
         self._event_timer: asyncio.TimerHandle | None = None
         self._on_finish = on_finish
-        self.turns: Callable[[frozenset[int]], None] | None = None
+        self.turns: Callable[[frozenset[int]], asyncio.Future[None] | None] | None = None
         """Set where the seats' processes can be stopped (a league worker's hosted seats, `workers.launcher.
         TurnGate`): told which seats may run whenever that changes, those with a decision open while the match
         runs and all four once it has ended. A gated table never asks both partners at once: in a simultaneous
-        step the second is asked when the first has answered, so partners never run at the same time."""
+        step the second is asked when the first has answered, so partners never run at the same time. Where the
+        seats may run only later (a seat that is to stop is not yet frozen), `turns` answers a future, and the
+        table is held until it is done: no decision times out, and each open decision's clock is set back by the
+        time it was held (`_released`)."""
         self._running = frozenset(range(4))
+        self._held: asyncio.Future[None] | None = None
+        self._held_since = 0.0
         self.finished = asyncio.Event()
         self.outcome: pb.Outcome | None = None
         self.created_at = self.clock.now()
@@ -617,7 +622,26 @@ class Table:
         """Tell `turns` which seats may run now, when that has changed."""
         if self.turns is not None and running != self._running:
             self._running = running
-            self.turns(running)
+            held = self.turns(running)
+            if held is not None and held is not self._held:
+                if self._held is None:
+                    self._held_since = self.clock.now()
+                self._held = held
+                held.add_done_callback(self._released)
+
+    def _released(self, held: asyncio.Future[None]) -> None:
+        """The held seats run: give each open decision back the time it was held, and re-arm the clock."""
+        if held is not self._held:
+            return
+        self._held = None
+        if self.status is not TableStatus.RUNNING:
+            return
+        now = self.clock.now()
+        for decision in self.decisions.values():
+            delay = now - max(self._held_since, decision.asked_at)
+            decision.asked_at += delay
+            decision.deadline += delay
+        self._arm_timer()
 
     def _open_decision(self, seat: int) -> None:
         match = self.match
@@ -689,6 +713,8 @@ class Table:
         match = self.match
         if match is None or self.status is not TableStatus.RUNNING:
             return
+        if self._held is not None:
+            return  # no seat can answer while the table is held: `_released` re-arms the clock
         now = self.clock.now()
         due = [
             seat

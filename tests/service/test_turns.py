@@ -87,3 +87,38 @@ async def stopped_seat_loses_its_stream() -> None:
     clock.advance(0.2)
     assert table.seats[waiting].gone
     assert [(incident.seat, incident.cause) for incident in table.incidents] == [(waiting, IncidentCause.DISCONNECT)]
+
+
+def test_a_held_table_times_nobody_out_and_gives_the_asked_seat_its_whole_clock() -> None:
+    """While a seat that is to stop is not yet frozen (inside a long system call), no seat runs: the gate answers
+    a future and the table is held. A decision held past its deadline does not time out, and once the asked seat
+    runs it has the time it would have had (its clock is set back by the hold)."""
+    asyncio.run(held_table())
+
+
+async def held_table() -> None:
+    clock, calls = FakeClock(), list[frozenset[int]]()
+    holds: list[asyncio.Future[None]] = []
+
+    def turns(running: frozenset[int]) -> asyncio.Future[None] | None:
+        calls.append(running)
+        if len(running) == 4:
+            return None
+        holds.append(asyncio.get_running_loop().create_future())
+        return holds[-1]
+
+    table = Table("t", RULES, 5, ["a", "b", "a", "b"], clock=clock, reconnect_grace_s=5.0)
+    table.turns = turns
+    for seat in range(4):
+        table.attach(seat, Outbox())
+    asked = next(iter(table.decisions))
+    before = table._time_left(asked, table.decisions[asked])
+    clock.advance(45.0)  # past the decision's 30 s and into its bank: it is held all along
+    assert asked in table.decisions and table.status is TableStatus.RUNNING and not table.faults()
+    holds[-1].set_result(None)
+    await asyncio.sleep(0)  # the future's callbacks run
+    assert table._time_left(asked, table.decisions[asked]) == before, "the held time is not the seat's"
+    clock.advance(29.0)
+    assert asked in table.decisions, "its decision time runs from when it could run"
+    answer(table, asked)
+    assert table.status is TableStatus.RUNNING and not table.faults() and table.seats[asked].bank == RULES.time_bank_s

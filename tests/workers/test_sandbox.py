@@ -22,7 +22,7 @@ from referee.engine.outcome import MatchTermination
 from referee.engine.rules import Rules
 from referee.service.server import start_server
 from referee.service.servicer import Referee
-from workers import matches
+from workers import launcher, matches
 from workers.launcher import (
     FRAMES_DIR,
     FREEZE,
@@ -40,6 +40,7 @@ from workers.launcher import (
     Limits,
     Sandbox,
     TurnGate,
+    _make_cgroups,
     _usable_hierarchies,
     own_seat_uids,
     resolve_program,
@@ -232,13 +233,15 @@ def test_partners_never_run_at_the_same_time_while_their_match_is_played(
     calls: list[tuple[float, frozenset[int]]] = []
 
     class Recorded(TurnGate):
-        def __call__(self, running: frozenset[int]) -> None:
-            super().__call__(running)
+        def __call__(self, running: frozenset[int]) -> asyncio.Future[None] | None:
+            held = super().__call__(running)
             calls.append((time.monotonic(), running))
+            return held
 
     monkeypatch.setattr(matches, "TurnGate", Recorded)
     if not frozen:
         monkeypatch.setattr(Freezer, "_write", lambda self, value: None)
+        monkeypatch.setattr(Freezer, "settled", lambda self: True)
     program, _ = hostile(tmp_path, "clock")
     rival = dataclasses.replace(program, name="rival")
     played = asyncio.run(play_programs((program, rival), FAST, 5, sandbox=Limits()))
@@ -253,6 +256,62 @@ def test_partners_never_run_at_the_same_time_while_their_match_is_played(
         assert max(together) < 0.002, (together, ran)
     else:
         assert min(together) > 0.1, (together, ran)
+
+
+UNINTERRUPTIBLE = """\
+import mmap
+while True:  # almost always inside mmap(MAP_POPULATE) or munmap of 300 MB: no signal is taken until they return
+    mmap.mmap(-1, 300 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE).close()
+"""
+"""A seat that stops only milliseconds after it is told to: a review's partners ran together up to 3.8 ms a turn
+while the worker waited 2 ms and then let the next seat run."""
+
+
+@pytest.mark.parametrize("limit", [1.0, 0.001], ids=["held-until-frozen", "killed-past-the-limit"])
+def test_no_seat_runs_until_the_seats_it_follows_are_frozen_however_long_they_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: float
+) -> None:
+    if FREEZE not in cgroup_limits():
+        pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
+    monkeypatch.setattr(launcher, "FREEZE_LIMIT_S", limit)
+
+    async def turns() -> tuple[int, list[bool], bool]:
+        seats = []
+        for source in (UNINTERRUPTIBLE, "import time; time.sleep(60)"):
+            cgroups = _make_cgroups(Limits())
+            process = subprocess.Popen(seat_command([sys.executable, "-c", source], cgroups))
+            freezer = Freezer.of(cgroups)
+            assert freezer is not None
+            seats.append((process, freezer))
+        (slow, slow_freezer), (_, other_freezer) = seats
+        gate = TurnGate()
+        gate.add(0, slow_freezer)
+        gate.add(1, other_freezer)
+        await asyncio.sleep(0.3)
+        holds, stopped_when_other_ran = 0, []
+        try:
+            for _ in range(10):
+                gate(frozenset({0}))
+                await asyncio.sleep(0.05)
+                held = gate(frozenset({1}))
+                if held is not None:
+                    holds += 1
+                    assert other_freezer.frozen, "no seat runs while one that is to stop is not yet frozen"
+                    await asyncio.wait_for(held, 2.0)
+                stopped_when_other_ran.append(slow_freezer.settled())
+                if slow.poll() is not None:
+                    break
+            return holds, stopped_when_other_ran, slow_freezer.stuck
+        finally:
+            for process, freezer in seats:
+                freezer.close()
+                process.kill()
+                process.wait()
+
+    holds, stopped, stuck = asyncio.run(turns())
+    assert holds > 0, "the slow seat was inside a long system call at some turn's end"
+    assert all(stopped), f"the next seat ran beside one not yet frozen: {stopped}"
+    assert stuck == (limit < 0.1), "a seat that does not stop within FREEZE_LIMIT_S is killed"
 
 
 @needs_bwrap
