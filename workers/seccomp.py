@@ -19,7 +19,9 @@ The page cache is the host's too, over the same shared files: `fadvise` would le
 bringing them in, a bit a page each turn (a review passed 32 bits a decision). They answer ENOSYS, as on a kernel
 without them (the C library's `preadv` uses `preadv`, not `preadv2`). And a seat's sockets are Unix (and netlink)
 sockets only: a TCP or UDP socket's buffers are counted host-wide (`/proc/net/sockstat`'s `mem`, per network
-namespace only in name), so `socket` answers EAFNOSUPPORT for any other family.
+namespace only in name), so `socket` answers EAFNOSUPPORT for any other family. The file systems a seat binds
+are the host's, whose free space moves with what the worker writes of a seat's output to its log: `statfs`,
+`fstatfs` and `ustat` answer ENOSYS (a review read a partner's output in `statvfs("/usr").f_bfree`).
 """
 
 from __future__ import annotations
@@ -104,9 +106,10 @@ _REFUSED_NAMES = (
 )
 """Refused with EPERM on every architecture that has them."""
 
-_MISSING_NAMES = ("clone3", "fadvise64", "preadv2", "pwritev2", "cachestat")
+_MISSING_NAMES = ("clone3", "fadvise64", "preadv2", "pwritev2", "cachestat", "statfs", "fstatfs", "ustat")
 """Answer ENOSYS, as on a kernel without them: clone3 (the C library falls back to clone, whose flags the filter
-checks) and what would tell or change the host's page cache without a trace (the module's docstring)."""
+checks), what would tell or change the host's page cache without a trace, and the free space of the file systems
+a seat binds (the module's docstring)."""
 
 _SOCKET_FAMILIES = (1, 16)
 """AF_UNIX (the referee's socket) and AF_NETLINK (the C library asks it of the seat's own, empty, network)."""
@@ -169,6 +172,9 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pwritev2": 328,
             "cachestat": 451,
             "socket": 41,
+            "statfs": 137,
+            "fstatfs": 138,
+            "ustat": 136,
         },
     ),
     "aarch64": (
@@ -227,6 +233,8 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pwritev2": 287,
             "cachestat": 451,
             "socket": 198,
+            "statfs": 43,
+            "fstatfs": 44,
         },
     ),
 }
@@ -251,7 +259,7 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     for name in _REFUSED_NAMES:
         if name in numbers:
             program.append((_JEQ_K, deny, None, numbers[name]))
-    for name in _MISSING_NAMES:
+    for name in (name for name in _MISSING_NAMES if name in numbers):
         program.append((_JEQ_K, enosys, None, numbers[name]))
     program.append((_JEQ_K, "clone", None, numbers["clone"]))
     program.append((_JEQ_K, "socket", None, numbers["socket"]))

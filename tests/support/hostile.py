@@ -194,6 +194,8 @@ def attack_locks(options: argparse.Namespace) -> None:
             ("fadvise", lambda: os.posix_fadvise(shared.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)),
             ("preadv2", lambda: os.preadv(shared.fileno(), [bytearray(4096)], 0, os.RWF_NOWAIT)),
             ("cachestat", lambda: _checked(libc.syscall(451, shared.fileno(), bytes(16), bytes(40), 0))),
+            # The free space of the host's file system, which moves with the seats' logged output.
+            ("statvfs", lambda: os.statvfs("/usr")),
             # A TCP or UDP socket's buffers, counted host-wide (/proc/net/sockstat's TCP mem).
             ("inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()),
             ("inet6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()),
