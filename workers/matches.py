@@ -562,9 +562,10 @@ async def _play(
     try:
         async with contextlib.AsyncExitStack() as channels:
             admin: Admin
+            stub: admin_pb2_grpc.TableAdminServiceAsyncStub | None = None
             if local is None:
                 channel = grpc.aio.insecure_channel(admin_address, options=options)
-                admin = admin_pb2_grpc.TableAdminServiceStub(await channels.enter_async_context(channel))
+                admin = stub = admin_pb2_grpc.TableAdminServiceStub(await channels.enter_async_context(channel))
             else:
                 admin = InProcessAdmin(local)
             for bot in {team.name: team for team in teams if isinstance(team, RemoteBot)}.values():
@@ -593,11 +594,14 @@ async def _play(
             processes: list[BotProcess] = []
             watchers: list[asyncio.Task[None]] = []
             ended = False
-            # A seat's processes run only in its turns, where this worker can stop them (`TurnGate`): the table's
-            # own, so on the referee in this process only.
+            # A seat's processes run only in its turns, where this worker can stop them (`TurnGate`): the table of
+            # the referee in this process tells the gate itself, a standalone referee's over admin Turns.
             gate = TurnGate()
+            follower: asyncio.Task[None] | None = None
             if local is not None:
                 local.tables[table_id].turns = gate
+            elif stub is not None and (any(sandbox is not None for sandbox in sandboxes) or pooled):
+                follower = await _follow_turns(stub, auth, table_id, gate, admin_address)
             launched_at = time.monotonic()
             try:
                 for seat, program in programs.items():
@@ -638,6 +642,8 @@ async def _play(
                 incidents = _incidents(replay)
                 healthy = set(programs) - {incident.seat for incident in incidents}
             finally:
+                if follower is not None:
+                    follower.cancel()
                 await _stop(watchers, processes)
                 if not ended:
                     with contextlib.suppress(Exception):
@@ -672,6 +678,46 @@ async def _play(
         exited_at=exited_at,
         bots_cpu_s=_sum_or_none(counted),
     )
+
+
+async def _follow_turns(
+    admin: admin_pb2_grpc.TableAdminServiceAsyncStub,
+    auth: Sequence[tuple[str, str]],
+    table_id: str,
+    gate: TurnGate,
+    address: str,
+) -> asyncio.Task[None] | None:
+    """Gate a table of a standalone referee (admin Turns), as the worker's own referee's table is gated through
+    `Table.turns`: it sends the seats that may run whenever that changes, the gate stops the others, and the
+    worker acknowledges each turn once it has. Returns the task that follows the turns until the table ends,
+    once the table is gated (its first turn, every seat, has come); None where the referee cannot gate it (its
+    hosted seats then run throughout, as the warning says)."""
+    call = admin.Turns(metadata=auth)
+    try:
+        await call.write(admin_pb2.TurnsRequest(table_id=table_id))
+        first = await call.read()
+        if not isinstance(first, admin_pb2.TurnsResponse):
+            raise RefereeFailure(f"table {table_id} on the referee ({address}) ended before it was gated")
+        await call.write(admin_pb2.TurnsRequest(done=first.turn))
+    except grpc.aio.AioRpcError as error:
+        call.cancel()
+        log.warning("the referee at %s cannot gate table %s (%s): its seats run throughout", address, table_id, error)
+        return None
+
+    async def follow() -> None:
+        try:
+            while isinstance(turn := await call.read(), admin_pb2.TurnsResponse):
+                held = gate(frozenset(turn.running_seats))
+                if held is not None:
+                    await held
+                await call.write(admin_pb2.TurnsRequest(done=turn.turn))
+        except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as error:
+            log.info("table %s: the referee's turns ended early: %s", table_id, error)
+        finally:
+            gate(frozenset(range(4)))  # ungated: every seat runs
+            call.cancel()
+
+    return asyncio.create_task(follow())
 
 
 class _Seat(Protocol):

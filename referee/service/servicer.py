@@ -56,6 +56,10 @@ MAX_UNREAD = 1_000
 say (the table's messages are bounded by the match), so a bot that pings and never reads is cut here instead of
 the referee queueing pongs for it without end. An honest bot has at most a hand's events unread."""
 
+TURN_ACK_LIMIT_S = 5.0
+"""How long a gated table waits for its caller to acknowledge a turn (admin Turns) before it ungates itself: a
+worker that stopped answering must not hold its table's clocks for ever."""
+
 CLOSE_GRACE_S = 5.0
 """How long a stream closed for a protocol error waits for its bot to read up to its status before it is cut:
 a bot that does not read would otherwise hold its stream, and its seat, for as long as its connection lives."""
@@ -579,6 +583,91 @@ class TableAdminServicer(admin_pb2_grpc.TableAdminServiceServicer):
                 f"table {table.table_id} is {table.status.value}: its replay opens once the match has finished",
             )
         return table_replay_message(table)
+
+    async def Turns(
+        self, requests: AsyncIterator[admin_pb2.TurnsRequest], context: Context
+    ) -> AsyncIterator[admin_pb2.TurnsResponse]:
+        await self._authorize(context)
+        first = await anext(aiter(requests), None)
+        if first is None:
+            return
+        table = await self.referee.table_or_abort(first.table_id, context)
+        if table.status is not TableStatus.WAITING or table.turns is not None:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"table {table.table_id} is {table.status.value}{' and gated already' if table.turns else ''}:"
+                " only a table that has not started can be gated",
+            )
+        turns = StreamedTurns(table)
+        table.turns = turns
+        turns(frozenset(range(4)))  # the first turn, at once: every seat runs until the match starts
+
+        async def acknowledge() -> None:
+            async for request in requests:
+                turns.done(request.done)
+
+        reader = asyncio.create_task(acknowledge())
+        ended = asyncio.create_task(table.finished.wait())
+        try:
+            while True:
+                message = asyncio.create_task(turns.outbox.get())
+                await asyncio.wait((message, ended, reader), return_when=asyncio.FIRST_COMPLETED)
+                if not message.done():
+                    message.cancel()
+                    while not turns.outbox.empty():  # the table ended: its last turn lets every seat run
+                        yield turns.outbox.get_nowait()
+                    break  # the table ended, or the caller went away
+                yield message.result()
+        finally:
+            for task in (reader, ended):
+                task.cancel()
+            turns.close()
+
+
+class StreamedTurns:
+    """A table's `turns` for a caller over admin Turns: each change of the seats that may run is sent as a
+    numbered turn, and the table is held until the caller acknowledges it (or TURN_ACK_LIMIT_S has passed)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.outbox: asyncio.Queue[admin_pb2.TurnsResponse] = asyncio.Queue()
+        self._turn = 0
+        self._held: dict[int, asyncio.Future[None]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __call__(self, running: frozenset[int]) -> asyncio.Future[None]:
+        self._turn += 1
+        self.outbox.put_nowait(admin_pb2.TurnsResponse(turn=self._turn, running_seats=sorted(running)))
+        held = self._held[self._turn] = asyncio.get_running_loop().create_future()
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(TURN_ACK_LIMIT_S, self._too_late, self._turn)
+        return held
+
+    def done(self, turn: int) -> None:
+        """The caller let the seats of `turn` (and of every earlier one) run."""
+        for number in [number for number in self._held if number <= turn]:
+            future = self._held.pop(number)
+            if not future.done():
+                future.set_result(None)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._held:
+            first = min(self._held)
+            self._timer = asyncio.get_running_loop().call_later(TURN_ACK_LIMIT_S, self._too_late, first)
+
+    def _too_late(self, turn: int) -> None:
+        log.warning(
+            "table %s: turn %d not acknowledged within %g s: ungated", self.table.table_id, turn, TURN_ACK_LIMIT_S
+        )
+        self._timer = None
+        self.close()
+
+    def close(self) -> None:
+        """Ungate the table and let its held clocks run."""
+        if self.table.turns is self:
+            self.table.turns = None
+        self.done(self._turn)
 
 
 class _InProcessCall:

@@ -281,6 +281,8 @@ class Table:
         self._running = frozenset(range(4))
         self._held: asyncio.Future[None] | None = None
         self._held_since = 0.0
+        self._starting = False
+        """All seats joined: the match begins once a gated table's seats are stopped (`_start`)."""
         self.finished = asyncio.Event()
         self.outcome: pb.Outcome | None = None
         self.created_at = self.clock.now()
@@ -519,7 +521,7 @@ class Table:
 
     def _maybe_start(self) -> bool:
         """Start once every seat is at the table or known never to come (crashed before joining)."""
-        if self.status is not TableStatus.WAITING:
+        if self.status is not TableStatus.WAITING or self._starting:
             return False
         if not all(state.outbox is not None or state.gone for state in self.seats):
             return False
@@ -528,7 +530,7 @@ class Table:
 
     def _join_timeout(self) -> None:
         """Seats that never joined are absent: the match starts and their decisions time out at once."""
-        if self.status is not TableStatus.WAITING:
+        if self.status is not TableStatus.WAITING or self._starting:
             return
         for seat, state in enumerate(self.seats):
             if state.outbox is None and not state.gone:
@@ -539,7 +541,18 @@ class Table:
     # ------------------------------------------------------------------ the match
 
     def _start(self) -> None:
+        """Deal, once a gated table's seats are all stopped: none of them runs with its cards until asked."""
         self._join_timer.cancel()
+        self._starting = True
+        self._gate(frozenset())
+        if self._held is not None:
+            self._held.add_done_callback(self._begin)
+        else:
+            self._begin()
+
+    def _begin(self, _: object = None) -> None:
+        if self.status is not TableStatus.WAITING:
+            return  # cancelled while its seats were being stopped
         self.status = TableStatus.RUNNING
         self.started_at = self.clock.now()
         self.match = Match(self.rules, self.seed)

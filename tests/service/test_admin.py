@@ -487,3 +487,77 @@ def test_a_bots_own_name_is_reported_printable_trimmed_and_at_most_64_characters
     assert reported_name("  mybot  ") == "mybot"
     assert reported_name("evil\x1b[2J\nname\x00") == "evil[2Jname"
     assert reported_name("x" * 10_000) == "x" * 64
+
+
+def test_turns_gates_a_table_that_has_not_started_and_holds_it_until_each_turn_is_acknowledged() -> None:
+    """admin Turns (for a worker whose seats play on a standalone referee): the first turn, at once, lets every
+    seat run; once all four have joined, a turn that lets none run comes before the deal, and the match begins only
+    when it is acknowledged; then each turn names the seats with a decision open, never both partners, and the
+    stream ends after the last turn (every seat) when the table ends."""
+
+    async def scenario(running: Running, admin: admin_pb2_grpc.TableAdminServiceAsyncStub) -> None:
+        table = running.referee.create_table(Rules(), 6, ["a", "b", "c", "d"])
+        stranger = admin.Turns(metadata=(("authorization", "Bearer a-seat-token"),))
+        await stranger.write(admin_pb2.TurnsRequest(table_id=table.table_id))
+        assert (await status_of(stranger.read()))[0] == "UNAUTHENTICATED" and table.turns is None
+        call = admin.Turns(metadata=auth(running))
+        await call.write(admin_pb2.TurnsRequest(table_id=table.table_id))
+        first = await call.read()
+        assert isinstance(first, admin_pb2.TurnsResponse)
+        assert (first.turn, list(first.running_seats)) == (1, [0, 1, 2, 3])
+        await call.write(admin_pb2.TurnsRequest(done=1))
+        again = admin.Turns(metadata=auth(running))
+        await again.write(admin_pb2.TurnsRequest(table_id=table.table_id))
+        assert await status_of(again.read()) == (
+            "FAILED_PRECONDITION",
+            f"table {table.table_id} is waiting and gated already: only a table that has not started can be gated",
+        )
+        playing = [
+            asyncio.create_task(WireSeat(running.address, state.token, seed=seat).run())
+            for seat, state in enumerate(table.seats)
+        ]
+        stopped = await call.read()
+        assert isinstance(stopped, admin_pb2.TurnsResponse) and list(stopped.running_seats) == []
+        await asyncio.sleep(0.2)
+        assert table.started_at is None and table.match is None, "no deal before the seats are stopped"
+        await call.write(admin_pb2.TurnsRequest(done=stopped.turn))
+        turns = []
+        while isinstance(turn := await call.read(), admin_pb2.TurnsResponse):
+            turns.append(set(turn.running_seats))
+            await call.write(admin_pb2.TurnsRequest(done=turn.turn))
+        await asyncio.gather(*playing)
+        assert table.status is TableStatus.FINISHED and table.incidents == [] and table.faults() == []
+        assert turns[-1] == {0, 1, 2, 3} and all(turns[:-1])
+        assert not any({0, 2} <= seats or {1, 3} <= seats for seats in turns[:-1]), "partners never run at once"
+        late = admin.Turns(metadata=auth(running))
+        await late.write(admin_pb2.TurnsRequest(table_id=table.table_id))
+        assert (await status_of(late.read()))[0] == "FAILED_PRECONDITION", "a table that ended cannot be gated"
+
+    with_admin(scenario)
+
+
+def test_a_table_whose_turns_are_not_acknowledged_or_whose_stream_ends_is_ungated_and_plays_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(servicer, "TURN_ACK_LIMIT_S", 0.3)
+
+    async def scenario(running: Running, admin: admin_pb2_grpc.TableAdminServiceAsyncStub) -> None:
+        silent, dropped = (running.referee.create_table(Rules(), seed, ["a", "b", "c", "d"]) for seed in (7, 8))
+        calls = []
+        for table in (silent, dropped):
+            call = admin.Turns(metadata=auth(running))
+            await call.write(admin_pb2.TurnsRequest(table_id=table.table_id))
+            assert isinstance(await call.read(), admin_pb2.TurnsResponse)
+            calls.append(call)
+        calls[1].cancel()  # the worker went away
+        await until(lambda: dropped.turns is None, what="the dropped stream to ungate its table")
+        playing = [
+            asyncio.create_task(WireSeat(running.address, state.token, seed=seat).run())
+            for table in (silent, dropped)
+            for seat, state in enumerate(table.seats)
+        ]
+        await asyncio.gather(*playing)  # the silent one: ungated 0.3 s after its first unacknowledged turn
+        for table in (silent, dropped):
+            assert table.status is TableStatus.FINISHED and table.turns is None and table.faults() == []
+
+    with_admin(scenario)

@@ -111,6 +111,10 @@ async def held_table() -> None:
     table.turns = turns
     for seat in range(4):
         table.attach(seat, Outbox())
+    assert calls == [frozenset()] and table.match is None, "no seat runs while the cards are dealt"
+    holds[-1].set_result(None)
+    await asyncio.sleep(0)
+    assert table.status is TableStatus.RUNNING and len(holds) == 2
     asked = next(iter(table.decisions))
     before = table._time_left(asked, table.decisions[asked])
     clock.advance(45.0)  # past the decision's 30 s and into its bank: it is held all along

@@ -221,13 +221,18 @@ def overlap(one: list[tuple[float, float]], other: list[tuple[float, float]], wi
 
 
 @needs_bwrap
-@pytest.mark.parametrize("frozen", [True, False], ids=["gated", "without-freezing"])
+@pytest.mark.parametrize(
+    ("frozen", "standalone"),
+    [(True, False), (False, False), (True, True)],
+    ids=["gated", "without-freezing", "gated-on-a-standalone-referee"],
+)
 def test_partners_never_run_at_the_same_time_while_their_match_is_played(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frozen: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, frozen: bool, standalone: bool
 ) -> None:
     """Partners running at once could pass their cards through the CPU (one spins, the other times its loop). Each
-    seat samples when it runs; while the match is played, partners never run together. Without the freezing
-    itself (the same gate, writing nothing), they run together most of the match."""
+    seat samples when it runs; while the match is played, partners never run together, on the worker's own
+    referee or on a standalone one (a league with remote bots; its table tells the worker over admin Turns).
+    Without the freezing itself (the same gate, writing nothing), they run together most of the match."""
     if FREEZE not in cgroup_limits():
         pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
     calls: list[tuple[float, frozenset[int]]] = []
@@ -244,7 +249,10 @@ def test_partners_never_run_at_the_same_time_while_their_match_is_played(
         monkeypatch.setattr(Freezer, "settled", lambda self: True)
     program, _ = hostile(tmp_path, "clock")
     rival = dataclasses.replace(program, name="rival")
-    played = asyncio.run(play_programs((program, rival), FAST, 5, sandbox=Limits()))
+    if standalone:
+        played = asyncio.run(on_a_standalone_referee((program, rival), tmp_path))
+    else:
+        played = asyncio.run(play_programs((program, rival), FAST, 5, sandbox=Limits()))
     assert played.match.outcome is not None and not played.incidents
     gated = [at for at, running in calls if len(running) < 4]
     window = (gated[0], max(at for at, running in calls if len(running) == 4))
@@ -256,6 +264,23 @@ def test_partners_never_run_at_the_same_time_while_their_match_is_played(
         assert max(together) < 0.002, (together, ran)
     else:
         assert min(together) > 0.1, (together, ran)
+
+
+async def on_a_standalone_referee(teams: tuple[BotProgram, BotProgram], log_dir: Path) -> PlayedMatch:
+    referee = Referee("admin-token")
+    server, port = await start_server(referee, "127.0.0.1:0")
+    try:
+        return await play_on_referee(
+            teams,
+            FAST,
+            5,
+            address=f"127.0.0.1:{port}",
+            admin_token="admin-token",
+            log_dir=log_dir,
+            sandbox=Limits(),
+        )
+    finally:
+        await server.stop(grace=1.0)
 
 
 UNINTERRUPTIBLE = """\

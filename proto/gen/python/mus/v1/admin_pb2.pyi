@@ -730,3 +730,57 @@ class ReportCrashResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReportCrashResponse: _TypeAlias = ReportCrashResponse  # noqa: Y015
+
+@_typing.final
+class TurnsRequest(_message.Message):
+    """The caller of Turns: first the table, then an acknowledgement of each turn it was sent."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    """The table to gate: the first request's only field."""
+    done: _builtins.int
+    """The last turn (TurnsResponse.turn) whose seats the caller now lets run, every other seat stopped."""
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+        done: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnsRequest: _TypeAlias = TurnsRequest  # noqa: Y015
+
+@_typing.final
+class TurnsResponse(_message.Message):
+    """Which seats may run from now on, once the caller has stopped the others."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURN_FIELD_NUMBER: _builtins.int
+    RUNNING_SEATS_FIELD_NUMBER: _builtins.int
+    turn: _builtins.int
+    """Numbers the table's turns from 1: the caller acknowledges it in TurnsRequest.done."""
+    @_builtins.property
+    def running_seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The seats that may run (0..3): those with a decision open while the match runs, all four once it ended."""
+
+    def __init__(
+        self,
+        *,
+        turn: _builtins.int = ...,
+        running_seats: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["running_seats", b"running_seats", "turn", b"turn"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnsResponse: _TypeAlias = TurnsResponse  # noqa: Y015

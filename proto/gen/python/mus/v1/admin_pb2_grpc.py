@@ -83,6 +83,11 @@ class TableAdminServiceStub:
                 request_serializer=mus_dot_v1_dot_admin__pb2.GetTableReplayRequest.SerializeToString,
                 response_deserializer=mus_dot_v1_dot_admin__pb2.GetTableReplayResponse.FromString,
                 _registered_method=True)
+        self.Turns = channel.stream_stream(
+                '/mus.v1.TableAdminService/Turns',
+                request_serializer=mus_dot_v1_dot_admin__pb2.TurnsRequest.SerializeToString,
+                response_deserializer=mus_dot_v1_dot_admin__pb2.TurnsResponse.FromString,
+                _registered_method=True)
 
 
 class TableAdminServiceServicer:
@@ -171,6 +176,20 @@ class TableAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Turns(self, request_iterator, context):
+        """Gate a table's seats, for a caller that launched them and can stop their processes (a league worker):
+        partners of one author running at the same time could pass their cards through the CPU. The first request
+        names the table, which must not have started; from then on the table never asks both partners at once,
+        and it sends the seats that may run (TurnsResponse) whenever that changes. It then holds its clocks (no
+        decision times out; an open decision's clock is set back by the hold) until the caller acknowledges that
+        turn (TurnsRequest.done): the other seats are stopped, these may run. The stream ends when the table
+        ends; a stream that ends first ungates the table. FAILED_PRECONDITION for a table that has started, ended,
+        or is gated already.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -213,6 +232,11 @@ def add_TableAdminServiceServicer_to_server(servicer, server):
                     servicer.GetTableReplay,
                     request_deserializer=mus_dot_v1_dot_admin__pb2.GetTableReplayRequest.FromString,
                     response_serializer=mus_dot_v1_dot_admin__pb2.GetTableReplayResponse.SerializeToString,
+            ),
+            'Turns': grpc.stream_stream_rpc_method_handler(
+                    servicer.Turns,
+                    request_deserializer=mus_dot_v1_dot_admin__pb2.TurnsRequest.FromString,
+                    response_serializer=mus_dot_v1_dot_admin__pb2.TurnsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -440,6 +464,33 @@ class TableAdminService:
             '/mus.v1.TableAdminService/GetTableReplay',
             mus_dot_v1_dot_admin__pb2.GetTableReplayRequest.SerializeToString,
             mus_dot_v1_dot_admin__pb2.GetTableReplayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Turns(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/mus.v1.TableAdminService/Turns',
+            mus_dot_v1_dot_admin__pb2.TurnsRequest.SerializeToString,
+            mus_dot_v1_dot_admin__pb2.TurnsResponse.FromString,
             options,
             channel_credentials,
             insecure,

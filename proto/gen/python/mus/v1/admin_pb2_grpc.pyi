@@ -83,6 +83,16 @@ class TableAdminServiceStub:
     finished table the referee no longer keeps). The record is never larger than the referee's cap on one
     table (docs/protocol.md, "Limits"), well under 16 MiB.
     """
+    Turns: _grpc.StreamStreamMultiCallable[_admin_pb2.TurnsRequest, _admin_pb2.TurnsResponse]
+    """Gate a table's seats, for a caller that launched them and can stop their processes (a league worker):
+    partners of one author running at the same time could pass their cards through the CPU. The first request
+    names the table, which must not have started; from then on the table never asks both partners at once,
+    and it sends the seats that may run (TurnsResponse) whenever that changes. It then holds its clocks (no
+    decision times out; an open decision's clock is set back by the hold) until the caller acknowledges that
+    turn (TurnsRequest.done): the other seats are stopped, these may run. The stream ends when the table
+    ends; a stream that ends first ungates the table. FAILED_PRECONDITION for a table that has started, ended,
+    or is gated already.
+    """
 
 @_typing.type_check_only
 class TableAdminServiceAsyncStub(TableAdminServiceStub):
@@ -138,6 +148,16 @@ class TableAdminServiceAsyncStub(TableAdminServiceStub):
     cancelled table's deals stay secret: it may be played again); NOT_FOUND for an unknown table_id (or a
     finished table the referee no longer keeps). The record is never larger than the referee's cap on one
     table (docs/protocol.md, "Limits"), well under 16 MiB.
+    """
+    Turns: _aio.StreamStreamMultiCallable[_admin_pb2.TurnsRequest, _admin_pb2.TurnsResponse]  # type: ignore[assignment]
+    """Gate a table's seats, for a caller that launched them and can stop their processes (a league worker):
+    partners of one author running at the same time could pass their cards through the CPU. The first request
+    names the table, which must not have started; from then on the table never asks both partners at once,
+    and it sends the seats that may run (TurnsResponse) whenever that changes. It then holds its clocks (no
+    decision times out; an open decision's clock is set back by the hold) until the caller acknowledges that
+    turn (TurnsRequest.done): the other seats are stopped, these may run. The stream ends when the table
+    ends; a stream that ends first ungates the table. FAILED_PRECONDITION for a table that has started, ended,
+    or is gated already.
     """
 
 class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -239,6 +259,22 @@ class TableAdminServiceServicer(metaclass=_abc_1.ABCMeta):
         cancelled table's deals stay secret: it may be played again); NOT_FOUND for an unknown table_id (or a
         finished table the referee no longer keeps). The record is never larger than the referee's cap on one
         table (docs/protocol.md, "Limits"), well under 16 MiB.
+        """
+
+    @_abc_1.abstractmethod
+    def Turns(
+        self,
+        request_iterator: _MaybeAsyncIterator[_admin_pb2.TurnsRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_admin_pb2.TurnsResponse], _abc.AsyncIterator[_admin_pb2.TurnsResponse]]:
+        """Gate a table's seats, for a caller that launched them and can stop their processes (a league worker):
+        partners of one author running at the same time could pass their cards through the CPU. The first request
+        names the table, which must not have started; from then on the table never asks both partners at once,
+        and it sends the seats that may run (TurnsResponse) whenever that changes. It then holds its clocks (no
+        decision times out; an open decision's clock is set back by the hold) until the caller acknowledges that
+        turn (TurnsRequest.done): the other seats are stopped, these may run. The stream ends when the table
+        ends; a stream that ends first ungates the table. FAILED_PRECONDITION for a table that has started, ended,
+        or is gated already.
         """
 
 def add_TableAdminServiceServicer_to_server(servicer: TableAdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
