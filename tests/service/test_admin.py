@@ -497,8 +497,7 @@ def test_turns_gates_a_table_that_has_not_started_and_holds_it_until_each_turn_i
 
     async def scenario(running: Running, admin: admin_pb2_grpc.TableAdminServiceAsyncStub) -> None:
         table = running.referee.create_table(Rules(), 6, ["a", "b", "c", "d"])
-        stranger = admin.Turns(metadata=(("authorization", "Bearer a-seat-token"),))
-        await stranger.write(admin_pb2.TurnsRequest(table_id=table.table_id))
+        stranger = admin.Turns(metadata=(("authorization", "Bearer a-seat-token"),))  # refused before it writes
         assert (await status_of(stranger.read()))[0] == "UNAUTHENTICATED" and table.turns is None
         call = admin.Turns(metadata=auth(running))
         await call.write(admin_pb2.TurnsRequest(table_id=table.table_id))
