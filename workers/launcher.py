@@ -1303,6 +1303,8 @@ class PooledProcess:
         code = self.process.returncode
         if code is None:
             return "running"
+        if self.freezer is not None and self.freezer.stuck:
+            return f"killed: it did not stop within {FREEZE_LIMIT_S:g} s of its turn's end (SIGKILL)"
         return self.refused or f"the pooled bot process exited with code {code}"
 
     def idle(self) -> None:
