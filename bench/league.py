@@ -231,6 +231,7 @@ def create_league(engine: Engine, settings: Settings) -> int:
             matches_per_pairing=settings.matches_per_pairing,
             options=dict(settings.options),
             secret=LEAGUE_SECRET,
+            deal_mode="duplicate",  # with --pool too (persistent entrants would default to independent deals)
         )
         assert league.id is not None
         return league.id
