@@ -1107,6 +1107,9 @@ class TurnGate:
 
     def __init__(self) -> None:
         self._seats: dict[int, Freezer] = {}
+        self._bystanders: list[Freezer] = []
+        """The worker's other pooled processes, between their seats: frozen with the seats before the deal, and
+        left frozen (their pool thaws them: `PooledProcess.hold`)."""
         self.running: frozenset[int] = frozenset(range(4))
         self._held: asyncio.Future[None] | None = None
         """While the table is held: done when the asked seats run."""
@@ -1118,13 +1121,25 @@ class TurnGate:
             self._seats[seat] = freezer
             self(self.running)
 
+    def stand_by(self, freezer: Freezer) -> None:
+        """Stop a pooled process of the worker's that plays no seat here when the seats are stopped before the
+        deal: one that has just played a match runs until it is frozen as idle (IDLE_FREEZE_S), and it may have
+        played this match's twin (docs/leagues.md)."""
+        self._bystanders.append(freezer)
+        self(self.running)
+
     def __bool__(self) -> bool:
         return bool(self._seats)
+
+    def _stopping(self) -> list[Freezer]:
+        """Those that must not run now: the seats not running, and the bystanders unless all four seats run."""
+        stopping = [freezer for seat, freezer in self._seats.items() if seat not in self.running]
+        return stopping if len(self.running) == 4 else [*stopping, *self._bystanders]
 
     def __call__(self, running: frozenset[int]) -> asyncio.Future[None] | None:
         """Let `running` run once the others are frozen: now (None), or when the returned future is done."""
         self.running = running
-        stopping = [freezer for seat, freezer in self._seats.items() if seat not in running]
+        stopping = [freezer for freezer in self._stopping() if not freezer.frozen]  # those stopped before are seen
         for freezer in stopping:
             freezer.freeze()
         if self._held is None:
@@ -1135,7 +1150,7 @@ class TurnGate:
             if not stopping:
                 self._thaw()
                 return None
-            for freezer in self._seats.values():  # nobody runs beside a seat that is not yet frozen
+            for freezer in [*self._seats.values(), *self._bystanders]:  # nobody runs beside one not yet frozen
                 freezer.freeze()
             self._held = asyncio.get_running_loop().create_future()
             self._held_at = time.monotonic()
@@ -1151,8 +1166,7 @@ class TurnGate:
         held = self._held
         if held is None:
             return None
-        stopping = [freezer for seat, freezer in self._seats.items() if seat not in self.running]
-        unsettled = [freezer for freezer in stopping if not freezer.settled()]
+        unsettled = [freezer for freezer in self._stopping() if not freezer.settled()]
         if unsettled and time.monotonic() - self._held_at > FREEZE_LIMIT_S:
             for freezer in unsettled:
                 log.warning("a seat did not stop within %g s of its turn's end: killed", FREEZE_LIMIT_S)
@@ -1219,6 +1233,8 @@ class PooledProcess:
         self._idle: threading.Timer | None = None
         """Freezes it IDLE_FREEZE_S after its last match (`idle`), unless it is given a seat first."""
         self._freezing = threading.Lock()
+        self._held = False
+        """Held by another match of its worker since its last seat (`hold`)."""
         self.sandboxed = sandboxed
         self.seats_played = 0
         self.cpu_seen: float | None = None
@@ -1327,9 +1343,29 @@ class PooledProcess:
                 self._idle = None
                 self.freezer.freeze()
 
+    def hold(self) -> bool:
+        """Another match of its worker begins: stop counting its time to exit (`idle`); the match's gate freezes it
+        before the deal (`TurnGate.stand_by`). True if it had time left, which `resume` gives back once after
+        the match (a process that ends after its seat then exits, and is replaced instead of given a seat it
+        cannot take); later matches leave it frozen until its next seat."""
+        with self._freezing:
+            if self._idle is None or self._held:
+                return False
+            self._idle.cancel()
+            self._idle = None
+            self._held = True
+            return True
+
+    def resume(self) -> None:
+        """After the match that held it (`hold`): its time to exit, again."""
+        if self.freezer is not None:
+            self.freezer.thaw()
+        self.idle()
+
     def take(self) -> None:
         """Thaw it for its next seat."""
         with self._freezing:
+            self._held = False
             if self._idle is not None:
                 self._idle.cancel()
                 self._idle = None

@@ -597,6 +597,12 @@ async def _play(
             # A seat's processes run only in its turns, where this worker can stop them (`TurnGate`): the table of
             # the referee in this process tells the gate itself, a standalone referee's over admin Turns.
             gate = TurnGate()
+            seated = {member for member, *_ in pooled.values()}
+            bystanders = [member for member in pool.processes() if member not in seated] if pool is not None else []
+            resumed = [member for member in bystanders if member.freezer is not None and member.hold()]
+            for member in bystanders:
+                if member.freezer is not None:
+                    gate.stand_by(member.freezer)
             follower: asyncio.Task[None] | None = None
             if local is not None:
                 local.tables[table_id].turns = gate
@@ -644,6 +650,8 @@ async def _play(
             finally:
                 if follower is not None:
                     follower.cancel()
+                for member in resumed:
+                    member.resume()
                 await _stop(watchers, processes)
                 if not ended:
                     with contextlib.suppress(Exception):

@@ -19,7 +19,7 @@ import tests.support.hostile_seats
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
 from tests.workers.conftest import Deployment
-from workers import play
+from workers import matches, play
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import (
@@ -29,6 +29,7 @@ from workers.launcher import (
     INSTALL_HINT,
     BotProgram,
     Limits,
+    TurnGate,
     _usable_hierarchies,
     own_seat_uids,
     sandbox_available,
@@ -188,6 +189,40 @@ def test_a_pooled_process_is_frozen_between_its_seats_and_plays_its_next_one(poo
     second = play_match((burner, instant("b")), 2, pool)
     assert second.match.outcome is not None and not second.incidents
     assert [member for member in pool.processes() if member.program.name == "burner"] == members
+
+
+LONG = Rules.from_options({"games_to_win_vaca": 3, "vacas_to_win_match": 3})
+
+
+def test_a_pooled_process_between_its_seats_is_frozen_before_the_next_match_is_dealt(
+    pool: BotPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that has just played runs until it is frozen as idle (IDLE_FREEZE_S), and it may have played
+    the next match's twin: the worker freezes it with the next match's seats, before the deal. Without that, it
+    spins through the next match's first quarter second."""
+    if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
+        pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
+    burner = persistent_script(tmp_path, "burner", BURNER)
+    warm = play_match((instant("c"), instant("d")), 3, pool)  # the next match's processes start no more
+    first = play_match((burner, instant("b")), 1, pool)
+    assert warm.match.outcome is not None and first.match.outcome is not None and not first.incidents
+    members = [member for member in pool.processes() if member.program.name == "burner"]
+    seen: list[float] = []  # the burners' CPU-seconds when the next match is dealt, then when it has ended
+
+    class Watched(TurnGate):
+        def __call__(self, running: frozenset[int]) -> asyncio.Future[None] | None:
+            held = super().__call__(running)
+            if (not seen and not running) or (len(seen) == 1 and len(running) == 4):
+                seen.append(sum(member.cpu_s() or 0.0 for member in members))
+            return held
+
+    monkeypatch.setattr(matches, "TurnGate", Watched)
+    second = run_on_worker_referee(
+        lambda referee: play_programs((instant("c"), instant("d")), LONG, 2, sandbox=LIMITS, pool=pool, referee=referee)
+    )
+    assert second.match.outcome is not None and not second.incidents
+    play_s = second.ended_at - second.started_at
+    assert len(seen) == 2 and seen[1] - seen[0] < 0.01, f"CPU-seconds taken in a match of {play_s:.2f} s: {seen}"
 
 
 STUFFER = """\
