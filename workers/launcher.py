@@ -431,9 +431,20 @@ refused (seccomp)."""
 PROC_SHOWN = frozenset({"self", "thread-self", "net", "mounts", "sys", "filesystems", "version", "pressure"})
 """What a seat sees of /proc's own entries (beside its processes' folders and the still copies of HOST_COUNTERS):
 its own processes, its own network namespace and mounts, the kernel's settings (/proc/sys, whose host-wide counts
-are in HOST_COUNTERS) and what never moves. Every other entry, and whatever a newer kernel adds, is hidden (an
-empty file or folder): /proc/fs, /proc/cgroups, /proc/locks and the like count for the whole host, and a review
-read a bot's writes from its partner's seat in ext4's statistics under /proc/fs."""
+are in HOST_COUNTERS) and what never moves."""
+
+PROC_STATIC = frozenset(
+    {
+        *("cmdline", "config.gz", "consoles", "crypto", "devices", "dma", "execdomains", "iomem", "ioports"),
+        *("kallsyms", "misc", "mtrr", "partitions", "acpi", "bus", "driver", "tty"),
+    }
+)
+"""Entries of /proc that a seat sees as the host's because nothing a seat does moves them (the hardware, the
+drivers, the kernel's build and modules: a seat loads none, and its sockets are Unix sockets only). Every entry
+that is neither here nor in PROC_SHOWN nor HOST_COUNTERS, whatever a newer kernel adds, is hidden (an empty file
+or folder) where a seat could read it: /proc/fs, /proc/cgroups, /proc/locks, /proc/irq and the like count for
+the whole host, and a review read a bot's writes from its partner's seat in ext4's statistics under /proc/fs.
+Each hidden entry is a mount of the sandbox's, about 0.3 ms of its start."""
 
 
 MEMINFO_FIELDS = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "SwapCached", "SwapTotal", "SwapFree")
@@ -442,9 +453,9 @@ MEMINFO_FIELDS = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "S
 
 @cache
 def _proc_view(memory_bytes: int) -> tuple[str, ...]:
-    """bwrap's binds over the seat's /proc: an empty file or folder over each entry not in PROC_SHOWN, and a still
-    file over each of HOST_COUNTERS that this kernel has: an idle machine of the seat's memory, with the host's CPUs
-    and boot time (which never move). Made once per worker process."""
+    """bwrap's binds over the seat's /proc: an empty file or folder over each entry a seat could read that is not
+    in PROC_SHOWN or PROC_STATIC, and a still copy of each of HOST_COUNTERS that this kernel has: an idle machine
+    of the seat's memory, with the host's CPUs and boot time (which never move). Made once per worker process."""
     folder = Path(tempfile.mkdtemp(prefix="mus-proc-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     kb = memory_bytes // 1024
@@ -477,20 +488,43 @@ def _proc_view(memory_bytes: int) -> tuple[str, ...]:
     empty_file.chmod(0o444)
     empty_folder.mkdir(mode=0o555)
     binds: list[str] = []
-    shown = PROC_SHOWN | {name.split("/")[0] for name in HOST_COUNTERS}
+    shown = PROC_SHOWN | PROC_STATIC | {name.split("/")[0] for name in HOST_COUNTERS}
     for entry in sorted(os.scandir("/proc"), key=lambda entry: entry.name):
-        if entry.name.isdigit() or entry.name in shown:
-            continue
+        if entry.name.isdigit() or entry.name in shown or not entry.stat(follow_symlinks=False).st_mode & 0o004:
+            continue  # a process's folder, shown, or unreadable by a seat (root's alone)
         hidden = empty_folder if entry.is_dir(follow_symlinks=False) else empty_file
         binds += ["--ro-bind", str(hidden), f"/proc/{entry.name}"]
+    # A still copy of each counter's folder, bound whole (one mount instead of one a file): its other files as the
+    # worker found them (settings, which a seat cannot change).
+    for parent in sorted({str(PurePosixPath(name).parent) for name in HOST_COUNTERS if "/" in name}):
+        if Path("/proc", parent).is_dir():
+            _copy_tree(Path("/proc", parent), folder / parent.replace("/", "-"))
+            binds += ["--ro-bind", str(folder / parent.replace("/", "-")), f"/proc/{parent}"]
     for name in HOST_COUNTERS:
         if not Path("/proc", name).exists():
             continue
-        source = folder / name.replace("/", "-")
+        parent, _, base = name.rpartition("/")
+        source = folder / parent.replace("/", "-") / base if parent else folder / name
+        source.unlink(missing_ok=True)
         source.write_text(still.get(name, ""))
         source.chmod(0o444)
-        binds += ["--ro-bind", str(source), f"/proc/{name}"]
+        if not parent:
+            binds += ["--ro-bind", str(source), f"/proc/{name}"]
     return tuple(binds)
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """The readable regular files of a /proc folder, as they read now, in a folder readable by any seat."""
+    target.mkdir(mode=0o755)
+    for entry in os.scandir(source):
+        path = target / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                _copy_tree(Path(entry.path), path)
+        elif entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                path.write_bytes(Path(entry.path).read_bytes())
+                path.chmod(0o444)
 
 
 def open_to_seat(path: Path) -> Path:

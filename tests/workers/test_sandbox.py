@@ -29,6 +29,7 @@ from workers.launcher import (
     HOST_COUNTERS,
     INSTALL_HINT,
     PROC_SHOWN,
+    PROC_STATIC,
     SANDBOX_HOME,
     SEAT_UID,
     SOCKET_DIR,
@@ -194,7 +195,7 @@ def test_a_seat_sees_of_proc_only_its_processes_the_settings_and_still_copies(tm
     writes, a review found): a seat sees only launcher.PROC_SHOWN and the still copies, whatever the kernel adds."""
     program, _ = hostile(tmp_path, "procfs")
     played = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, sandbox=Limits()))
-    allowed = PROC_SHOWN | {name.split("/")[0] for name in HOST_COUNTERS}
+    allowed = PROC_SHOWN | PROC_STATIC | {name.split("/")[0] for name in HOST_COUNTERS}
     for seat in (0, 2):
         (seen,) = attacks(played.logs[seat])["procfs"]
         readable = set(seen.removeprefix("BLOCKED readable=").split(","))
@@ -255,7 +256,7 @@ def test_partners_never_run_at_the_same_time_while_their_match_is_played(
         played = asyncio.run(play_programs((program, rival), FAST, 5, sandbox=Limits()))
     assert played.match.outcome is not None and not played.incidents
     gated = [at for at, running in calls if len(running) < 4]
-    window = (gated[0], max(at for at, running in calls if len(running) == 4))
+    window = (gated[0], min(at for at, running in calls if len(running) == 4 and at > gated[0]))  # the match's end
     spans = {seat: running_spans(log) for seat, log in played.logs.items()}
     ran = {seat: overlap(spans[seat], [window], window) for seat in spans}
     assert all(seconds > 0.05 for seconds in ran.values()), ran
