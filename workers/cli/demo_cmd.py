@@ -18,6 +18,7 @@ from workers.cli.run_cmd import run_command
 from workers.db import repo
 from workers.db.session import database_url
 from workers.launcher import INSTALL_HINT, sandbox_available
+from workers.league_run import default_worker_count
 
 DEMO_BOTS = ("rules", "random", "passive")
 DEMO_LEAGUE = "demo"
@@ -61,7 +62,7 @@ def demo_command(
     if not is_embedded():
         broker = os.environ["MUS_BROKER_URL"]
         typer.echo(f"MUS_BROKER_URL is set: the matches are played by `mus worker` processes on {broker}")
-    run_command(DEMO_LEAGUE, workers=workers)
+    run_command(DEMO_LEAGUE, workers=workers or default_worker_count())  # its own bots: pairs on every core
     league_cmd.standings_command(name=DEMO_LEAGUE)
     typer.echo(
         f"\nResults and replays are in {database_url()}. `mus league status demo --matches` lists the matches;"
