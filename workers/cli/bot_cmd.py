@@ -9,13 +9,13 @@ from typing import Annotated, Any
 import grpc
 import typer
 from rich.console import Console
-from rich.table import Table
 from sqlmodel import Session
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
 from workers.cli import check_cmd
 from workers.cli.db import echo_json, iso, open_session, when
 from workers.cli.errors import fail
+from workers.cli.tables import cli_table
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
@@ -407,7 +407,7 @@ def list_command(
     if not bots:
         typer.echo("No bots yet: add one with `mus bot add NAME -- COMMAND ...`.")
         return
-    table = Table(title="Bots")
+    table = cli_table(title="Bots")
     for column in ("bot", "kind", "language", "version", "versions", "added (UTC)"):
         table.add_column(column, justify="right" if column in ("version", "versions") else "left")
     for info in bots:
@@ -453,7 +453,7 @@ def show_command(
     if bot.removed_at is not None:
         typer.echo(f"  removed {when(bot.removed_at)} UTC: it enters no new league; its results stay")
     if not bot.remote:
-        table = Table(title=f"Versions of {bot.name}")
+        table = cli_table(title=f"Versions of {bot.name}")
         for column in ("version", "current", "hash", "command", "folder", "persistent", "registered (UTC)"):
             table.add_column(column)
         for version in info.versions:

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from sqlmodel import Session
 
 from workers import leagues
@@ -24,6 +23,7 @@ from workers.cli.db import domain_errors, echo_json, one_line, open_session, whe
 from workers.cli.errors import fail
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.cli.run_cmd import run_command
+from workers.cli.tables import cli_table
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import DealMode, League, MatchStatus
@@ -203,20 +203,20 @@ def list_command(json_output: JsonFlag = False) -> None:
     if not rows:
         typer.echo("No leagues yet: create one with `mus league create NAME --bots a,b,c`.")
         return
-    table = Table(title="Leagues")
-    for column in ("league", "status", "entrants", "finished", "failed", "deals", "sandbox", "rules", "created (UTC)"):
-        table.add_column(column, justify="right" if column in ("entrants", "finished", "failed") else "left")
+    table = cli_table(title="Leagues")
+    for column in ("league", "status", "bots", "finished", "deals", "sandbox", "rules", "created"):
+        table.add_column(column, justify="right" if column in ("bots", "finished") else "left")
     for league, progress, n in rows:
+        failed = f", {progress['failed']} failed" if progress["failed"] else ""
         table.add_row(
             league.name,
             league.status.value,
             str(n),
-            f"{progress['finished']}/{progress['total']}",
-            str(progress["failed"]),
+            f"{progress['finished']}/{progress['total']}{failed}",
             league.deal_mode.value,
             "on" if league.sandbox else "off",
             describe_rules(league.rules),
-            when(league.created_at),
+            when(league.created_at)[:10],  # the day (UTC); `list --json` gives the time
         )
     Console().print(table)
 
@@ -264,7 +264,7 @@ def status_command(
     typer.echo(f"Deals: {describe_deals(league)}")
     typer.echo(f"Sandbox: {describe_sandbox(league)}")
     typer.echo(f"Deals fixed in advance: {describe_commitment(league)}")
-    table = Table()
+    table = cli_table()
     table.add_column("status")
     table.add_column("matches", justify="right")
     for status in MatchStatus:
@@ -287,7 +287,7 @@ def status_command(
 
 
 def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
-    table = Table(title=f"Matches of {league}")
+    table = cli_table(title=f"Matches of {league}")
     for column in ("id", "#", "pair", "team 0 (seats 0+2)", "team 1 (seats 1+3)", "status", "winner", "games", "seed"):
         table.add_column(column, justify="right" if column in ("id", "#", "pair", "seed") else "left")
     for row in rows:
@@ -356,7 +356,7 @@ def standings_command(
         )
         return
     league = table_data.league
-    table = Table(
+    table = cli_table(
         title=f"League {league.name} ({league.status.value}): {len(table_data.results)} of {table_data.total} "
         "matches finished",
         caption=f"Elo by maximum likelihood over every result ({table_data.reference}); "
