@@ -519,8 +519,9 @@ def _copy_tree(source: Path, target: Path) -> None:
     for entry in os.scandir(source):
         path = target / entry.name
         if entry.is_dir(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                _copy_tree(Path(entry.path), path)
+            if not os.path.ismount(entry.path):  # binfmt_misc may be an automount: reading it would mount it
+                with contextlib.suppress(OSError):
+                    _copy_tree(Path(entry.path), path)
         elif entry.is_file(follow_symlinks=False):
             with contextlib.suppress(OSError):
                 path.write_bytes(Path(entry.path).read_bytes())
