@@ -701,15 +701,19 @@ async def _follow_turns(
     once the table is gated (its first turn, every seat, has come); None where the referee cannot gate it (its
     hosted seats then run throughout, as the warning says)."""
     call = admin.Turns(metadata=auth)
-    try:
+
+    async def gated() -> None:
         await call.write(admin_pb2.TurnsRequest(table_id=table_id))
         first = await call.read()
         if not isinstance(first, admin_pb2.TurnsResponse):
             raise RefereeFailure(f"table {table_id} on the referee ({address}) ended before it was gated")
         await call.write(admin_pb2.TurnsRequest(done=first.turn))
-    except grpc.aio.AioRpcError as error:
+
+    try:
+        await asyncio.wait_for(gated(), RPC_TIMEOUT_S)
+    except (grpc.aio.AioRpcError, TimeoutError) as error:
         call.cancel()
-        log.warning("the referee at %s cannot gate table %s (%s): its seats run throughout", address, table_id, error)
+        log.warning("the referee at %s cannot gate table %s (%r): its seats run throughout", address, table_id, error)
         return None
 
     async def follow() -> None:
