@@ -1063,6 +1063,11 @@ FREEZE_LIMIT_S = 1.0
 """How long a seat may take to stop once its turn has ended before `TurnGate` kills it (nothing a bot needs takes
 that long in one system call; a bot that did would hold its table, every seat frozen, for as long)."""
 
+BYSTANDER_LIMIT_S = 0.1
+"""The same for a pooled process between its seats that another match's deal waits on (`TurnGate.stand_by`):
+nothing is charged when it is killed (its pool replaces it), and a bot that kept itself in long system calls
+after each of its matches would otherwise hold the next match, other bots', a second each time."""
+
 FREEZE_POLL_S = 0.0005
 """How often a held table's gate looks again whether the seats it stops are frozen (the event loop wakes to the
 millisecond)."""
@@ -1202,11 +1207,15 @@ class TurnGate:
         if held is None:
             return None
         unsettled = [freezer for freezer in self._stopping() if not freezer.settled()]
-        if unsettled and time.monotonic() - self._held_at > FREEZE_LIMIT_S:
-            for freezer in unsettled:
-                log.warning("a seat did not stop within %g s of its turn's end: killed", FREEZE_LIMIT_S)
+        waited = time.monotonic() - self._held_at
+        for freezer in unsettled:
+            bystander = freezer in self._bystanders
+            limit = BYSTANDER_LIMIT_S if bystander else FREEZE_LIMIT_S
+            if waited > limit:
+                what = "a pooled process between its seats" if bystander else "a seat"
+                log.warning("%s did not stop within %g s: killed", what, limit)
                 freezer.kill()
-            unsettled = []
+        unsettled = [freezer for freezer in unsettled if not freezer.stuck]
         if unsettled:
             return held
         self._held = None

@@ -344,6 +344,50 @@ def test_no_seat_runs_until_the_seats_it_follows_are_frozen_however_long_they_ta
     assert stuck == (limit < 0.1), "a seat that does not stop within FREEZE_LIMIT_S is killed"
 
 
+def test_a_pooled_process_that_holds_the_next_deal_in_long_system_calls_is_killed_within_a_tenth_of_a_second(
+    tmp_path: Path,
+) -> None:
+    """Between its seats, a pooled process is frozen with the worker's next match's seats (`TurnGate.stand_by`);
+    one that keeps itself inside long system calls would hold that match, other bots', for a second each time:
+    past BYSTANDER_LIMIT_S it is killed (its pool replaces it, and nothing is charged)."""
+    if FREEZE not in cgroup_limits():
+        pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
+
+    async def deal() -> tuple[float, bool, int | None]:
+        processes, freezers = [], []
+        for source in (UNINTERRUPTIBLE.replace("300 << 20", "900 << 20"), "import time; time.sleep(60)"):
+            cgroups = _make_cgroups(Limits())
+            processes.append(subprocess.Popen(seat_command([sys.executable, "-c", source], cgroups)))
+            freezer = Freezer.of(cgroups)
+            assert freezer is not None
+            freezers.append(freezer)
+        bystander, seat = freezers
+        gate = TurnGate()
+        gate.add(0, seat)
+        gate.stand_by(bystander)
+        await asyncio.sleep(0.3)
+        try:
+            started = time.monotonic()
+            for _ in range(20):  # until the bystander is caught inside a long call at the deal
+                held = gate(frozenset())
+                if held is not None:
+                    await asyncio.wait_for(held, 2.0)
+                    break
+                gate(frozenset(range(4)))  # between matches: it runs again (its own idle time)
+                bystander.thaw()
+                await asyncio.sleep(0.05)
+                started = time.monotonic()
+            return time.monotonic() - started, bystander.stuck, processes[0].wait(timeout=5)
+        finally:
+            for process, freezer in zip(processes, freezers, strict=True):
+                freezer.close()
+                process.kill()
+                process.wait()
+
+    waited, stuck, code = asyncio.run(deal())
+    assert stuck and code == -signal.SIGKILL and waited < 0.5, (waited, stuck, code)
+
+
 @needs_bwrap
 def test_seats_running_as_their_own_users_share_no_per_user_count_of_the_kernel(tmp_path: Path) -> None:
     if not own_seat_uids():
