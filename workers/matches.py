@@ -228,6 +228,10 @@ POOLED_SOCKET = "referee.sock"
 """The referee's socket in a pooled process's own folder, and in a launched seat's on a worker's referee (bound at
 SOCKET_DIR in its sandbox)."""
 
+FORWARD_HELD_BYTES = 16 * 1024 * 1024
+"""What a seat's forwarder holds for it, sent by the referee and not yet read (`_forward`): far more than the
+referee's HTTP/2 flow control lets through to a seat that does not read; past it the connection is closed."""
+
 MAX_SEAT_CONNECTIONS = 4
 """Connections one seat (or pooled process) may hold open at once on its own sockets: a bot needs one (grpc
 multiplexes its streams on it), two while it reconnects; past it, a new one is closed at once. A security review
@@ -487,11 +491,19 @@ async def _forward(path: Path, address: str, *, max_connections: int = MAX_SEAT_
     once, before anything reaches the referee (grpc multiplexes a bot's streams on one connection)."""
     open_connections = 0
 
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, greedy: bool = False) -> None:
+        """Copy until end of file. `greedy` (the referee's side to the seat's): read whatever the referee sends at
+        once and hold it here for the seat (up to FORWARD_HELD_BYTES), never leaving it in the host's TCP buffers:
+        their size is counted host-wide (/proc/net/sockstat's TCP mem), and a seat that stopped reading would move
+        it for its partner to read."""
         try:
             while data := await reader.read(65536):
                 writer.write(data)
-                await writer.drain()
+                if not greedy:
+                    await writer.drain()
+                elif writer.transport.get_write_buffer_size() > FORWARD_HELD_BYTES:
+                    log.warning("a seat's forwarder to %s closed a connection its seat does not read", address)
+                    break
         except (ConnectionError, OSError):
             pass
         finally:
@@ -517,7 +529,7 @@ async def _forward(path: Path, address: str, *, max_connections: int = MAX_SEAT_
             except OSError:
                 bot_writer.close()
                 return
-            await asyncio.gather(pipe(bot_reader, referee_writer), pipe(referee_reader, bot_writer))
+            await asyncio.gather(pipe(bot_reader, referee_writer), pipe(referee_reader, bot_writer, greedy=True))
         finally:
             open_connections -= 1
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import socket
 import struct
 import tempfile
+import termios
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +182,41 @@ def test_a_referee_out_of_call_slots_is_retried_like_an_unreachable_one_not_a_re
         asyncio.run(_call(_Exhausted(times=1000), request, (), "here"))
     patient = _Exhausted(times=3)  # 0.7 s of pauses: past RPC_RETRY_S, within the poll's patience
     assert asyncio.run(_call(patient, request, (), "here", patience_s=30)) == "answered"
+
+
+def test_a_seats_forwarder_takes_what_the_referee_sends_at_once_whether_the_seat_reads_or_not(tmp_path: Path) -> None:
+    """The host's TCP buffers are counted host-wide (/proc/net/sockstat's TCP mem, which a seat reads): what the
+    referee sends a seat that does not read waits in the worker's memory, never in the kernel's TCP buffers."""
+
+    async def scenario() -> tuple[int, int]:
+        sent = asyncio.Event()
+        queued: list[int] = []
+
+        async def talk(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(b"x" * (4 * 1024 * 1024))
+            await writer.drain()  # returns once the kernel took it: the forwarder read it, or its buffers hold it
+            await asyncio.sleep(0.3)
+            tcp = writer.get_extra_info("socket")
+            queued.append(struct.unpack("i", fcntl.ioctl(tcp.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0])
+            sent.set()
+            await reader.read()
+
+        referee = await asyncio.start_server(talk, "127.0.0.1", 0)
+        port = referee.sockets[0].getsockname()[1]
+        folder = Path(tempfile.mkdtemp(dir=tmp_path))
+        forwarder = await _forward(folder / "referee.sock", f"127.0.0.1:{port}", max_connections=1)
+        reader, writer = await asyncio.open_unix_connection(str(folder / "referee.sock"), limit=1024)
+        writer.write(b"hello")  # the forwarder connects to the referee on the seat's first connection
+        await asyncio.wait_for(sent.wait(), 10.0)
+        unread_by_seat = 0
+        with contextlib.suppress(TimeoutError):
+            while chunk := await asyncio.wait_for(reader.read(1 << 20), 0.5):
+                unread_by_seat += len(chunk)
+        writer.close()
+        forwarder.close()
+        referee.close()
+        return queued[0], unread_by_seat
+
+    queued, delivered = asyncio.run(scenario())
+    assert queued == 0, f"{queued} bytes still in the referee's TCP send queue"
+    assert delivered == 4 * 1024 * 1024, "and all of it reaches the seat once it reads"
