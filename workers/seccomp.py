@@ -43,11 +43,20 @@ _ARCH_OFFSET = 4
 _NR_OFFSET = 0
 _ARG0_LOW = 16
 _ARG1_LOW = 24
+_ARG2_LOW = 32
 
 _X32_BIT = 0x40000000
 
-_NAMESPACE_FLAGS = 0x7E020000
-"""CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET."""
+_NAMESPACE_FLAGS = 0x7E020000 | 0x1000
+"""CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET, and CLONE_PIDFD (a pidfd's inode number
+comes from one host-wide counter, which a seat could move and its partner read)."""
+
+_SO_COOKIE = 57
+"""getsockopt(SOL_SOCKET, SO_COOKIE): a socket's cookie comes from one host-wide counter that almost nothing
+else moves; a review passed 6 bits a decision through it exactly, and 16 bits from a seat to the next match's."""
+
+_NETLINK_SOCK_DIAG = 4
+"""A netlink protocol whose dumps show (and so take) socket cookies."""
 
 _FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 """F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY."""
@@ -103,6 +112,9 @@ _REFUSED_NAMES = (
     # sysinfo(2) counts the host's processes and threads and its free memory, which a seat can move (threads and
     # memory it keeps while it is frozen) and its partner read in its own turn (docs/sandbox.md).
     "sysinfo",
+    # pidfds: their inode numbers come from one host-wide counter (a review: 3 bits a decision, exactly).
+    "pidfd_open",
+    "pidfd_getfd",
 )
 """Refused with EPERM on every architecture that has them."""
 
@@ -111,8 +123,6 @@ _MISSING_NAMES = ("clone3", "fadvise64", "preadv2", "pwritev2", "cachestat", "st
 checks), what would tell or change the host's page cache without a trace, and the free space of the file systems
 a seat binds (the module's docstring)."""
 
-_SOCKET_FAMILIES = (1, 16)
-"""AF_UNIX (the referee's socket) and AF_NETLINK (the C library asks it of the seat's own, empty, network)."""
 
 _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (
@@ -167,6 +177,9 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "sysinfo": 99,
+            "pidfd_open": 434,
+            "pidfd_getfd": 438,
+            "getsockopt": 55,
             "fadvise64": 221,
             "preadv2": 327,
             "pwritev2": 328,
@@ -228,6 +241,9 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "io_uring_enter": 426,
             "io_uring_register": 427,
             "sysinfo": 179,
+            "pidfd_open": 434,
+            "pidfd_getfd": 438,
+            "getsockopt": 209,
             "fadvise64": 223,
             "preadv2": 286,
             "pwritev2": 287,
@@ -263,6 +279,7 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
         program.append((_JEQ_K, enosys, None, numbers[name]))
     program.append((_JEQ_K, "clone", None, numbers["clone"]))
     program.append((_JEQ_K, "socket", None, numbers["socket"]))
+    program.append((_JEQ_K, "getsockopt", None, numbers["getsockopt"]))
     program.append((_JEQ_K, None, allow, numbers["fcntl"]))
     program.append((_LD_W_ABS, None, None, _ARG1_LOW))
     for command in _FCNTL_REFUSED:
@@ -273,9 +290,19 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     program.append((_JSET_K, deny, allow, _NAMESPACE_FLAGS))
     labels["socket"] = len(program)
     program.append((_LD_W_ABS, None, None, _ARG0_LOW))
-    for family in _SOCKET_FAMILIES:
-        program.append((_JEQ_K, allow, None, family))
+    program.append((_JEQ_K, allow, None, 1))  # AF_UNIX
+    program.append((_JEQ_K, None, "nofamily", 16))  # AF_NETLINK, but not its sock_diag
+    program.append((_LD_W_ABS, None, None, _ARG2_LOW))
+    program.append((_JEQ_K, None, allow, _NETLINK_SOCK_DIAG))
+    program.append((_RET_K, None, None, _RET_ERRNO | errno.EPROTONOSUPPORT))
+    labels["nofamily"] = len(program)
     program.append((_RET_K, None, None, _RET_ERRNO | errno.EAFNOSUPPORT))
+    labels["getsockopt"] = len(program)
+    program.append((_LD_W_ABS, None, None, _ARG1_LOW))
+    program.append((_JEQ_K, None, allow, 1))  # SOL_SOCKET
+    program.append((_LD_W_ABS, None, None, _ARG2_LOW))
+    program.append((_JEQ_K, None, allow, _SO_COOKIE))
+    program.append((_RET_K, None, None, _RET_ERRNO | errno.ENOPROTOOPT))
     labels[allow] = len(program)
     program.append((_RET_K, None, None, _RET_ALLOW))
     labels[deny] = len(program)

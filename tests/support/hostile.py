@@ -199,6 +199,10 @@ def attack_locks(options: argparse.Namespace) -> None:
             # A TCP or UDP socket's buffers, counted host-wide (/proc/net/sockstat's TCP mem).
             ("inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()),
             ("inet6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()),
+            # Host-wide counters a seat reads and moves: socket cookies, pidfd inode numbers (a review: exact).
+            ("cookie", lambda: socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, 57, 8)),
+            ("sock_diag", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()),
+            ("pidfd", lambda: os.close(os.pidfd_open(os.getpid()))),
         ]
         for name, call in calls:
             try:
