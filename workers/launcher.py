@@ -720,8 +720,28 @@ def _confined(
 ) -> tuple[list[str], tuple[Path, ...]]:
     """A seat's sandboxed command and the cgroups made for it: a shell joins the cgroups and becomes prlimit,
     then bwrap, so everything the seat starts is inside them."""
+    _settle_audit_session()
     cgroups = _make_cgroups(sandbox.limits)
     return seat_command(sandbox_command(program, sandbox, environment, seccomp_fd=seccomp_fd), cgroups), cgroups
+
+
+_AUDIT_UID_UNSET = "4294967295"
+
+
+@cache
+def _settle_audit_session() -> None:
+    """Give this process a login uid (its own uid) if it has none, once, before its first seat: the seats inherit
+    it. A process whose login uid is unset may set it once, without privilege, and take the next number of a
+    host-wide counter, which it then reads in /proc/self/sessionid; every process a seat forks could do so, a
+    channel a review read exactly. Once set, changing it needs CAP_AUDIT_CONTROL, which no seat has."""
+    loginuid = Path("/proc/self/loginuid")
+    try:
+        if loginuid.read_text().strip() == _AUDIT_UID_UNSET:
+            loginuid.write_text(str(os.getuid()))
+    except FileNotFoundError:
+        pass  # a kernel without audit: no session numbers either
+    except OSError as error:
+        log.warning("seats may set their own login uid (/proc/self/sessionid): %s", error)
 
 
 async def launch_bot(

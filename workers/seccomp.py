@@ -14,14 +14,17 @@ it just before it runs the bot. Only x86_64 and aarch64 are known: elsewhere `se
 the worker logs that seats run without it. A call from another ABI (32-bit x86 via int 0x80, x32) is refused
 whole, since its numbers differ.
 
-The page cache is the host's too, over the same shared files: `fadvise` would let a seat drop a file's pages
-(again and again) and `preadv2(RWF_NOWAIT)` or `cachestat` tell whether a file's pages are cached without
-bringing them in, a bit a page each turn (a review passed 32 bits a decision). They answer ENOSYS, as on a kernel
-without them (the C library's `preadv` uses `preadv`, not `preadv2`). And a seat's sockets are Unix (and netlink)
-sockets only: a TCP or UDP socket's buffers are counted host-wide (`/proc/net/sockstat`'s `mem`, per network
-namespace only in name), so `socket` answers EAFNOSUPPORT for any other family. The file systems a seat binds
-are the host's, whose free space moves with what the worker writes of a seat's output to its log: `statfs`,
-`fstatfs` and `ustat` answer ENOSYS (a review read a partner's output in `statvfs("/usr").f_bfree`).
+The page cache is the host's too, over the same shared files: `fadvise` would let a seat drop a file's pages (again and
+again) and `preadv2(RWF_NOWAIT)` or `cachestat` tell whether a file's pages are cached without bringing them in, a bit a
+page each turn (a review passed 32 bits a decision). They answer ENOSYS, as on a kernel without them (the C library's
+`preadv` uses `preadv`, not `preadv2`). And a seat's sockets are Unix sockets only: a TCP or UDP socket's buffers are
+counted host-wide (`/proc/net/sockstat`'s `mem`, per network namespace only in name), and a netlink route lookup moves
+the host's route cache statistics (`/proc/net/stat/rt_cache`), so `socket` answers EAFNOSUPPORT for any other family
+(the C library's `getaddrinfo` then assumes both IPv4 and IPv6, as it does without netlink). The file systems a seat
+binds are the host's, whose free space moves with what the worker writes of a seat's output to its log: `statfs`,
+`fstatfs` and `ustat` answer ENOSYS (a review read a partner's output in `statvfs("/usr").f_bfree`). Host-wide numbers a
+seat could take and read are refused: a new session (`setsid`: the scheduler's autogroup number), socket and network
+namespace cookies and pidfds (their inode numbers).
 """
 
 from __future__ import annotations
@@ -51,12 +54,15 @@ _NAMESPACE_FLAGS = 0x7E020000 | 0x1000
 """CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET, and CLONE_PIDFD (a pidfd's inode number
 comes from one host-wide counter, which a seat could move and its partner read)."""
 
-_SO_COOKIE = 57
-"""getsockopt(SOL_SOCKET, SO_COOKIE): a socket's cookie comes from one host-wide counter that almost nothing
-else moves; a review passed 6 bits a decision through it exactly, and 16 bits from a seat to the next match's."""
+_SOCKET_OPTIONS_READ = (*range(1, 22), 30, 38, 39, 66, 67)
+"""The socket options (level SOL_SOCKET) a seat may read: SO_DEBUG to SO_SNDTIMEO_OLD, SO_ACCEPTCONN, SO_PROTOCOL,
+SO_DOMAIN and the new SO_RCVTIMEO/SO_SNDTIMEO; the others answer ENOPROTOOPT. Among them are host-wide numbers: a
+socket's cookie (SO_COOKIE, one counter almost nothing else moves: a review passed 6 bits a decision through it
+exactly, and 16 bits from a seat to the next match's), its network namespace's cookie, and a pidfd of the peer
+(SO_PEERPIDFD: pidfd inode numbers), and whatever a newer kernel adds."""
 
-_NETLINK_SOCK_DIAG = 4
-"""A netlink protocol whose dumps show (and so take) socket cookies."""
+_SO_PASSPIDFD = 76
+"""setsockopt(SOL_SOCKET, SO_PASSPIDFD): a pidfd with every message received (SCM_PIDFD), refused as above."""
 
 _FCNTL_REFUSED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 """F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY."""
@@ -115,12 +121,26 @@ _REFUSED_NAMES = (
     # pidfds: their inode numbers come from one host-wide counter (a review: 3 bits a decision, exactly).
     "pidfd_open",
     "pidfd_getfd",
+    # A new session makes a new scheduler autogroup, numbered from a host-wide counter that /proc/self/autogroup
+    # shows (a review: 33 of 33 bits). bwrap's own --new-session comes before the filter is loaded.
+    "setsid",
 )
 """Refused with EPERM on every architecture that has them."""
 
-_MISSING_NAMES = ("clone3", "fadvise64", "preadv2", "pwritev2", "cachestat", "statfs", "fstatfs", "ustat")
+_MISSING_NAMES = (
+    "clone3",
+    "fadvise64",
+    "preadv2",
+    "pwritev2",
+    "cachestat",
+    "mincore",
+    "statfs",
+    "fstatfs",
+    "ustat",
+)
 """Answer ENOSYS, as on a kernel without them: clone3 (the C library falls back to clone, whose flags the filter
-checks), what would tell or change the host's page cache without a trace, and the free space of the file systems
+checks), what would tell or change the host's page cache without a trace (mincore tells it of any mapped file
+the seat's uid owns, as a user-namespaced seat owns the worker's files), and the free space of the file systems
 a seat binds (the module's docstring)."""
 
 
@@ -180,6 +200,9 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pidfd_open": 434,
             "pidfd_getfd": 438,
             "getsockopt": 55,
+            "setsockopt": 54,
+            "setsid": 112,
+            "mincore": 27,
             "fadvise64": 221,
             "preadv2": 327,
             "pwritev2": 328,
@@ -244,6 +267,9 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pidfd_open": 434,
             "pidfd_getfd": 438,
             "getsockopt": 209,
+            "setsockopt": 208,
+            "setsid": 157,
+            "mincore": 232,
             "fadvise64": 223,
             "preadv2": 286,
             "pwritev2": 287,
@@ -280,6 +306,7 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     program.append((_JEQ_K, "clone", None, numbers["clone"]))
     program.append((_JEQ_K, "socket", None, numbers["socket"]))
     program.append((_JEQ_K, "getsockopt", None, numbers["getsockopt"]))
+    program.append((_JEQ_K, "setsockopt", None, numbers["setsockopt"]))
     program.append((_JEQ_K, None, allow, numbers["fcntl"]))
     program.append((_LD_W_ABS, None, None, _ARG1_LOW))
     for command in _FCNTL_REFUSED:
@@ -291,17 +318,19 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
     labels["socket"] = len(program)
     program.append((_LD_W_ABS, None, None, _ARG0_LOW))
     program.append((_JEQ_K, allow, None, 1))  # AF_UNIX
-    program.append((_JEQ_K, None, "nofamily", 16))  # AF_NETLINK, but not its sock_diag
-    program.append((_LD_W_ABS, None, None, _ARG2_LOW))
-    program.append((_JEQ_K, None, allow, _NETLINK_SOCK_DIAG))
-    program.append((_RET_K, None, None, _RET_ERRNO | errno.EPROTONOSUPPORT))
-    labels["nofamily"] = len(program)
     program.append((_RET_K, None, None, _RET_ERRNO | errno.EAFNOSUPPORT))
     labels["getsockopt"] = len(program)
     program.append((_LD_W_ABS, None, None, _ARG1_LOW))
     program.append((_JEQ_K, None, allow, 1))  # SOL_SOCKET
     program.append((_LD_W_ABS, None, None, _ARG2_LOW))
-    program.append((_JEQ_K, None, allow, _SO_COOKIE))
+    for option in _SOCKET_OPTIONS_READ:
+        program.append((_JEQ_K, allow, None, option))
+    program.append((_RET_K, None, None, _RET_ERRNO | errno.ENOPROTOOPT))
+    labels["setsockopt"] = len(program)
+    program.append((_LD_W_ABS, None, None, _ARG1_LOW))
+    program.append((_JEQ_K, None, allow, 1))  # SOL_SOCKET
+    program.append((_LD_W_ABS, None, None, _ARG2_LOW))
+    program.append((_JEQ_K, None, allow, _SO_PASSPIDFD))
     program.append((_RET_K, None, None, _RET_ERRNO | errno.ENOPROTOOPT))
     labels[allow] = len(program)
     program.append((_RET_K, None, None, _RET_ALLOW))

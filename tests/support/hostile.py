@@ -14,10 +14,12 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import mmap
 import os
 import platform
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -203,6 +205,16 @@ def attack_locks(options: argparse.Namespace) -> None:
             ("cookie", lambda: socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, 57, 8)),
             ("sock_diag", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()),
             ("pidfd", lambda: os.close(os.pidfd_open(os.getpid()))),
+            ("peer_pidfd", lambda: socket.socketpair()[0].getsockopt(socket.SOL_SOCKET, 77, 4)),
+            ("pass_pidfd", lambda: socket.socketpair()[0].setsockopt(socket.SOL_SOCKET, 76, 1)),
+            # A netlink route lookup moves the host's route cache statistics (/proc/net/stat/rt_cache).
+            ("netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()),
+            # A new session takes a scheduler autogroup number (/proc/self/autogroup), a login uid an audit
+            # session number (/proc/self/sessionid): both from host-wide counters.
+            ("setsid", lambda: subprocess.run(["true"], start_new_session=True, check=True)),
+            ("loginuid", lambda: Path("/proc/self/loginuid").write_text(str(os.getuid()))),
+            # Whether the pages of a mapped file the seat's uid owns are cached, without reading them.
+            ("mincore", lambda: _mincore(shared)),
         ]
         for name, call in calls:
             try:
@@ -211,6 +223,18 @@ def attack_locks(options: argparse.Namespace) -> None:
             except OSError as error:
                 outcomes.append(f"{name}={errno.errorcode.get(error.errno or 0, error.errno)}")
     report("locks", any(outcome.endswith("=done") for outcome in outcomes), " ".join(outcomes))
+
+
+def _mincore(file: Any) -> None:
+    """mincore() over a fresh shared mapping of the file's first page (left mapped: the process is short-lived)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+    libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+    address = libc.mmap(None, mmap.PAGESIZE, mmap.PROT_READ, mmap.MAP_SHARED, file.fileno(), 0)
+    if address is None or address == ctypes.c_void_p(-1).value:
+        raise OSError(ctypes.get_errno(), "mmap")
+    _checked(libc.mincore(address, mmap.PAGESIZE, bytes(1)))
 
 
 IO_SETUP = {"x86_64": 206, "aarch64": 0}
