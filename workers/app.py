@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_ready
 from kombu.entity import Exchange, Queue
 
 from workers import broker
@@ -41,6 +41,20 @@ def broker_dir() -> Path:
     return Path(os.environ.get("MUS_BROKER_DIR", ".mus-broker")).resolve()
 
 
+def _broker_folders() -> tuple[Path, Path, Path]:
+    """The embedded broker's queue, processed and control folders."""
+    folder = broker_dir()
+    return folder / "queue", folder / "processed", folder / "control"
+
+
+def make_broker_folders() -> None:
+    """Make the embedded broker's folders, where a process is about to use it (they are not made on import: a
+    command such as `mus bot add`, run in a bot's folder, would leave them there, for the bot's sandbox to show)."""
+    if is_embedded():
+        for path in _broker_folders():
+            path.mkdir(parents=True, exist_ok=True)
+
+
 def is_embedded() -> bool:
     """True when no `MUS_BROKER_URL` is set: `mus league run` then starts its own workers."""
     return not os.environ.get("MUS_BROKER_URL")
@@ -55,10 +69,7 @@ def broker_settings() -> dict[str, Any]:
             options["visibility_timeout"] = LONGEST_MATCH_S
             options["queue_order_strategy"] = "priority"  # a worker's first queue first (`worker_queues`)
         return {"broker_url": url, "broker_transport_options": options}
-    folder = broker_dir()
-    queue, processed, control = folder / "queue", folder / "processed", folder / "control"
-    for path in (queue, processed, control):
-        path.mkdir(parents=True, exist_ok=True)
+    queue, processed, control = _broker_folders()
     return {
         "broker_url": f"{broker.SCHEME}://",
         "broker_transport_options": {
@@ -104,6 +115,12 @@ def send_match(app: Celery, match_id: int, half: int) -> None:
 
 
 def make_app() -> Celery:
+    """The Celery app of this moment's environment, its embedded broker's folders made."""
+    make_broker_folders()
+    return _new_app()
+
+
+def _new_app() -> Celery:
     app = Celery("mus", include=["workers.tasks"])
     app.conf.update(
         broker_settings(),
@@ -124,7 +141,13 @@ def make_app() -> Celery:
     return app
 
 
-app = make_app()
+app = _new_app()
+"""The app of `celery -A workers.app worker` and of the tasks: its folders are made once a worker starts."""
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _make_folders(sender: Any = None, **_: Any) -> None:
+    make_broker_folders()
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]

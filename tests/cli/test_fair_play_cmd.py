@@ -7,7 +7,10 @@ import csv
 import hashlib
 import io
 import json
+import os
 import stat
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -280,6 +283,17 @@ def test_bot_add_refuses_a_folder_that_holds_the_database_as_a_bot_in_the_projec
     (tmp_path / "bots" / "mybot" / "mybot.py").write_text("print('paso')\n")
     added = runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bots/mybot/mybot.py"])
     assert added.exit_code == 0 and "version 1 registered" in added.output, added.output
+
+
+def test_mus_bot_add_run_in_the_bots_folder_leaves_nothing_there(tmp_path: Path) -> None:
+    """A fresh `mus` process (the CLI runner above imports the project once, elsewhere): importing the Celery app
+    made the embedded broker's folders in the working directory, so `mus bot add` run in the bot's folder left a
+    .mus-broker there, which its sandbox would show and which refused the next `mus bot add` of it."""
+    (tmp_path / "bot.py").write_text("print('paso')\n")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MUS_")}
+    for command in (["bot", "add", "mybot", "--", "python", "bot.py"], ["bot", "list"], ["league", "list"]):
+        subprocess.run([sys.executable, "-m", "workers.cli.main", *command], cwd=tmp_path, env=env, capture_output=True)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bot.py"]
 
 
 def test_commands_that_only_read_leave_no_database_where_there_was_none(

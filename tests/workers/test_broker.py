@@ -16,7 +16,7 @@ from celery.worker import state
 from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
-from workers.app import broker_settings, later, make_app, match_queues
+from workers.app import broker_settings, later, make_app, make_broker_folders, match_queues
 from workers.broker import DELAY_HEADER, MAX_DELAY_S, SCHEME
 
 
@@ -152,6 +152,7 @@ def test_a_worker_takes_its_first_queue_first_and_the_other_only_when_it_is_empt
     else:
         monkeypatch.delenv("MUS_BROKER_URL", raising=False)
         monkeypatch.setenv("MUS_BROKER_DIR", str(tmp_path / "broker"))
+    make_broker_folders()
     settings = broker_settings()
     half0, half1 = (Queue(name, Exchange(name), name) for name in match_queues())  # type: ignore[no-untyped-call]
     got: list[str] = []
