@@ -4,7 +4,8 @@ On the embedded default it also starts the Celery worker processes (one per core
 embedded broker and stops them when the league is done; with `MUS_BROKER_URL` set it only queues, and the
 `mus worker` processes running elsewhere play. Progress, resume and the end are database queries: a match
 whose worker died goes back to the queue when its lease expires and is sent again; running the command again
-after Ctrl-C queues only what is unfinished.
+after Ctrl-C queues only what is unfinished. A league paused meanwhile (`mus league pause`) ends the run; running
+it again resumes the league.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sqlalchemy.engine import Engine
 from workers.app import broker_dir, is_embedded, make_app, send_match, worker_queues
 from workers.db import repo
 from workers.db.errors import Conflict
-from workers.db.models import MatchStatus
+from workers.db.models import LeagueStatus, MatchStatus
 from workers.db.session import database_url, session_scope
 from workers.launcher import die_with_parent
 from workers.matches import RemoteBot, register_remote_bots
@@ -137,6 +138,8 @@ class RunReport:
     progress: dict[str, int]
     completed: bool
     interrupted: bool = False
+    paused: bool = False
+    """Someone paused the league (`mus league pause`) while it ran."""
     worker_restarts: int = 0
 
 
@@ -192,9 +195,17 @@ def _run(
     try:
         while True:
             with session_scope(engine) as session:
+                paused = repo.get_league(session, league_id).status is LeagueStatus.PAUSED
                 repo.requeue_expired(session, league_id)
                 queued = send_order(repo.queued_matches(session, league_id))
                 progress = repo.league_progress(session, league_id)
+            if paused:  # `mus league pause`, from any terminal: no worker claims a match of it any more
+                on_progress(progress)
+                if embedded is not None:
+                    _stop_embedded(engine, league_id, embedded, "the league was paused", finished=True)
+                    with session_scope(engine) as session:
+                        progress = repo.league_progress(session, league_id)
+                return RunReport(progress, completed=False, paused=True)
             now = time.monotonic()
             for waiting in queued:
                 last = sent.get(waiting.id)
@@ -213,12 +224,8 @@ def _run(
             time.sleep(POLL_S)
     except KeyboardInterrupt:
         if embedded is not None:
-            embedded.stop()
+            _stop_embedded(engine, league_id, embedded, "interrupted (Ctrl-C)")
             with session_scope(engine) as session:
-                names = embedded.worker_names()
-                for match in repo.list_matches(session, league_id, status=MatchStatus.RUNNING):
-                    if match.id is not None and match.worker in names:
-                        repo.void_match(session, match.id, match.worker, "interrupted (Ctrl-C)")
                 progress = repo.league_progress(session, league_id)
         return RunReport(progress, completed=False, interrupted=True)
     if embedded is not None:
@@ -230,6 +237,19 @@ def _run(
         completed=progress["finished"] >= progress["total"],
         worker_restarts=embedded.restarts if embedded else 0,
     )
+
+
+def _stop_embedded(
+    engine: Engine, league_id: int, embedded: EmbeddedWorkers, why: str, *, finished: bool = False
+) -> None:
+    """Stop this run's workers (`finished`: once the match in hand is done, or 5 s) and put back in the queue the
+    matches they still held: played again, on a fresh deal, when the league next runs."""
+    names = embedded.worker_names()
+    embedded.stop(finished=finished)
+    with session_scope(engine) as session:
+        for match in repo.list_matches(session, league_id, status=MatchStatus.RUNNING):
+            if match.id is not None and match.worker in names:
+                repo.void_match(session, match.id, match.worker, why)
 
 
 @contextlib.contextmanager

@@ -135,11 +135,11 @@ def play_league_match(
     again: SendAgain | None = None,
     may_hand_off: bool = True,
 ) -> str:
-    """Play match `match_id` if it is free: 'finished', 'skipped' (finished, failed or held by a live worker),
-    'deferred' (its duplicate twin is being played: `again` sends it in about what the twin has left),
+    """Play match `match_id` if it is free: 'finished', 'skipped' (finished, failed, held by a live worker, or of a
+    paused league), 'deferred' (its duplicate twin is being played: `again` sends it in about what the twin has left),
     'handed_off' (left to the workers already playing its half, see `_hand_off_pause`: `again` sends it now, then
-    this worker waits for one of them to be free before it takes new work), 'failed' or 'void'. Without `again`,
-    a match is never handed off, and a deferred one is not sent."""
+    this worker waits for one of them to be free before it takes new work), 'failed' or 'void'. Without `again`, a
+    match is never handed off, and a deferred one is not sent."""
     engine = database()
     worker = worker or worker_name()
     cpu = cpu_log.start(match_id)
@@ -151,7 +151,7 @@ def play_league_match(
                 if again is not None:
                     again(delay, False)
                 return "deferred"
-            log.info("match_id=%s is not free (finished or held by a live worker): nothing to do", match_id)
+            log.info("match_id=%s is not free (finished, held by a live worker or paused): nothing to do", match_id)
             return "skipped"
         setup = repo.match_setup(session, match_id)
         pause = _hand_off_pause(session, setup, worker) if may_hand_off and again is not None else None

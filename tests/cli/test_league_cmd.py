@@ -274,6 +274,7 @@ def test_export_writes_every_match_as_csv_and_everything_as_json(database: str, 
         ["status", "nowhere", "--json"],
         ["standings", "nowhere"],
         ["export", "nowhere", "--format", "csv"],
+        ["pause", "nowhere"],
     ],
 )
 def test_an_unknown_league_is_a_one_line_error(database: str, args: list[str]) -> None:
@@ -352,3 +353,24 @@ def test_league_run_plays_a_duplicate_league_of_persistent_bots_one_match_at_a_t
     ok("run", "dup", "--workers", "2")
     ok("run", "ind")
     assert counts == [1, 2, 2]
+
+
+def test_pause_stops_a_league_on_every_worker_until_it_is_run_again(database: str) -> None:
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    play(database, "cup", 1)
+    said = ok("pause", "cup").stdout
+    assert "league cup paused" in said and "(1 queued)" in said and "`mus league run cup` resumes it" in said
+    assert json.loads(ok("status", "cup", "--json").stdout)["status"] == "paused"
+    (row,) = json.loads(ok("list", "--json").stdout)
+    assert row["status"] == "paused"
+    engine = make_engine(database)
+    with Session(engine) as session:
+        (waiting,) = repo.unfinished_match_ids(session, "cup")
+        assert repo.claim_match(session, waiting, "host:1", 60.0) is None, "no worker takes it"
+    engine.dispose()
+    play(database, "cup", 0)
+    with Session(make_engine(database)) as session:
+        repo.start_league(session, "cup")  # what `mus league run cup` does first
+        session.commit()
+    play(database, "cup", 1)
+    assert "finished: there is nothing left to pause" in error_of(runner.invoke(league_cmd.app, ["pause", "cup"]))

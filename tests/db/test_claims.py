@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from tests.db.factories import add_bots, duplicate_plan, make_league, row_counts
+from tests.db.factories import add_bots, duplicate_plan, finish, make_league, row_counts
 from workers.db import repo
-from workers.db.errors import InvalidInput, NotFound
-from workers.db.models import Match, MatchStatus
+from workers.db.errors import Conflict, InvalidInput, NotFound
+from workers.db.models import LeagueStatus, Match, MatchStatus
 from workers.db.session import session_scope
 
 T = TypeVar("T")
@@ -155,3 +155,35 @@ def test_of_two_workers_claiming_at_once_exactly_one_wins(engine: Engine, match_
         with session_scope(engine) as session:
             stored = repo.get_match(session, match_id)
             assert stored.attempt == 1 and stored.worker == winners[0].worker
+
+
+def test_no_worker_claims_a_match_of_a_paused_league_until_it_is_run_again(
+    engine: Engine, match_ids: list[int]
+) -> None:
+    with session_scope(engine) as session:
+        running = repo.claim_match(session, match_ids[0], "host:1", 30.0, now=NOW)
+        assert running is not None
+        league = repo.pause_league(session, "spring")
+        session.commit()
+        assert league.status is LeagueStatus.PAUSED
+        assert repo.claim_match(session, match_ids[-1], "host:2", 30.0, now=NOW) is None
+        assert not repo.claim_deferred(session, match_ids[-1], now=NOW), "dropped, not sent again and again"
+        # Nor is a match whose worker died taken over while the league is paused.
+        assert repo.claim_match(session, match_ids[0], "host:2", 30.0, now=NOW + timedelta(seconds=31)) is None
+        assert repo.heartbeat(session, match_ids[0], "host:1", 30.0, now=NOW + timedelta(seconds=1)), (
+            "a match in hand plays on"
+        )
+        repo.start_league(session, "spring")  # `mus league run` resumes it
+        session.commit()
+        resumed = repo.claim_match(session, match_ids[-1], "host:2", 30.0, now=NOW)
+    assert resumed is not None and resumed.worker == "host:2"
+
+
+def test_a_finished_league_cannot_be_paused(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        for match_id in match_ids:
+            assert finish(session, match_id)
+        assert repo.finish_league_if_complete(session, "spring")
+        session.commit()
+        with pytest.raises(Conflict, match="finished"):
+            repo.pause_league(session, "spring")

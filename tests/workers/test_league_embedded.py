@@ -91,3 +91,34 @@ def test_a_second_run_of_a_league_being_run_is_refused_and_changes_nothing(deplo
         assert repo.get_league(session, "twice").status == "created", "the refused run started nothing"
     report = run_league(deployment.engine, "twice", workers=1)  # the lock goes with its holder
     assert report.completed and set(results_per_match(deployment, league_id).values()) == {1}
+
+
+def test_a_paused_league_stops_being_played_and_runs_to_the_end_when_run_again(deployment: Deployment) -> None:
+    """`mus league pause` from another terminal: the run sees it, its workers take no other match, and the next
+    `mus league run` resumes the league where it stopped."""
+    league_id = deployment.league("paused", ["random", "passive"], matches_per_pairing=8)
+    reports: list[RunReport] = []
+    runner = threading.Thread(target=lambda: reports.append(run_league(deployment.engine, "paused", workers=1)))
+    runner.start()
+    deadline = time.monotonic() + 120
+    progress: dict[str, int] = {}
+    while not progress.get("finished") and time.monotonic() < deadline:
+        time.sleep(0.05)
+        with session_scope(deployment.engine) as session:
+            progress = repo.league_progress(session, league_id)
+    with session_scope(deployment.engine) as session:
+        repo.pause_league(session, "paused")
+    runner.join(timeout=60)
+    assert not runner.is_alive()
+    [report] = reports
+    assert report.paused and not report.completed and not report.interrupted
+    with session_scope(deployment.engine) as session:
+        stopped = repo.league_progress(session, league_id)
+        assert repo.get_league(session, "paused").status == "paused"
+    assert stopped["running"] == 0 and 0 < stopped["finished"] < stopped["total"], stopped
+    time.sleep(1.0)
+    with session_scope(deployment.engine) as session:
+        assert repo.league_progress(session, league_id) == stopped, "nothing was played while it was paused"
+    again = run_league(deployment.engine, "paused", workers=1)
+    assert again.completed and again.progress["finished"] == 8
+    assert set(results_per_match(deployment, league_id).values()) == {1}, "exactly one result per match"

@@ -315,6 +315,19 @@ def _causes_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{cause} {count}" for cause, count in sorted(counts.items()) if count) or "-"
 
 
+@app.command("pause")
+def pause_command(name: LeagueName) -> None:
+    """Stop a league on every worker: none takes another of its matches, those in hand finish; `mus league run
+    NAME` resumes it."""
+    with open_session() as session:
+        league = repo.pause_league(session, name)
+        progress = repo.league_progress(session, league)
+    typer.echo(
+        f"league {name} paused: no worker takes another of its matches ({progress['queued']} queued); the"
+        f" {progress['running']} being played finish. `mus league run {name}` resumes it."
+    )
+
+
 @app.command("standings")
 def standings_command(
     name: LeagueName,

@@ -23,7 +23,8 @@ def run_command(
         typer.Option(min=1, help="Embedded worker processes (default: one per core). Ignored with MUS_BROKER_URL."),
     ] = None,
 ) -> None:
-    """Play every unfinished match of a league; Ctrl-C stops cleanly and running it again resumes."""
+    """Play every unfinished match of a league; Ctrl-C stops cleanly and running it again resumes (a paused league
+    too)."""
     with domain_errors():
         engine = make_engine()
         ensure_schema(engine)
@@ -82,6 +83,12 @@ NO_WORKER_HINT_S = 15.0
 
 def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
     counts = report.progress
+    if report.paused:
+        typer.echo(
+            f"paused: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; no worker takes a match"
+            f" of {name} until `mus league run {name}` resumes it"
+        )
+        raise typer.Exit(0)
     if report.interrupted and not embedded:
         typer.echo(
             f"stopped following: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; the mus"

@@ -34,10 +34,12 @@ def utc_now() -> datetime:
 
 
 class LeagueStatus(enum.StrEnum):
-    """Where a league is in its life: created (matches planned, none played), running, finished."""
+    """Where a league is in its life: created (matches planned, none played), running, paused (`mus league
+    pause`: no worker claims its matches until `mus league run` resumes it), finished."""
 
     CREATED = "created"
     RUNNING = "running"
+    PAUSED = "paused"
     FINISHED = "finished"
 
 

@@ -330,10 +330,23 @@ def league_entrants(session: Session, league: LeagueRef) -> list[Entrant]:
 
 
 def start_league(session: Session, league: LeagueRef) -> League:
-    """Mark a created league running (`mus league run`); a running or finished league is left as it is."""
+    """Mark a created or paused league running (`mus league run`); a running or finished one is left as it is."""
     row = get_league(session, league)
-    if row.status is LeagueStatus.CREATED:
+    if row.status in (LeagueStatus.CREATED, LeagueStatus.PAUSED):
         row.status = LeagueStatus.RUNNING
+        session.flush()
+    return row
+
+
+def pause_league(session: Session, league: LeagueRef) -> League:
+    """Pause a league (`mus league pause`): from the commit on, no worker claims its matches (`claim_match`), on
+    any broker and any machine; those being played finish. A league whose matches have all finished cannot be
+    paused (Conflict)."""
+    row = get_league(session, league)
+    if row.status is LeagueStatus.FINISHED or not unfinished_match_ids(session, row):
+        raise Conflict(f"league {row.name!r} is finished: there is nothing left to pause")
+    if row.status is not LeagueStatus.PAUSED:
+        row.status = LeagueStatus.PAUSED
         session.flush()
     return row
 

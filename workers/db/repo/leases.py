@@ -24,7 +24,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from workers.db.errors import InvalidInput, NotFound
-from workers.db.models import League, Match, MatchStatus, utc_now
+from workers.db.models import League, LeagueStatus, Match, MatchStatus, utc_now
 from workers.db.repo.common import LeagueRef, check_int
 from workers.db.repo.leagues import get_match, half_of, league_entrants, league_id_of, pairing_count
 from workers.tournament.deals import derived_seed, parse_secret
@@ -60,6 +60,9 @@ def claim_match(
     host, any channel between processes (timing, /proc counters) would tell it their hands. The condition is in
     the same UPDATE (NOT EXISTS a running twin), and two workers claiming both twins at the same instant are
     serialised on the pair (`_lock_pair`), so one of them always sees the other's claim and loses.
+
+    Nor is a match of a paused league free (`pause_league`): None, and not deferred; `mus league run` sends it
+    again when it resumes the league.
     """
     check_worker(worker)
     lease = _check_lease(lease_s)
@@ -88,9 +91,9 @@ def claim_match(
 
 @cache
 def _claim_statement(takeover: bool) -> sa.Update:
-    """`claim_match`'s UPDATE of a queued match (or, with `takeover`, of a running one whose lease has expired)
-    whose twin is not running on a live lease; made once, bound per call (claim_id, claim_worker, claim_now,
-    claim_expires): building it, with its aliased twin, cost more than running it."""
+    """`claim_match`'s UPDATE of a queued match (or, with `takeover`, of a running one whose lease has expired) whose
+    twin is not running on a live lease, in a league that is not paused; made once, bound per call (claim_id,
+    claim_worker, claim_now, claim_expires): building it, with its aliased twin, cost more than running it."""
     twin = aliased(Match)
     now = sa.bindparam("claim_now", type_=sa.inspect(Match).columns["started_at"].type)
     no_running_twin = ~(
@@ -109,9 +112,14 @@ def _claim_statement(takeover: bool) -> sa.Update:
         if takeover
         else col(Match.status) == MatchStatus.QUEUED
     )
+    league_not_paused = ~(
+        sa.select(col(League.id))
+        .where(col(League.id) == col(Match.league_id), col(League.status) == LeagueStatus.PAUSED)
+        .exists()
+    )
     return (
         sa.update(Match)
-        .where(col(Match.id) == sa.bindparam("claim_id"), claimable, no_running_twin)
+        .where(col(Match.id) == sa.bindparam("claim_id"), claimable, no_running_twin, league_not_paused)
         .values(
             status=MatchStatus.RUNNING,
             attempt=col(Match.attempt) + 1,
@@ -147,11 +155,17 @@ def _lock_pair(session: Session, match_id: int) -> None:
 def claim_deferred(session: Session, match_id: int, *, now: datetime | None = None) -> bool:
     """After `claim_match` said None: whether the match still waits to be played (queued, or running on an
     expired lease), so it was refused only because its duplicate twin is being played. Its worker sends it
-    again shortly instead of dropping it. False for a match that is finished, failed or held by a live worker.
+    again shortly instead of dropping it. False for a match that is finished, failed or held by a live worker,
+    and for one of a paused league.
     """
     now = now or database_now(session)
     match = get_match(session, match_id)
+    paused = (
+        session.scalar(sa.select(col(League.status)).where(col(League.id) == match.league_id)) == LeagueStatus.PAUSED
+    )
     session.commit()
+    if paused:
+        return False  # dropped: resuming the league sends its queued matches again
     if match.status is MatchStatus.QUEUED:
         return True
     return match.status is MatchStatus.RUNNING and match.lease_expires_at is not None and match.lease_expires_at < now
