@@ -67,8 +67,9 @@ Efficiency: before and after each configuration's league, the engine plays rando
 The pool (`--pool`): the entrants are added as persistent bots (`mus bot add --persistent`), so each worker
 keeps their seat processes alive across matches (docs/pool.md); `per_match` then also times a pooled match
 (`instant_pooled`). A pooled process starts at its first seat, so a short league spends much of its time
-starting them (each worker keeps two a bot for each half of the duplicate pairs it plays: 24 for six entrants
-with one worker, about 12 each with two, which prefer one half each). The warm matches say what the rest of a
+starting them (each worker keeps two a bot for each half of the duplicate pairs it plays, and plays both halves
+of each pair it begins, docs/leagues.md: 24 for six entrants with one worker, up to 24 each with two). The warm
+matches say what the rest of a
 long run keeps: the matches for which no pooled process was started (their MUS_CPU_LOG line's `pool_started` is
 0; without `--pool`, every match): `warm_matches_per_s` (each worker's warm matches over the time from their
 claims to that worker's next claim, or to the result for its last, added up over the workers),
@@ -231,7 +232,6 @@ def create_league(engine: Engine, settings: Settings) -> int:
             matches_per_pairing=settings.matches_per_pairing,
             options=dict(settings.options),
             secret=LEAGUE_SECRET,
-            deal_mode="duplicate",  # with --pool too (persistent entrants would default to independent deals)
         )
         assert league.id is not None
         return league.id

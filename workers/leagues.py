@@ -112,15 +112,6 @@ def remote_twins(league: League, entrants: Sequence[repo.Entrant]) -> list[str]:
     return [entrant.bot_name for entrant in entrants if entrant.remote]
 
 
-def persistent_twins(league: League, entrants: Sequence[repo.Entrant]) -> list[str]:
-    """The persistent entrants of a league that plays duplicate deals: a pooled process that played one twin
-    lives on, and where another worker on its host plays the other twin, it can pass on the deal it saw through
-    the CPU while both run (docs/leagues.md)."""
-    if league.deal_mode is not DealMode.DUPLICATE:
-        return []
-    return [entrant.bot_name for entrant in entrants if entrant.persistent and not entrant.remote]
-
-
 def league_json(league: League) -> dict[str, Any]:
     """A league's stored settings as JSON: its commitment always, its secret only once it has finished."""
     data: dict[str, Any] = {

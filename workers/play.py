@@ -17,6 +17,10 @@ with `--no-sandbox`. Two things refuse a match before it is played, never chargi
 sandbox (bubblewrap) voids it like any infrastructure failure, so a worker that has one can take it; a bot whose
 folder no longer has the content hash of its registered version fails it at once with a message (playing it
 again would not help: the league plays the version it was created with, and that program is gone).
+
+A duplicate pair with a hosted bot whose processes outlive a match (`mus bot add --persistent`) is played whole
+by one worker: the twin right after the first match, taken before the first's result is written (`_chains_twin`,
+`repo.claim_twin`), so no process that saw a deal runs while another worker of its host plays the other twin.
 """
 
 from __future__ import annotations
@@ -153,6 +157,21 @@ def play_league_match(
                 return "deferred"
             log.info("match_id=%s is not free (finished, held by a live worker or paused): nothing to do", match_id)
             return "skipped"
+    return _play_claimed(engine, match_id, worker, lease_s, cpu, again, may_hand_off=may_hand_off)
+
+
+def _play_claimed(
+    engine: Engine,
+    match_id: int,
+    worker: str,
+    lease_s: float,
+    cpu: cpu_log.MatchCpu | None,
+    again: SendAgain | None,
+    *,
+    may_hand_off: bool,
+) -> str:
+    """`play_league_match` once this worker holds the match: its outcomes but 'deferred' and 'skipped'."""
+    with session_scope(engine) as session:
         setup = repo.match_setup(session, match_id)
         pause = _hand_off_pause(session, setup, worker) if may_hand_off and again is not None else None
         if pause is not None and again is not None:
@@ -200,6 +219,10 @@ def play_league_match(
         return "void"
     finally:
         stop.set()
+    twin = None
+    if _chains_twin(setup):
+        with session_scope(engine) as session:
+            twin = repo.claim_twin(session, match_id, worker, lease_s)
     with session_scope(engine) as session:
         stored = repo.record_result(
             session,
@@ -215,7 +238,16 @@ def play_league_match(
         cpu.lap("database")
         cpu.write()
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
+    if twin is not None and twin.id is not None:
+        _play_claimed(engine, twin.id, worker, lease_s, cpu_log.start(twin.id), again, may_hand_off=False)
     return "finished"
+
+
+def _chains_twin(setup: MatchSetup) -> bool:
+    """Whether this worker plays the match's duplicate twin itself, right after it (`repo.claim_twin`): where a
+    hosted bot of it keeps its processes across matches. Those processes remember the deal; played by another
+    worker, the twin could run beside them on the same host, which could tell its seats the deal (docs/leagues.md)."""
+    return setup.duplicate_pair is not None and any(team.persistent and not team.remote for team in setup.teams)
 
 
 def _why_void(error: Exception) -> str:

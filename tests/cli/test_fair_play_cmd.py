@@ -194,9 +194,8 @@ def test_a_league_with_a_remote_bot_plays_independent_deals_unless_duplicate_is_
     assert {row["deal_mode"] for row in rows} == {"independent"}
 
 
-def test_a_league_with_a_persistent_bot_plays_independent_deals_unless_duplicate_is_forced_with_a_warning(
-    database: str,
-) -> None:
+def test_a_league_with_a_persistent_bot_plays_duplicate_deals_without_a_warning(database: str) -> None:
+    """Its pairs are played whole by one worker (docs/leagues.md): nothing to warn of, unlike a remote bot's."""
     engine = make_engine(database)
     with session_scope(engine) as session:
         repo.add_bot(
@@ -204,10 +203,7 @@ def test_a_league_with_a_persistent_bot_plays_independent_deals_unless_duplicate
         )
     engine.dispose()
     data = json.loads(ok(league_cmd.app, "create", "open", "--bots", "alpha,keeper", "--json").stdout)
-    assert data["deal_mode"] == "independent" and data["warning"] is None
-    forced = ok(league_cmd.app, "create", "dup", "--bots", "alpha,keeper", "--deals", "duplicate")
-    assert "warning: persistent bot(s) keeper play duplicate deals" in forced.stderr
-    assert "mus league run --workers 1" in forced.stderr and "Deals: duplicate pairs" in forced.stdout
+    assert data["deal_mode"] == "duplicate" and data["warning"] is None
 
 
 def test_no_sandbox_is_recorded_and_shown_by_status_and_standings(database: str) -> None:

@@ -324,37 +324,6 @@ def test_league_run_on_a_broker_says_when_no_worker_takes_a_match_and_that_a_sto
     assert "stopped following: 0/4 matches finished; the mus workers go on playing" in said
 
 
-def test_league_run_plays_a_duplicate_league_of_persistent_bots_one_match_at_a_time_unless_told(
-    database: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A pooled process that played one twin must not run beside the other twin on the same host: with the
-    default worker count, such a league runs on one embedded worker (docs/leagues.md); --workers N overrides it."""
-    from workers.cli import run_cmd
-    from workers.league_run import RunReport
-
-    engine = make_engine(database)
-    with session_scope(engine) as session:
-        repo.add_bot(
-            session, "keeper", command=["python", "keeper.py"], folder=None, language="python", persistent=True
-        )
-    engine.dispose()
-    ok("create", "dup", "--bots", "alpha,keeper", "--deals", "duplicate")
-    ok("create", "ind", "--bots", "alpha,keeper")
-    counts: list[int | None] = []
-
-    def record(engine: object, name: str, **options: Any) -> RunReport:
-        counts.append(options["workers"])
-        return RunReport({"total": 0, "finished": 0}, completed=True)
-
-    monkeypatch.setattr(run_cmd, "run_league", record)
-    monkeypatch.setattr(run_cmd, "default_worker_count", lambda: 2)
-    said = " ".join(ok("run", "dup").output.split())
-    assert "one embedded worker, so that this host plays one match at a time" in said and "keeper" in said
-    ok("run", "dup", "--workers", "2")
-    ok("run", "ind")
-    assert counts == [1, 2, 2]
-
-
 def test_pause_stops_a_league_on_every_worker_until_it_is_run_again(database: str) -> None:
     ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
     play(database, "cup", 1)

@@ -187,3 +187,36 @@ def test_a_finished_league_cannot_be_paused(engine: Engine, match_ids: list[int]
         session.commit()
         with pytest.raises(Conflict, match="finished"):
             repo.pause_league(session, "spring")
+
+
+def _twin_of(session: Session, match_id: int) -> int:
+    match = repo.get_match(session, match_id)
+    return next(
+        other.id
+        for other in repo.list_matches(session, match.league_id)
+        if other.duplicate_pair == match.duplicate_pair and other.id != match_id and other.id is not None
+    )
+
+
+def test_the_worker_playing_a_match_takes_its_twin_before_the_result_and_nobody_else_can(
+    engine: Engine, match_ids: list[int]
+) -> None:
+    with session_scope(engine) as session:
+        first = match_ids[0]
+        twin = _twin_of(session, first)
+        assert repo.claim_twin(session, first, "host:1", 30.0, now=NOW) is None, "it does not hold the first"
+        assert repo.claim_match(session, first, "host:1", 30.0, now=NOW) is not None
+        assert repo.claim_twin(session, first, "host:2", 30.0, now=NOW) is None, "another worker's match"
+        taken = repo.claim_twin(session, first, "host:1", 30.0, now=NOW + timedelta(seconds=5))
+        assert taken is not None and taken.id == twin
+        assert (taken.status, taken.worker, taken.attempt) == (MatchStatus.RUNNING, "host:1", 1)
+        assert taken.lease_expires_at == NOW + timedelta(seconds=35)
+        assert repo.claim_match(session, twin, "host:2", 30.0, now=NOW + timedelta(seconds=6)) is None
+        assert not repo.claim_deferred(session, twin, now=NOW + timedelta(seconds=6)), "held: the message is dropped"
+        assert repo.claim_twin(session, first, "host:1", 30.0, now=NOW) is None, "taken once"
+        other = next(match_id for match_id in match_ids if match_id not in (first, twin))
+        assert repo.claim_match(session, other, "host:3", 30.0, now=NOW) is not None
+        repo.pause_league(session, "spring")
+        session.commit()
+        assert repo.claim_twin(session, other, "host:3", 30.0, now=NOW) is None, "a paused league's twin waits"
+        assert repo.get_match(session, _twin_of(session, other)).status is MatchStatus.QUEUED

@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,23 @@ def test_a_paused_league_stops_being_played_and_runs_to_the_end_when_run_again(d
     again = run_league(deployment.engine, "paused", workers=1)
     assert again.completed and again.progress["finished"] == 8
     assert set(results_per_match(deployment, league_id).values()) == {1}, "exactly one result per match"
+
+
+def test_two_workers_play_each_duplicate_pair_of_persistent_bots_whole(deployment: Deployment) -> None:
+    """A pooled process remembers a deal it played: each pair is played by one worker, the twin right after the
+    first match, so no process that saw a deal runs beside the other twin (docs/leagues.md)."""
+    league_id = deployment.league(
+        "pooled", ["random", "passive"], matches_per_pairing=8, persistent={"random", "passive"}
+    )
+    report = run_league(deployment.engine, "pooled", workers=2)
+    assert report.completed and report.progress["finished"] == 8
+    with session_scope(deployment.engine) as session:
+        matches = repo.list_matches(session, league_id)
+    pairs: dict[int | None, list[Any]] = {}
+    for match in matches:
+        pairs.setdefault(match.duplicate_pair, []).append(match)
+    assert None not in pairs and len(pairs) == 4 and all(len(pair) == 2 for pair in pairs.values())
+    for first, second in (sorted(pair, key=lambda match: match.started_at) for pair in pairs.values()):
+        assert first.worker == second.worker, "one worker plays the pair"
+        assert first.deal == second.deal and first.attempt == second.attempt == 1
+        assert first.finished_at is not None and second.started_at <= first.finished_at, "the twin taken at once"

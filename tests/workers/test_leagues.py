@@ -194,21 +194,13 @@ def test_the_league_table_fits_every_entrant_on_the_results_and_exports_it(sessi
         leagues.league_table(session, league_id, anchor="nobody")
 
 
-def test_a_persistent_entrant_plays_independent_deals_unless_duplicate_is_forced(
-    session: Session, tmp_path: Path
-) -> None:
-    """A pooled process that played one twin lives on and could pass its deal through the CPU to the processes
-    playing the other twin beside it on one host: persistent bots, like remote ones, play independent deals."""
+def test_a_persistent_entrant_plays_duplicate_deals(session: Session, tmp_path: Path) -> None:
+    """A persistent bot's pooled processes remember the twin they played, as a remote program can, but its pairs
+    are played whole by one worker (`workers.play._chains_twin`), so nothing that saw a deal runs beside the
+    other twin."""
     folder = tmp_path / "keeper"
     folder.mkdir()
     (folder / "keeper.py").write_text("")
     repo.add_bot(session, "keeper", command=["python", "keeper.py"], folder=folder, language="python", persistent=True)
-    independent = repo.get_league(session, create(session, ["alpha", "keeper"]))
-    assert independent.deal_mode is DealMode.INDEPENDENT
-    assert leagues.persistent_twins(independent, repo.league_entrants(session, independent)) == []
-    forced = leagues.create_round_robin(
-        session, "forced", bot_names=["alpha", "keeper"], matches_per_pairing=2, deal_mode="duplicate"
-    )
-    assert leagues.persistent_twins(forced, repo.league_entrants(session, forced)) == ["keeper"]
-    plain = leagues.create_round_robin(session, "plain", bot_names=["alpha", "beta"], matches_per_pairing=2)
-    assert plain.deal_mode is DealMode.DUPLICATE
+    pooled = repo.get_league(session, create(session, ["alpha", "keeper"]))
+    assert pooled.deal_mode is DealMode.DUPLICATE

@@ -19,7 +19,9 @@ from workers.app import app, later, make_app, match_queues, send_match
 from workers.db import repo
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
+from workers.launcher import sandbox_available
 from workers.league_run import send_order
+from workers.pool import close_pools
 
 
 @pytest.fixture(autouse=True)
@@ -211,3 +213,39 @@ def test_league_run_sends_half_0_in_plan_order_then_half_1_from_the_middle_of_th
 def test_a_twin_left_alone_in_the_queue_is_sent_with_its_half() -> None:
     # The half-0 twin of pair 0 has finished: its other half waits for nothing.
     assert [match.id for match in send_order([queued(11, 1, 1), queued(12, 2, 0), queued(13, 3, 1)])] == [12, 13, 11]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("persistent", [True, False], ids=["persistent", "launched-per-match"])
+def test_a_pair_with_a_persistent_bot_is_played_whole_by_one_worker_the_twin_right_after(
+    deployment: Deployment, persistent: bool
+) -> None:
+    """A pooled process remembers the deal of the twin it played: played by another worker, the other twin could
+    run beside it on the host. So its worker takes the twin before it writes the first's result, and plays it."""
+    league_id = deployment.league(
+        "pooled",
+        ["keeper", "other"],
+        2,
+        command=BOT_COMMAND,
+        folder=BOT_SCRIPT.parent,
+        persistent={"keeper"} if persistent else (),
+        options={"games_to_win_vaca": 1, "vacas_to_win_match": 1},
+        sandbox=sandbox_available(),
+    )
+    with session_scope(deployment.engine) as session:
+        first, second = (match.id or 0 for match in repo.list_matches(session, league_id))
+    try:
+        assert play.play_league_match(first, worker="me:1") == "finished"
+    finally:
+        close_pools()
+    with session_scope(deployment.engine) as session:
+        played, twin = repo.get_match(session, first), repo.get_match(session, second)
+        assert played.status is MatchStatus.FINISHED and played.worker == "me:1"
+        if persistent:
+            assert (twin.status, twin.worker, twin.attempt) == (MatchStatus.FINISHED, "me:1", 1)
+            assert twin.deal == played.deal, "the same deal: a duplicate pair"
+            assert twin.started_at is not None and played.finished_at is not None
+            assert twin.started_at <= played.finished_at, "taken before the first's result was written"
+        else:
+            assert (twin.status, twin.worker) == (MatchStatus.QUEUED, None), "its processes did not outlive it"
+    assert play.play_league_match(second, worker="other:1") == ("skipped" if persistent else "finished")

@@ -47,15 +47,12 @@ def demo_command(
             sandbox = sandbox_available()
             if not sandbox:
                 typer.echo(f"note: the demo's bots run unconfined ({INSTALL_HINT})", err=True)
-            # Duplicate deals although the bots are persistent: they are the project's own, not strangers' that could
-            # pass a twin's deal between their pooled processes (docs/leagues.md).
             league = leagues.create_round_robin(
                 session,
                 DEMO_LEAGUE,
                 bot_names=DEMO_BOTS,
                 matches_per_pairing=matches_per_pairing,
                 sandbox=sandbox,
-                deal_mode="duplicate",
             )
             planned = repo.league_progress(session, league)["total"]
             typer.echo(f"league {DEMO_LEAGUE}: {planned} matches between {', '.join(DEMO_BOTS)}")

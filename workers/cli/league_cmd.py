@@ -143,19 +143,11 @@ def create_command(
         entrants = repo.league_entrants(session, league)
         planned = repo.league_progress(session, league)["total"]
     remote = leagues.remote_twins(league, entrants)
-    persistent = leagues.persistent_twins(league, entrants)
     warnings = []
     if remote:
         warnings.append(
             f"remote bot(s) {', '.join(remote)} play duplicate deals: a remote program can remember the cards of "
             "a twin it has played and use them in the other; use --deals independent unless you trust it"
-        )
-    if persistent:
-        warnings.append(
-            f"persistent bot(s) {', '.join(persistent)} play duplicate deals: a pooled process that played one twin "
-            "lives on, and while another worker on its host plays the other twin it can pass on the cards it saw; "
-            "play one match at a time a host (mus league run --workers 1, mus worker --concurrency 1), or use --deals "
-            "independent unless you trust it"
         )
     for line in warnings:
         typer.echo(f"warning: {line}", err=True)

@@ -8,11 +8,9 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from workers import leagues
 from workers.app import broker_dir, is_embedded
 from workers.cli.db import domain_errors
-from workers.db import repo
-from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.db.session import ensure_schema, make_engine
 from workers.league_run import RunReport, default_worker_count, run_league
 
 
@@ -30,17 +28,6 @@ def run_command(
         ensure_schema(engine)
     embedded = is_embedded()
     count = workers or default_worker_count()
-    if embedded and workers is None and count > 1:
-        with domain_errors(), session_scope(engine) as session:
-            league = repo.get_league(session, name)
-            twins = leagues.persistent_twins(league, repo.league_entrants(session, league))
-        if twins:  # fair only where the host plays one match at a time (docs/leagues.md)
-            count = 1
-            typer.echo(
-                f"league {name}: one embedded worker, so that this host plays one match at a time: its persistent"
-                f" bot(s) {', '.join(twins)} play duplicate pairs, and a pooled process must not run beside the"
-                " twin of a match it played (docs/leagues.md); --workers N plays N matches at once"
-            )
     where = f"{count} embedded worker process(es)" if embedded else "the mus workers listening on MUS_BROKER_URL"
     typer.echo(f"league {name}: playing on {where}")
     columns = (

@@ -122,9 +122,9 @@ def create_league(
     the old signature and stored as the league's legacy seed; no deal depends on it.
 
     `deal_mode`: duplicate pairs (as planned), or independent deals (every match its own deal, no pairs). By
-    default a league with a remote or a persistent entrant plays independent deals (a remote program, or a pooled
-    process on a host where another worker plays the twin, can remember or pass on the twin's cards: docs/
-    leagues.md), any other duplicate pairs. `sandbox=False` records `--no-sandbox`: its hosted bots run unconfined.
+    default a league with a remote entrant plays independent deals (a remote program can remember the twin's
+    cards: docs/leagues.md), any other duplicate pairs (a pair with a persistent bot is played whole by one
+    worker: `workers.play`). `sandbox=False` records `--no-sandbox`: its hosted bots run unconfined.
 
     `options` are rules options (rules §14, time control included); only those that differ from the defaults
     are stored. Everything is checked before the first row is written, so an unknown bot or a bad plan leaves
@@ -157,8 +157,7 @@ def create_league(
         raise Conflict(f"a league named {name!r} already exists")
     versions = _entrant_versions(session, names)
     remote = session.exec(select(Bot.name).where(col(Bot.name).in_(names), col(Bot.remote).is_(True))).all()
-    remembers = remote or any(version.persistent for version in versions.values())
-    mode = deal_mode if deal_mode is not None else DealMode.INDEPENDENT if remembers else DealMode.DUPLICATE
+    mode = deal_mode if deal_mode is not None else DealMode.INDEPENDENT if remote else DealMode.DUPLICATE
     if mode is DealMode.INDEPENDENT:
         plan = [(team0, team1, None) for team0, team1, _ in plan]
     secret = new_secret() if secret is None else secret

@@ -152,6 +152,67 @@ def _lock_pair(session: Session, match_id: int) -> None:
     )
 
 
+def claim_twin(
+    session: Session, match_id: int, worker: str, lease_s: float, *, now: datetime | None = None
+) -> Match | None:
+    """Take the duplicate twin of `match_id`, which `worker` is playing, to play it next, before the result of
+    `match_id` is written: None if the twin is not queued (or the worker no longer holds `match_id`).
+
+    For bots whose processes outlive a match (a worker's pool): a process that played one twin remembers its deal,
+    and while it runs any later match its host must not be playing the other twin. Played by the same worker right
+    after the first (which holds no other match meanwhile), the twin is never played beside anything those
+    processes run; taken before the first's result is written, no other worker can claim it in between (the twin
+    rule of `claim_match` refuses it while the first is running). Commits.
+    """
+    check_worker(worker)
+    lease = _check_lease(lease_s)
+    now = now or database_now(session)
+    _lock_pair(session, match_id)
+    held = session.get(Match, match_id, populate_existing=True)
+    if held is None:
+        session.commit()
+        raise NotFound(f"no match with id {match_id}")
+    twin_id = (
+        None
+        if held.duplicate_pair is None or held.status is not MatchStatus.RUNNING or held.worker != worker
+        else session.scalar(
+            sa.select(col(Match.id)).where(
+                col(Match.league_id) == held.league_id,
+                col(Match.duplicate_pair) == held.duplicate_pair,
+                col(Match.id) != match_id,
+            )
+        )
+    )
+    claimed = False
+    if twin_id is not None:
+        league_not_paused = ~(
+            sa.select(col(League.id))
+            .where(col(League.id) == held.league_id, col(League.status) == LeagueStatus.PAUSED)
+            .exists()
+        )
+        result = session.execute(
+            sa.update(Match)
+            .where(col(Match.id) == twin_id, col(Match.status) == MatchStatus.QUEUED, league_not_paused)
+            .values(
+                status=MatchStatus.RUNNING,
+                attempt=col(Match.attempt) + 1,
+                worker=worker,
+                lease_expires_at=now + lease,
+                heartbeat_at=now,
+                started_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        claimed = result.rowcount == 1  # type: ignore[attr-defined]
+    twin = session.get(Match, twin_id, populate_existing=True) if claimed and twin_id is not None else None
+    session.commit()
+    if twin is not None:
+        log.info(
+            "match_id=%s claimed by worker %s after its twin %s, attempt %s", twin.id, worker, match_id, twin.attempt
+        )
+    return twin
+
+
 def claim_deferred(session: Session, match_id: int, *, now: datetime | None = None) -> bool:
     """After `claim_match` said None: whether the match still waits to be played (queued, or running on an
     expired lease), so it was refused only because its duplicate twin is being played. Its worker sends it
