@@ -239,7 +239,7 @@ def _play_claimed(
         cpu.write()
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
     if twin is not None and twin.id is not None:
-        _play_claimed(engine, twin.id, worker, lease_s, cpu_log.start(twin.id), again, may_hand_off=False)
+        _play_claimed(engine, twin.id, worker, lease_s, cpu_log.start(twin.id), None, may_hand_off=False)
     return "finished"
 
 

@@ -417,7 +417,8 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
         match_ids = [match.id for match in repo.list_matches(session, league_id) if match.id is not None]
     play.database.cache_clear()
     try:
-        assert [play.play_league_match(match_id) for match_id in match_ids] == ["finished"] * 4
+        outcomes = [play.play_league_match(match_id) for match_id in match_ids]
+        assert sorted(outcomes) == ["finished"] * 2 + ["skipped"] * 2, "each pair's twin played right after it"
         pooled = worker_pool(LIMITS).processes()
         assert sorted((member.program.name, member.seats_played) for member in pooled) == [("keeper", 2)] * 4, (
             "keeper's four seat processes each played both of their seats; starter was launched per match"
