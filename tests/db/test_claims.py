@@ -218,5 +218,15 @@ def test_the_worker_playing_a_match_takes_its_twin_before_the_result_and_nobody_
         assert repo.claim_match(session, other, "host:3", 30.0, now=NOW) is not None
         repo.pause_league(session, "spring")
         session.commit()
-        assert repo.claim_twin(session, other, "host:3", 30.0, now=NOW) is None, "a paused league's twin waits"
-        assert repo.get_match(session, _twin_of(session, other)).status is MatchStatus.QUEUED
+        finishing = repo.claim_twin(session, other, "host:3", 30.0, now=NOW)
+        assert finishing is not None, "a pair in play is finished, as a paused league's matches in hand are"
+        third = next(match_id for match_id in match_ids if match_id not in (first, twin, other, finishing.id))
+        third_twin = _twin_of(session, third)
+        repo.start_league(session, "spring")
+        session.commit()
+        assert repo.claim_match(session, third_twin, "host:4", 30.0, now=NOW) is not None
+        assert repo.void_match(session, third_twin, "host:4", "broken", max_attempts=1)
+        assert repo.get_match(session, third_twin).status is MatchStatus.FAILED
+        assert repo.claim_match(session, third, "host:4", 30.0, now=NOW) is not None
+        retried = repo.claim_twin(session, third, "host:4", 30.0, now=NOW)
+        assert retried is not None and retried.id == third_twin and retried.attempt == 2, "a failed twin: once more"

@@ -156,7 +156,8 @@ def claim_twin(
     session: Session, match_id: int, worker: str, lease_s: float, *, now: datetime | None = None
 ) -> Match | None:
     """Take the duplicate twin of `match_id`, which `worker` is playing, to play it next, before the result of
-    `match_id` is written: None if the twin is not queued (or the worker no longer holds `match_id`).
+    `match_id` is written: None if the twin is finished or being played (or the worker no longer holds
+    `match_id`).
 
     For bots whose processes outlive a match (a worker's pool): a process that played one twin remembers its deal,
     and while it runs any later match its host must not be playing the other twin. Played by the same worker right
@@ -185,14 +186,11 @@ def claim_twin(
     )
     claimed = False
     if twin_id is not None:
-        league_not_paused = ~(
-            sa.select(col(League.id))
-            .where(col(League.id) == held.league_id, col(League.status) == LeagueStatus.PAUSED)
-            .exists()
-        )
+        # A paused league's pair in play is finished (as its matches in hand are), and a twin that failed is tried
+        # once more: left for later, it could be played by another worker while this one's processes run.
         result = session.execute(
             sa.update(Match)
-            .where(col(Match.id) == twin_id, col(Match.status) == MatchStatus.QUEUED, league_not_paused)
+            .where(col(Match.id) == twin_id, col(Match.status).in_((MatchStatus.QUEUED, MatchStatus.FAILED)))
             .values(
                 status=MatchStatus.RUNNING,
                 attempt=col(Match.attempt) + 1,
