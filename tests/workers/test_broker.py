@@ -8,6 +8,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,16 @@ from kombu.entity import Exchange, Queue
 
 from workers.app import broker_settings, later, make_app, make_broker_folders, match_queues
 from workers.broker import DELAY_HEADER, MAX_DELAY_S, SCHEME
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _in_a_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """kombu's filesystem transport keeps the exchanges' bindings in ./control unless told, and a process declares
+    a queue's binding once: one such folder for the module, not the project's."""
+    folder = tmp_path_factory.mktemp("broker-cwd")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        yield
 
 
 def connect(folder: Path) -> Connection:
