@@ -26,7 +26,7 @@ from workers.cli.run_cmd import run_command
 from workers.cli.tables import cli_table
 from workers.db import repo
 from workers.db.errors import NotFound
-from workers.db.models import DealMode, League, MatchStatus
+from workers.db.models import DealMode, League, LeagueStatus, MatchStatus
 from workers.play import changed_since_added
 from workers.tournament import MAX_MATCHES_PER_PAIRING, elo_over_time, plot_elo_over_time
 
@@ -263,6 +263,10 @@ def status_command(
         table.add_row(status.value, str(progress[status.value]))
     table.add_row("total", str(total))
     Console().print(table)
+    if league.status is LeagueStatus.PAUSED:
+        typer.echo(
+            f"Paused (`mus league pause`): no worker takes its matches; `mus league run {league.name}` resumes it."
+        )
     if progress[MatchStatus.FAILED.value]:
         typer.echo(f"{progress['failed']} failed match(es): `mus league run {league.name}` gives them another chance.")
     if shown:
