@@ -143,7 +143,8 @@ def play_league_match(
     paused league), 'deferred' (its duplicate twin is being played: `again` sends it in about what the twin has left),
     'handed_off' (left to the workers already playing its half, see `_hand_off_pause`: `again` sends it now, then
     this worker waits for one of them to be free before it takes new work), 'failed' or 'void'. Without `again`, a
-    match is never handed off, and a deferred one is not sent."""
+    match is never handed off, and a deferred one is not sent. A finished match of a pair with a persistent bot has
+    its twin played right after it, in this call (`_chains_twin`); the outcome is the first match's."""
     engine = database()
     worker = worker or worker_name()
     cpu = cpu_log.start(match_id)
