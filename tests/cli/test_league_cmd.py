@@ -330,6 +330,8 @@ def test_pause_stops_a_league_on_every_worker_until_it_is_run_again(database: st
     said = ok("pause", "cup").stdout
     assert "league cup paused" in said and "(1 queued)" in said and "`mus league run cup` resumes it" in said
     assert json.loads(ok("status", "cup", "--json").stdout)["status"] == "paused"
+    again = json.loads(ok("pause", "cup", "--json").stdout)
+    assert (again["league"], again["status"], again["queued"], again["finished"]) == ("cup", "paused", 1, 1)
     assert "no worker takes its matches; `mus league run cup` resumes it" in " ".join(
         ok("status", "cup").stdout.split()
     )

@@ -312,12 +312,16 @@ def _causes_text(counts: dict[str, int]) -> str:
 
 
 @app.command("pause")
-def pause_command(name: LeagueName) -> None:
+def pause_command(name: LeagueName, json_output: JsonFlag = False) -> None:
     """Stop a league on every worker: none takes another of its matches, those in hand finish; `mus league run
     NAME` resumes it."""
     with open_session() as session:
         league = repo.pause_league(session, name)
         progress = repo.league_progress(session, league)
+        data = {**leagues.league_json(league), **progress}
+    if json_output:
+        echo_json(data)
+        return
     typer.echo(
         f"league {name} paused: no worker takes another of its matches ({progress['queued']} queued); the"
         f" {progress['running']} being played finish. `mus league run {name}` resumes it."
