@@ -30,9 +30,11 @@ What is measured:
 - `act_over_engine` is `referee_act_us_median` over the engine's µs per decision (`engine_us_per_decision_median`,
   random self-play timed in this process after the rounds). The two are not timed in the same conditions: the
   engine's steps run back to back, with the processor's caches holding nothing else, while each Act runs
-  between the gRPC work of the server's event loop. So the same run also times the engine's step inside each Act
-  (`Match.apply`, `referee_engine_us_median`) and gives `act_over_engine_in_referee`, the Act over the engine's
-  step both timed in the server: how much the referee adds to the engine, like for like.
+  between the gRPC work of the server's event loop. So the same run also times the engine's part of each Act
+  (`referee_engine_us_median`: the step, the next decision's seats, kind and legal actions, every call the Act
+  makes into the match, as `engine_us_per_decision_median` counts the awaited seat, its legal actions and the step)
+  and gives `act_over_engine_in_referee`, the Act over the engine's part both timed in the server: how much the
+  referee adds to the engine, like for like.
 - The ratio is referee median over raw median. Both are measured in the same run, in interleaved rounds
   (raw then referee, referee then raw, ...), after a warm-up of both; the medians and p99 pool every round,
   and `ratio_per_round` shows how much the ratio moves from round to round on this machine.

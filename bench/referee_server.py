@@ -14,7 +14,7 @@ one a line, and answers each with one line on stdout:
 - `profile-stop PATH`: stop it and write the pstats file to PATH;
 - `act-times-start`: from now on, time every `Table.act` (a bot's Act, from validation to the next decision
   and the messages it queues: everything the referee computes for one decision, without gRPC) and the engine's
-  step within it (`Match.apply`);
+  part of it (`ActTimes.ENGINE_CALLS`: the step, the next decision's seats, kind and legal actions);
 - `act-times-stop`: stop timing and answer `{"count": ..., "median_us": ..., "p99_us": ...,
   "engine_median_us": ...}`;
 - `quit` (or the end of stdin): stop both servers and exit.
@@ -65,47 +65,64 @@ async def start_ping_pong_server(address: str = "127.0.0.1:0") -> tuple[grpc.aio
 
 class ActTimes:
     """Times every `Table.act` while installed (it wraps the class's method in this process only), and the engine's
-    step inside it (`Match.apply`, wrapped too): both run in the same conditions, between the gRPC work of the
-    server's event loop, which leaves the processor's caches colder than a loop of engine steps alone finds them."""
+    part of it: every call the Act makes into the match (`ENGINE_CALLS`: the step, and the next decision's seats,
+    kind and legal actions), as `bench.engine.bench_decisions` times the engine's part of a decision (the awaited
+    seat, its legal actions and the step). Both run in the same conditions, between the gRPC work of the server's
+    event loop, which leaves the processor's caches colder than a loop of engine steps alone finds them."""
+
+    ENGINE_CALLS = ("apply", "apply_timeout", "awaited", "decision_kind", "legal")
+    """The `Match` methods the referee calls while it handles an Act. A call made from inside another (the step
+    asks `awaited` itself) is counted once, in the outer one."""
 
     def __init__(self) -> None:
         self.samples_ns: list[int] = []
         self.engine_ns: list[int] = []
         self.original: Callable[[Table, int, int, pb.Action], play_pb2.ActionRejected | None] | None = None
-        self.original_apply: Callable[..., Any] | None = None
+        self.originals: dict[str, Callable[..., Any]] = {}
 
     def start(self) -> None:
         if self.original is not None:
             return
         original = self.original = Table.act
-        original_apply = self.original_apply = Match.apply
         samples, engine = self.samples_ns, self.engine_ns = [], []
-        applying = [0]  # ns in Match.apply during the current Act
+        spent = [0, 0]  # ns in the engine during the current Act; how deep in engine calls we are
 
-        def timed_apply(match: Match, *args: Any, **kwargs: Any) -> Any:
-            begin = time.perf_counter_ns()
-            try:
-                return original_apply(match, *args, **kwargs)
-            finally:
-                applying[0] += time.perf_counter_ns() - begin
+        def timed_call(method: Callable[..., Any]) -> Callable[..., Any]:
+            def call(match: Match, *args: Any, **kwargs: Any) -> Any:
+                if spent[1]:
+                    return method(match, *args, **kwargs)
+                spent[1] = 1
+                begin = time.perf_counter_ns()
+                try:
+                    return method(match, *args, **kwargs)
+                finally:
+                    spent[0] += time.perf_counter_ns() - begin
+                    spent[1] = 0
+
+            return call
+
+        for name in self.ENGINE_CALLS:
+            method = self.originals[name] = getattr(Match, name)
+            setattr(Match, name, timed_call(method))  # timing in the bench server only
 
         def timed(table: Table, seat: int, decision_id: int, message: pb.Action) -> play_pb2.ActionRejected | None:
-            applying[0] = 0
+            spent[0] = 0
             begin = time.perf_counter_ns()
             try:
                 return original(table, seat, decision_id, message)
             finally:
                 samples.append(time.perf_counter_ns() - begin)
-                engine.append(applying[0])
+                engine.append(spent[0])
 
         Table.act = timed  # type: ignore[method-assign, assignment]  # timing in the bench server only
-        Match.apply = timed_apply  # type: ignore[method-assign, assignment]  # timing in the bench server only
 
     def stop(self) -> dict[str, Any]:
-        if self.original is not None and self.original_apply is not None:
+        if self.original is not None:
             Table.act = self.original  # type: ignore[method-assign, assignment]  # timing in the bench server only
-            Match.apply = self.original_apply  # type: ignore[method-assign]  # timing in the bench server only
-            self.original = self.original_apply = None
+            for name, method in self.originals.items():
+                setattr(Match, name, method)
+            self.original = None
+            self.originals.clear()
         samples = sorted(self.samples_ns)
         if not samples:
             return {"count": 0, "median_us": None, "p99_us": None, "engine_median_us": None}
