@@ -101,10 +101,11 @@ def test_a_result_that_lost_the_race_is_rolled_back_whole(
     """The early "already finished?" check passes for both writers; the UNIQUE key stops the second."""
     outcome, record = _claim(engine, match_ids[0])
     with session_scope(engine) as late:
-        running = repo.get_match(late, match_ids[0])  # the late writer read the match while it was still running
+        running = repo_results._match_and_result(late, match_ids[0])  # read while the match was still running
+        late.rollback()
         with session_scope(engine) as first:
             assert repo.record_result(first, match_ids[0], "host:1", outcome, record, FAULTS, DECISIONS)
-        monkeypatch.setattr(repo_results, "_match_and_result", lambda session, match_id: (running, None))
+        monkeypatch.setattr(repo_results, "_match_and_result", lambda session, match_id: running)
         assert not repo.record_result(late, match_ids[0], "host:2", outcome, record, [], [])
     counts = row_counts(engine)
     assert (counts["match_result"], counts["replay"], counts["game_result"]) == (1, 1, len(outcome.games))

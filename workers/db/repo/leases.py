@@ -169,46 +169,62 @@ def claim_twin(
     lease = _check_lease(lease_s)
     now = now or database_now(session)
     _lock_pair(session, match_id)
-    held = session.get(Match, match_id, populate_existing=True)
-    if held is None:
-        session.commit()
-        raise NotFound(f"no match with id {match_id}")
-    twin_id = (
-        None
-        if held.duplicate_pair is None or held.status is not MatchStatus.RUNNING or held.worker != worker
-        else session.scalar(
-            sa.select(col(Match.id)).where(
-                col(Match.league_id) == held.league_id,
-                col(Match.duplicate_pair) == held.duplicate_pair,
-                col(Match.id) != match_id,
-            )
-        )
-    )
+    twin_id = session.scalar(_twin_statement(), {"held_id": match_id, "held_worker": worker})
     claimed = False
     if twin_id is not None:
         # A paused league's pair in play is finished (as its matches in hand are), and a twin that failed is tried
         # once more: left for later, it could be played by another worker while this one's processes run.
-        result = session.execute(
-            sa.update(Match)
-            .where(col(Match.id) == twin_id, col(Match.status).in_((MatchStatus.QUEUED, MatchStatus.FAILED)))
-            .values(
-                status=MatchStatus.RUNNING,
-                attempt=col(Match.attempt) + 1,
-                worker=worker,
-                lease_expires_at=now + lease,
-                heartbeat_at=now,
-                started_at=now,
-            )
-            .execution_options(synchronize_session=False)
-        )
-        claimed = result.rowcount == 1  # type: ignore[attr-defined]
-    twin = session.get(Match, twin_id, populate_existing=True) if claimed and twin_id is not None else None
+        values = {"twin_id": twin_id, "claim_worker": worker, "claim_now": now, "claim_expires": now + lease}
+        claimed = session.execute(_claim_twin_statement(), values).rowcount == 1  # type: ignore[attr-defined]
+    elif session.scalar(sa.select(col(Match.id)).where(col(Match.id) == match_id)) is None:
+        session.commit()
+        raise NotFound(f"no match with id {match_id}")
+    twin = session.get(Match, twin_id, populate_existing=True) if claimed else None
     session.commit()
     if twin is not None:
         log.info(
             "match_id=%s claimed by worker %s after its twin %s, attempt %s", twin.id, worker, match_id, twin.attempt
         )
     return twin
+
+
+@cache
+def _twin_statement() -> sa.Select[int | None]:
+    """`claim_twin`'s query: the id of the twin of match `held_id` while `held_worker` is playing it (running, under
+    its name), else nothing; made once, bound per call, as `_claim_statement`, and read as columns, not as a
+    loaded match: an ORM load cost more than the claim."""
+    held = aliased(Match)
+    return sa.select(col(Match.id)).where(
+        col(held.id) == sa.bindparam("held_id"),
+        col(held.status) == MatchStatus.RUNNING,
+        col(held.worker) == sa.bindparam("held_worker"),
+        col(held.duplicate_pair).is_not(None),
+        col(Match.league_id) == col(held.league_id),
+        col(Match.duplicate_pair) == col(held.duplicate_pair),
+        col(Match.id) != col(held.id),
+    )
+
+
+@cache
+def _claim_twin_statement() -> sa.Update:
+    """`claim_twin`'s UPDATE of the twin `twin_id` if it is queued or failed; bound per call (twin_id,
+    claim_worker, claim_now, claim_expires)."""
+    now = sa.bindparam("claim_now", type_=sa.inspect(Match).columns["started_at"].type)
+    return (
+        sa.update(Match)
+        .where(
+            col(Match.id) == sa.bindparam("twin_id"), col(Match.status).in_((MatchStatus.QUEUED, MatchStatus.FAILED))
+        )
+        .values(
+            status=MatchStatus.RUNNING,
+            attempt=col(Match.attempt) + 1,
+            worker=sa.bindparam("claim_worker"),
+            lease_expires_at=sa.bindparam("claim_expires"),
+            heartbeat_at=now,
+            started_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
 
 
 def claim_deferred(session: Session, match_id: int, *, now: datetime | None = None) -> bool:

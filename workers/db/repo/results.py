@@ -123,8 +123,8 @@ def record_result(
     written. Commits, or rolls back the whole session: call it with nothing else pending.
     """
     check_worker(worker)
-    match, result_id = _match_and_result(session, match_id)
-    if match.status is MatchStatus.FINISHED or result_id is not None:
+    match = _match_and_result(session, match_id)
+    if match.status is MatchStatus.FINISHED or match.result_id is not None:
         session.rollback()
         return False
     stale_seed = "seed" in replay and replay["seed"] != match.seed
@@ -209,6 +209,7 @@ def record_result(
             sa.update(Match)
             .where(col(Match.id) == match_id)
             .values(status=MatchStatus.FINISHED, finished_at=now, worker=worker, lease_expires_at=None)
+            .execution_options(synchronize_session=False)  # nothing of the match is loaded in this session
         )
         session.commit()
     except BaseException:
@@ -218,17 +219,28 @@ def record_result(
     return True
 
 
-def _match_and_result(session: Session, match_id: int) -> tuple[Match, int | None]:
-    """The match, read afresh, and the id of its result if it has one: one query."""
+_STORED_AS: tuple[Any, ...] = (
+    col(Match.status),
+    col(Match.seed),
+    col(Match.worker),
+    col(Match.team0_version_id),
+    col(Match.team1_version_id),
+    col(MatchResult.id).label("result_id"),
+)
+
+
+def _match_and_result(session: Session, match_id: int) -> sa.Row[Any]:
+    """What `record_result` reads of the match (status, seed, worker, the teams' versions) and the id of its
+    result if it has one (`result_id`): one query, read as columns, not as a loaded match (an ORM load cost more
+    than the statements that store the result)."""
     row = session.execute(
-        sa.select(Match, col(MatchResult.id))
+        sa.select(*_STORED_AS)
         .outerjoin(MatchResult, col(MatchResult.match_id) == col(Match.id))
         .where(col(Match.id) == match_id)
-        .execution_options(populate_existing=True)
     ).first()
     if row is None:
         raise NotFound(f"no match with id {match_id}")
-    return row[0], row[1]
+    return row
 
 
 def outcome_record(outcome: MatchOutcome) -> dict[str, Any]:
