@@ -140,6 +140,10 @@ class RunReport:
     interrupted: bool = False
     paused: bool = False
     """Someone paused the league (`mus league pause`) while it ran."""
+    cancelled: bool = False
+    """Someone cancelled the league (`mus league cancel`) while it ran."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Why its failed matches failed: each error, and how many matches it stopped (`repo.failure_causes`)."""
     worker_restarts: int = 0
 
 
@@ -154,9 +158,19 @@ def run_league(
     workers: int | None = None,
     on_progress: Callable[[dict[str, int]], None] = lambda progress: None,
     send: Callable[[int, int], None] | None = None,
+    on_start: Callable[[], None] = lambda: None,
 ) -> RunReport:
-    """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`."""
+    """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`;
+    `on_start()` before any worker starts. A league that has ended starts nothing: a finished one reports its
+    counts, a cancelled one is refused (Conflict), as is an unknown name (NotFound)."""
+    with session_scope(engine) as session:
+        league = repo.get_league(session, league_name)
+        if league.status is LeagueStatus.CANCELLED:
+            repo.start_league(session, league)  # raises Conflict, saying why
+        if league.status is LeagueStatus.FINISHED:
+            return RunReport(repo.league_progress(session, league), completed=True)
     with _one_run(league_name) if is_embedded() else contextlib.nullcontext():
+        on_start()
         return _run(engine, league_name, workers, on_progress, send)
 
 
@@ -195,17 +209,19 @@ def _run(
     try:
         while True:
             with session_scope(engine) as session:
-                paused = repo.get_league(session, league_id).status is LeagueStatus.PAUSED
+                status = repo.get_league(session, league_id).status
                 repo.requeue_expired(session, league_id)
                 queued = send_order(repo.queued_matches(session, league_id))
                 progress = repo.league_progress(session, league_id)
-            if paused:  # `mus league pause`, from any terminal: no worker claims a match of it any more
+            if status in (LeagueStatus.PAUSED, LeagueStatus.CANCELLED):
+                # `mus league pause` or `cancel`, from any terminal: no worker claims a match of it any more
                 on_progress(progress)
                 if embedded is not None:
-                    _stop_embedded(engine, league_id, embedded, "the league was paused", finished=True)
+                    _stop_embedded(engine, league_id, embedded, f"the league was {status.value}", finished=True)
                     with session_scope(engine) as session:
                         progress = repo.league_progress(session, league_id)
-                return RunReport(progress, completed=False, paused=True)
+                cancelled = status is LeagueStatus.CANCELLED
+                return RunReport(progress, completed=False, paused=not cancelled, cancelled=cancelled)
             now = time.monotonic()
             for waiting in queued:
                 last = sent.get(waiting.id)
@@ -232,10 +248,12 @@ def _run(
         embedded.stop(finished=True)
     with session_scope(engine) as session:
         repo.finish_league_if_complete(session, league_id)
+        failures = repo.failure_causes(session, league_id) if progress.get("failed") else {}
     return RunReport(
         progress,
         completed=progress["finished"] >= progress["total"],
         worker_restarts=embedded.restarts if embedded else 0,
+        failures=failures,
     )
 
 

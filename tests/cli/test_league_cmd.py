@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 from sqlmodel import Session
 from typer.testing import CliRunner, Result
 
@@ -199,7 +200,11 @@ def test_status_counts_matches_per_status_and_shows_the_latest_infrastructure_er
         }
     ]
     text = ok("status", "cup").stdout
-    assert "2 of 6 matches finished" in text and "referee died" in text and "another chance" in text
+    assert (
+        "2 of 6 matches finished" in text
+        and "referee died" in text
+        and "`mus league cancel cup` ends the league" in " ".join(text.split())
+    )
     listed = json.loads(ok("status", "cup", "--matches", "--json").stdout)["matches"]
     assert [row["status"] for row in listed].count("finished") == 2
     finished = next(row for row in listed if row["result"] is not None)
@@ -348,3 +353,53 @@ def test_pause_stops_a_league_on_every_worker_until_it_is_run_again(database: st
         session.commit()
     play(database, "cup", 1)
     assert "finished: there is nothing left to pause" in error_of(runner.invoke(league_cmd.app, ["pause", "cup"]))
+
+
+def test_cancel_ends_a_league_that_cannot_finish_for_good(database: str, tmp_path: Path) -> None:
+    """A newcomer edited a bot entered in a league: its matches failed, `run` said to run again, and nothing could
+    end the league or free the bot (newcomer walkthrough, stop 33)."""
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    play(database, "cup", 1)
+    said = " ".join(ok("cancel", "cup").stdout.split())
+    assert "league cup cancelled: 1 of 2 matches played, the others never will be" in said
+    status = json.loads(ok("status", "cup", "--json").stdout)
+    assert (status["status"], status["finished"], status["queued"]) == ("cancelled", 1, 1)
+    assert status["secret"] is not None, "published: the league plays no more"
+    assert "Cancelled (`mus league cancel`): it plays no more matches" in " ".join(ok("status", "cup").stdout.split())
+    refused = runner.invoke(league_cmd.app, ["run", "cup"])
+    assert refused.exit_code != 0 and "league 'cup' was cancelled" in error_of(refused)
+    assert "playing on" not in refused.output and not (tmp_path / ".mus-broker").exists(), "no worker started"
+    assert "was cancelled: there is nothing left to cancel" in error_of(
+        runner.invoke(league_cmd.app, ["cancel", "cup"])
+    )
+
+
+def test_league_run_starts_nothing_for_an_unknown_or_finished_league(database: str, tmp_path: Path) -> None:
+    unknown = runner.invoke(league_cmd.app, ["run", "nosuch"])
+    assert unknown.exit_code != 0 and "no league named 'nosuch'" in error_of(unknown)
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    play(database, "cup", 2)
+    with Session(make_engine(database)) as session:
+        assert repo.finish_league_if_complete(session, "cup")
+        session.commit()
+    finished = ok("run", "cup")
+    assert "league cup: all 2 matches finished" in finished.stdout
+    for result in (unknown, finished):
+        assert "playing on" not in result.output
+    assert not (tmp_path / ".mus-broker").exists(), "no worker, broker folder or run lock"
+
+
+def test_a_run_with_failed_matches_says_why_and_how_to_end_the_league(capsys: pytest.CaptureFixture[str]) -> None:
+    from workers.cli import run_cmd
+    from workers.league_run import RunReport
+
+    counts = {"total": 8, "finished": 2, "running": 0, "queued": 0, "failed": 6}
+    causes = {f"cause {index}": 6 - index for index in range(4)}
+    with pytest.raises(typer.Exit) as ended:
+        run_cmd.summarize("cup", RunReport(counts, completed=False, failures=causes))
+    assert ended.value.exit_code == 1
+    said = capsys.readouterr().err
+    assert "6 match(es) failed for reasons outside the bots, charged to no bot:" in said
+    assert "6 x cause 0" in said and "4 x cause 2" in said and "cause 3" not in said
+    assert "and 1 other cause(s): `mus league status cup`" in said
+    assert "`mus league cancel cup` ends the league" in " ".join(said.split())

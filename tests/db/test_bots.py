@@ -224,6 +224,16 @@ def test_listing_shows_active_bots_by_name(engine: Engine, tmp_path: Path) -> No
             repo.get_bot(session, "delta")
 
 
+def test_a_cancelled_league_frees_its_bots(engine: Engine, tmp_path: Path) -> None:
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, "alpha", "bravo")
+        make_league(session, "stuck", ["alpha", "bravo"])
+    with session_scope(engine) as session:
+        repo.cancel_league(session, "stuck")
+    with session_scope(engine) as session:
+        assert repo.remove_bot(session, "alpha").removed_at is not None
+
+
 def test_removing_a_bot_is_refused_while_an_unfinished_league_needs_it(engine: Engine, tmp_path: Path) -> None:
     with session_scope(engine) as session:
         add_bots(session, tmp_path, "alpha", "bravo")
@@ -239,6 +249,13 @@ def test_removing_a_bot_is_refused_while_an_unfinished_league_needs_it(engine: E
     with session_scope(engine) as session, pytest.raises(Conflict, match="still needed"):
         repo.remove_bot(session, "alpha")  # running
 
+    with session_scope(engine) as session:
+        repo.pause_league(session, league_id)
+    with session_scope(engine) as session, pytest.raises(Conflict, match="still needed"):
+        repo.remove_bot(session, "alpha")  # paused: `mus league run` resumes it
+
+    with session_scope(engine) as session:
+        repo.start_league(session, league_id)
     with session_scope(engine) as session:
         for match_id in repo.unfinished_match_ids(session, league_id):
             assert finish(session, match_id)

@@ -189,6 +189,54 @@ def test_a_finished_league_cannot_be_paused(engine: Engine, match_ids: list[int]
             repo.pause_league(session, "spring")
 
 
+def test_a_cancelled_league_plays_no_more_matches_and_publishes_its_secret(
+    engine: Engine, match_ids: list[int]
+) -> None:
+    """`mus league cancel`: refused while a match is played on a live lease (its seats would play a deal whose
+    secret is published), then no claim, no deferral, no run, and the secret out; it stays cancelled."""
+    with session_scope(engine) as session:
+        assert finish(session, match_ids[0])
+        assert repo.claim_match(session, match_ids[2], "host:1", 30.0, now=NOW) is not None
+        with pytest.raises(Conflict, match="1 match\\(es\\) being played"):
+            repo.cancel_league(session, "spring", now=NOW + timedelta(seconds=1))
+        session.rollback()
+        assert repo.revealed_secret(repo.get_league(session, "spring")) is None
+        league = repo.cancel_league(session, "spring", now=NOW + timedelta(seconds=31))  # its worker died
+        session.commit()
+        assert league.status is LeagueStatus.CANCELLED and league.finished_at is not None
+        assert repo.revealed_secret(league) == league.secret is not None
+        assert repo.claim_match(session, match_ids[-1], "host:2", 30.0, now=NOW) is None
+        assert repo.claim_match(session, match_ids[2], "host:2", 30.0, now=NOW + timedelta(seconds=60)) is None
+        assert not repo.claim_deferred(session, match_ids[-1], now=NOW), "dropped, not sent again"
+        for refused in (repo.start_league, repo.pause_league, repo.cancel_league):
+            with pytest.raises(Conflict, match="cancelled"):
+                refused(session, "spring")
+        assert not repo.finish_league_if_complete(session, "spring")
+        assert repo.get_league(session, "spring").status is LeagueStatus.CANCELLED
+        assert repo.league_progress(session, "spring")["finished"] == 1
+
+
+def test_a_finished_league_cannot_be_cancelled(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        for match_id in match_ids:
+            assert finish(session, match_id)
+        with pytest.raises(Conflict, match="played every match"):
+            repo.cancel_league(session, "spring")
+        session.rollback()
+        assert repo.finish_league_if_complete(session, "spring")
+        session.commit()
+        with pytest.raises(Conflict, match="finished"):
+            repo.cancel_league(session, "spring")
+
+
+def test_failure_causes_count_the_failed_matches_by_error(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        for match_id, error in zip(match_ids[:3], ("bot changed", "no referee", "bot changed"), strict=True):
+            assert repo.claim_match(session, match_id, "host:1", 30.0) is not None
+            assert repo.void_match(session, match_id, "host:1", error, max_attempts=1)
+        assert repo.failure_causes(session, "spring") == {"bot changed": 2, "no referee": 1}
+
+
 def _twin_of(session: Session, match_id: int) -> int:
     match = repo.get_match(session, match_id)
     return next(

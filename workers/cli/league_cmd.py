@@ -267,8 +267,13 @@ def status_command(
         typer.echo(
             f"Paused (`mus league pause`): no worker takes its matches; `mus league run {league.name}` resumes it."
         )
-    if progress[MatchStatus.FAILED.value]:
-        typer.echo(f"{progress['failed']} failed match(es): `mus league run {league.name}` gives them another chance.")
+    if league.status is LeagueStatus.CANCELLED:
+        typer.echo("Cancelled (`mus league cancel`): it plays no more matches; its standings count those it played.")
+    elif progress[MatchStatus.FAILED.value]:
+        typer.echo(
+            f"{progress['failed']} failed match(es): fix the cause below, then `mus league run {league.name}` plays"
+            f" them again; or `mus league cancel {league.name}` ends the league with what it has played."
+        )
     if shown:
         typer.echo("Latest infrastructure errors (not charged to any bot):")
         for entry in shown:
@@ -325,6 +330,25 @@ def pause_command(name: LeagueName, json_output: JsonFlag = False) -> None:
     typer.echo(
         f"league {name} paused: no worker takes another of its matches ({progress['queued']} queued); the"
         f" {progress['running']} being played finish. `mus league run {name}` resumes it."
+    )
+
+
+@app.command("cancel")
+def cancel_command(name: LeagueName, json_output: JsonFlag = False) -> None:
+    """End a league for good with the matches it has played: its standings count them, its secret is published and
+    its bots may be removed. For a league that cannot finish (a bot's folder changed since it was entered) or that
+    is no longer wanted. Matches being played must end first (`mus league pause NAME`)."""
+    with open_session() as session:
+        league = repo.cancel_league(session, name)
+        progress = repo.league_progress(session, league)
+        data = {**leagues.league_json(league), **progress}
+    if json_output:
+        echo_json(data)
+        return
+    typer.echo(
+        f"league {name} cancelled: {progress['finished']} of {progress['total']} matches played, the others never"
+        f" will be. `mus league standings {name}` counts the played ones; `mus replay verify --league {name}` checks"
+        " their deals against the published secret."
     )
 
 

@@ -29,7 +29,6 @@ def run_command(
     embedded = is_embedded()
     count = workers or default_worker_count()
     where = f"{count} embedded worker process(es)" if embedded else "the mus workers listening on MUS_BROKER_URL"
-    typer.echo(f"league {name}: playing on {where}")
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -42,27 +41,37 @@ def run_command(
     started = time.monotonic()
     first: list[int] = []  # the finished count when the run began
     hinted: list[bool] = []
-    with Progress(*columns, transient=False) as progress:
-        task = progress.add_task(name, total=None, detail="")
+    progress = Progress(*columns, transient=False)  # shown once the run starts: not for a league with nothing to play
+    task = progress.add_task(name, total=None, detail="")
 
-        def show(counts: dict[str, int]) -> None:
-            detail = f"running {counts.get('running', 0)} · queued {counts.get('queued', 0)}"
-            if counts.get("failed"):
-                detail += f" · failed {counts['failed']}"
-            first[:] = first or [counts["finished"]]
-            idle = not counts.get("running") and counts["finished"] == first[0]
-            if not embedded and idle and not hinted and time.monotonic() - started > NO_WORKER_HINT_S:
-                hinted.append(True)
-                progress.console.print(
-                    f"no worker has taken a match in {NO_WORKER_HINT_S:g} s: is a `mus worker` running on this"
-                    " MUS_BROKER_URL (and MUS_QUEUE)?"
-                )
-            progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
+    def start() -> None:
+        typer.echo(f"league {name}: playing on {where}")
+        progress.start()
 
+    def show(counts: dict[str, int]) -> None:
+        detail = f"running {counts.get('running', 0)} · queued {counts.get('queued', 0)}"
+        if counts.get("failed"):
+            detail += f" · failed {counts['failed']}"
+        first[:] = first or [counts["finished"]]
+        idle = not counts.get("running") and counts["finished"] == first[0]
+        if not embedded and idle and not hinted and time.monotonic() - started > NO_WORKER_HINT_S:
+            hinted.append(True)
+            progress.console.print(
+                f"no worker has taken a match in {NO_WORKER_HINT_S:g} s: is a `mus worker` running on this"
+                " MUS_BROKER_URL (and MUS_QUEUE)?"
+            )
+        progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
+
+    try:
         with domain_errors():
-            report = run_league(engine, name, workers=count if embedded else None, on_progress=show)
+            report = run_league(engine, name, workers=count if embedded else None, on_progress=show, on_start=start)
+    finally:
+        progress.stop()
     summarize(name, report, embedded=embedded)
 
+
+MAX_CAUSES_SHOWN = 3
+"""How many distinct failure causes `mus league run` prints when matches failed (the rest: `mus league status`)."""
 
 NO_WORKER_HINT_S = 15.0
 """With MUS_BROKER_URL, how long the progress may show no match taken before it asks whether a worker is running."""
@@ -70,6 +79,12 @@ NO_WORKER_HINT_S = 15.0
 
 def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
     counts = report.progress
+    if report.cancelled:
+        typer.echo(
+            f"cancelled: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; the league plays no"
+            f" more (`mus league standings {name}` counts those)"
+        )
+        raise typer.Exit(0)
     if report.paused:
         typer.echo(
             f"paused: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; no worker takes a match"
@@ -90,9 +105,14 @@ def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
         )
         raise typer.Exit(130)
     if counts.get("failed"):
+        shown = list(report.failures.items())[:MAX_CAUSES_SHOWN]
+        causes = "".join(f"\n  {count} x {cause}" for cause, count in shown)
+        if len(report.failures) > len(shown):
+            causes += f"\n  and {len(report.failures) - len(shown)} other cause(s): `mus league status {name}`"
         typer.echo(
-            f"{counts['failed']} match(es) failed for reasons outside the bots (see `mus league status {name}` "
-            f"and the worker logs in {broker_dir()}); run again to retry them",
+            f"{counts['failed']} match(es) failed for reasons outside the bots, charged to no bot:{causes}\n"
+            f"Fix the cause, then `mus league run {name}` plays them again; or `mus league cancel {name}` ends the"
+            f" league with the matches it has played. The worker logs are in {broker_dir()}.",
             err=True,
         )
         raise typer.Exit(1)

@@ -35,12 +35,19 @@ def utc_now() -> datetime:
 
 class LeagueStatus(enum.StrEnum):
     """Where a league is in its life: created (matches planned, none played), running, paused (`mus league
-    pause`: no worker claims its matches until `mus league run` resumes it), finished."""
+    pause`: no worker claims its matches until `mus league run` resumes it), finished, or cancelled (`mus league
+    cancel`: ended with the matches it had played, for good)."""
 
     CREATED = "created"
     RUNNING = "running"
     PAUSED = "paused"
     FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+    @property
+    def ended(self) -> bool:
+        """No match of the league will ever be played again: finished or cancelled."""
+        return self in (LeagueStatus.FINISHED, LeagueStatus.CANCELLED)
 
 
 class MatchStatus(enum.StrEnum):

@@ -40,14 +40,16 @@ from workers.db.repo.bots import (
     rotate_remote_token,
     token_sha256,
 )
-from workers.db.repo.common import LeagueRef
+from workers.db.repo.common import LeagueRef, database_now
 from workers.db.repo.leagues import (
     Entrant,
     MatchSetup,
     QueuedMatch,
     TeamSetup,
+    cancel_league,
     check_league_seed,
     create_league,
+    failure_causes,
     finish_league_if_complete,
     get_league,
     get_match,
@@ -68,7 +70,6 @@ from workers.db.repo.leases import (
     claim_deferred,
     claim_match,
     claim_twin,
-    database_now,
     heartbeat,
     league_pace,
     release_claim,
@@ -104,6 +105,7 @@ __all__ = [
     "TeamSetup",
     "add_bot",
     "add_remote_bot",
+    "cancel_league",
     "check_league_seed",
     "claim_deferred",
     "claim_match",
@@ -113,6 +115,7 @@ __all__ = [
     "current_content_hash",
     "database_now",
     "decision_summary",
+    "failure_causes",
     "finish_league_if_complete",
     "get_bot",
     "get_league",

@@ -317,7 +317,8 @@ def get_bot(session: Session, name: str) -> BotInfo:
 def remove_bot(session: Session, name: str) -> Bot:
     """Retire a bot: it enters no new league and a remote bot's token stops working; its results stay.
 
-    Refused while a league that has not finished has it as an entrant: its matches still need the program.
+    Refused while a league that has not ended (finished or cancelled) has it as an entrant: its matches still need
+    the program.
     """
     bot = _active_bot(session, name)
     leagues = session.exec(
@@ -326,13 +327,16 @@ def remove_bot(session: Session, name: str) -> Bot:
         .join(BotVersion, col(BotVersion.id) == col(LeagueEntrant.bot_version_id))
         .where(
             col(BotVersion.bot_id) == row_id(bot),
-            col(League.status).in_([LeagueStatus.CREATED, LeagueStatus.RUNNING]),
+            col(League.status).not_in([LeagueStatus.FINISHED, LeagueStatus.CANCELLED]),
         )
         .distinct()
         .order_by(col(League.name))
     ).all()
     if leagues:
-        raise Conflict(f"bot {name!r} is still needed by league(s) {', '.join(leagues)} that have not finished")
+        raise Conflict(
+            f"bot {name!r} is still needed by league(s) {', '.join(leagues)} that have not finished (`mus league"
+            " cancel` ends one for good)"
+        )
     bot.removed_at = utc_now()
     bot.token_sha256 = None
     session.flush()

@@ -7,13 +7,15 @@ BIGINT holds); a value's type is the caller's contract, kept by mypy.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import TypeAlias
 
+import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from workers.db.errors import Conflict, InvalidInput
-from workers.db.models import Bot, BotVersion, League, Match
+from workers.db.models import Bot, BotVersion, League, Match, utc_now
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 """Bot and league names: what a shell, a file name and the lobby all take without quoting."""
@@ -61,3 +63,12 @@ def flush_or_conflict(session: Session, message: str) -> None:
     except IntegrityError:
         session.rollback()
         raise Conflict(message) from None
+
+
+def database_now(session: Session) -> datetime:
+    """Now, by the database server's clock on PostgreSQL (shared by every worker), else by this machine's."""
+    if session.get_bind().dialect.name == "postgresql":
+        value = session.scalar(sa.select(sa.func.clock_timestamp()))
+        assert isinstance(value, datetime)
+        return value.astimezone(UTC)
+    return utc_now()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -32,7 +33,15 @@ from workers.db.models import (
     utc_now,
 )
 from workers.db.repo.bots import current_version
-from workers.db.repo.common import LeagueRef, check_int, check_name, check_seed, flush_or_conflict, row_id
+from workers.db.repo.common import (
+    LeagueRef,
+    check_int,
+    check_name,
+    check_seed,
+    database_now,
+    flush_or_conflict,
+    row_id,
+)
 from workers.tournament.deals import commitment, derived_seed, new_secret, parse_secret
 
 MAX_ABSENT_LIMIT_S = 86_400.0
@@ -204,8 +213,9 @@ def pairing_count(entrants: int) -> int:
 
 
 def revealed_secret(league: League) -> str | None:
-    """The league's secret (hex), but only once the league has finished: before that, nobody sees it."""
-    return league.secret if league.status is LeagueStatus.FINISHED else None
+    """The league's secret (hex), but only once the league has ended (finished, or cancelled with no match in
+    play: `cancel_league`): before that, nobody sees it."""
+    return league.secret if league.status.ended else None
 
 
 def check_league_seed(session: Session, league: League, match: Match, secret_hex: str) -> str | None:
@@ -329,8 +339,11 @@ def league_entrants(session: Session, league: LeagueRef) -> list[Entrant]:
 
 
 def start_league(session: Session, league: LeagueRef) -> League:
-    """Mark a created or paused league running (`mus league run`); a running or finished one is left as it is."""
+    """Mark a created or paused league running (`mus league run`); a running or finished one is left as it is, and
+    a cancelled one cannot run again (Conflict)."""
     row = get_league(session, league)
+    if row.status is LeagueStatus.CANCELLED:
+        raise Conflict(f"league {row.name!r} was cancelled: it plays no more matches (`mus league status`)")
     if row.status in (LeagueStatus.CREATED, LeagueStatus.PAUSED):
         row.status = LeagueStatus.RUNNING
         session.flush()
@@ -342,6 +355,8 @@ def pause_league(session: Session, league: LeagueRef) -> League:
     any broker and any machine; those being played finish. A league whose matches have all finished cannot be
     paused (Conflict)."""
     row = get_league(session, league)
+    if row.status is LeagueStatus.CANCELLED:
+        raise Conflict(f"league {row.name!r} was cancelled: there is nothing left to pause")
     if row.status is LeagueStatus.FINISHED or not unfinished_match_ids(session, row):
         raise Conflict(f"league {row.name!r} is finished: there is nothing left to pause")
     if row.status is not LeagueStatus.PAUSED:
@@ -350,10 +365,46 @@ def pause_league(session: Session, league: LeagueRef) -> League:
     return row
 
 
-def finish_league_if_complete(session: Session, league: LeagueRef) -> bool:
-    """Mark the league finished once every match is; True when this call finished it."""
+def cancel_league(session: Session, league: LeagueRef, *, now: datetime | None = None) -> League:
+    """End a league for good with the matches it has played (`mus league cancel`): no worker claims its others
+    (`claim_match`), its standings count what was played, its secret is published (`revealed_secret`) and its bots
+    may be removed. For a league that cannot finish (a bot's folder changed since it was entered, a remote bot
+    with no referee) or that is no longer wanted.
+
+    Refused (Conflict) for a league that has ended, and while a match of it is being played on a live lease: its
+    seats would then be playing a deal whose secret is published. `mus league pause` first lets those end.
+    """
     row = get_league(session, league)
-    if row.status is LeagueStatus.FINISHED:
+    if row.status.ended:
+        ended = "has finished" if row.status is LeagueStatus.FINISHED else "was cancelled"
+        raise Conflict(f"league {row.name!r} {ended}: there is nothing left to cancel")
+    if not unfinished_match_ids(session, row):
+        raise Conflict(f"league {row.name!r} has played every match: `mus league run {row.name}` finishes it")
+    now = now or database_now(session)
+    playing = session.exec(
+        select(sa.func.count())
+        .select_from(Match)
+        .where(
+            col(Match.league_id) == row_id(row),
+            col(Match.status) == MatchStatus.RUNNING,
+            col(Match.lease_expires_at) >= now,
+        )
+    ).one()
+    if playing:
+        raise Conflict(
+            f"league {row.name!r} has {playing} match(es) being played: `mus league pause {row.name}`, then cancel"
+            " it once they have ended"
+        )
+    row.status = LeagueStatus.CANCELLED
+    row.finished_at = utc_now()
+    session.flush()
+    return row
+
+
+def finish_league_if_complete(session: Session, league: LeagueRef) -> bool:
+    """Mark the league finished once every match is; True when this call finished it (never a cancelled one)."""
+    row = get_league(session, league)
+    if row.status.ended:
         return False
     open_matches = session.exec(
         select(sa.func.count())
@@ -389,6 +440,18 @@ def unfinished_match_ids(session: Session, league: LeagueRef) -> list[int]:
         .order_by(col(Match.index))
     ).all()
     return [match_id for match_id in ids if match_id is not None]
+
+
+def failure_causes(session: Session, league: LeagueRef) -> dict[str, int]:
+    """Why the league's failed matches failed: each error (`Match.error`), and how many it stopped, most first."""
+    league_id = league_id_of(session, league)
+    rows = session.exec(
+        select(Match.error, sa.func.count())
+        .where(col(Match.league_id) == league_id, col(Match.status) == MatchStatus.FAILED)
+        .group_by(col(Match.error))
+        .order_by(sa.func.count().desc(), col(Match.error))
+    ).all()
+    return {error or "no reason recorded": int(count) for error, count in rows}
 
 
 def list_matches(session: Session, league: LeagueRef, *, status: MatchStatus | None = None) -> list[Match]:

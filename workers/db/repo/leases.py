@@ -15,7 +15,7 @@ import logging
 import math
 import statistics
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -24,8 +24,8 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from workers.db.errors import InvalidInput, NotFound
-from workers.db.models import League, LeagueStatus, Match, MatchStatus, utc_now
-from workers.db.repo.common import LeagueRef, check_int
+from workers.db.models import League, LeagueStatus, Match, MatchStatus
+from workers.db.repo.common import LeagueRef, check_int, database_now
 from workers.db.repo.leagues import get_match, half_of, league_entrants, league_id_of, pairing_count
 from workers.tournament.deals import derived_seed, parse_secret
 
@@ -33,15 +33,6 @@ log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
 """An infrastructure error is kept for the operator; a whole traceback is cut to this length."""
-
-
-def database_now(session: Session) -> datetime:
-    """Now, by the database server's clock on PostgreSQL (shared by every worker), else by this machine's."""
-    if session.get_bind().dialect.name == "postgresql":
-        value = session.scalar(sa.select(sa.func.clock_timestamp()))
-        assert isinstance(value, datetime)
-        return value.astimezone(UTC)
-    return utc_now()
 
 
 def claim_match(
@@ -62,7 +53,7 @@ def claim_match(
     serialised on the pair (`_lock_pair`), so one of them always sees the other's claim and loses.
 
     Nor is a match of a paused league free (`pause_league`): None, and not deferred; `mus league run` sends it
-    again when it resumes the league.
+    again when it resumes the league. Nor one of a cancelled league (`cancel_league`), ever.
     """
     check_worker(worker)
     lease = _check_lease(lease_s)
@@ -87,6 +78,10 @@ def claim_match(
         return None
     log.info("match_id=%s claimed by worker %s, attempt %s", match_id, worker, match.attempt)
     return match
+
+
+_NOT_CLAIMED = (LeagueStatus.PAUSED, LeagueStatus.CANCELLED)
+"""Leagues whose matches no worker claims: paused (until `mus league run` resumes them) and cancelled (for good)."""
 
 
 @cache
@@ -114,7 +109,7 @@ def _claim_statement(takeover: bool) -> sa.Update:
     )
     league_not_paused = ~(
         sa.select(col(League.id))
-        .where(col(League.id) == col(Match.league_id), col(League.status) == LeagueStatus.PAUSED)
+        .where(col(League.id) == col(Match.league_id), col(League.status).in_(_NOT_CLAIMED))
         .exists()
     )
     return (
@@ -231,16 +226,14 @@ def claim_deferred(session: Session, match_id: int, *, now: datetime | None = No
     """After `claim_match` said None: whether the match still waits to be played (queued, or running on an
     expired lease), so it was refused only because its duplicate twin is being played. Its worker sends it
     again shortly instead of dropping it. False for a match that is finished, failed or held by a live worker,
-    and for one of a paused league.
+    and for one of a paused or cancelled league.
     """
     now = now or database_now(session)
     match = get_match(session, match_id)
-    paused = (
-        session.scalar(sa.select(col(League.status)).where(col(League.id) == match.league_id)) == LeagueStatus.PAUSED
-    )
+    league_status = session.scalar(sa.select(col(League.status)).where(col(League.id) == match.league_id))
     session.commit()
-    if paused:
-        return False  # dropped: resuming the league sends its queued matches again
+    if league_status in _NOT_CLAIMED:
+        return False  # dropped: resuming a paused league sends its queued matches again
     if match.status is MatchStatus.QUEUED:
         return True
     return match.status is MatchStatus.RUNNING and match.lease_expires_at is not None and match.lease_expires_at < now

@@ -24,9 +24,9 @@ from referee.engine.outcome import GameResult as EngineGameResult
 from referee.engine.outcome import VacaResult as EngineVacaResult
 from workers.db.errors import InvalidInput, NotFound
 from workers.db.models import Bot, BotVersion, GameResult, Match, MatchResult, MatchStatus, Replay, VacaResult
-from workers.db.repo.common import LeagueRef, row_id
+from workers.db.repo.common import LeagueRef, database_now, row_id
 from workers.db.repo.leagues import get_match, league_id_of
-from workers.db.repo.leases import check_worker, database_now
+from workers.db.repo.leases import check_worker
 from workers.db.repo.replays import pack_replay
 
 log = logging.getLogger(__name__)
