@@ -124,6 +124,39 @@ def test_an_interpreter_given_by_its_path_is_not_the_bots_folder(database: str, 
     assert compiled["folder"] == str(binary.parent.resolve()) and compiled["command"] == ["./run", "--fast"]
 
 
+def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(database: str, tmp_path: Path) -> None:
+    """A newcomer's `mus bot add ghost -- nosuchcommand` was taken silently, and every match then charged the bot a
+    crash; following the stdio example under the name `mybot` made a shell bot of their Python one without a word
+    (newcomer walkthrough, stop 33)."""
+    bot_program(tmp_path, "alpha")
+    ghost = ok("add", "ghost", "--", "nosuchcommand-xyz", "--x")
+    assert "warning: the program 'nosuchcommand-xyz' is not on PATH on this machine" in " ".join(ghost.stderr.split())
+    missing = ok("add", "gone", "--", "./nothere.sh")
+    assert "'./nothere.sh' is no such file" in missing.stderr
+    assert "warning" not in ok("add", "alpha", "--", "python", "alpha/bot.py").stderr
+    (tmp_path / "alpha" / "bot.sh").write_text("echo paso\n")
+    switched = " ".join(ok("add", "alpha", "--", "sh", "alpha/bot.sh").stderr.split())
+    assert "note: bot alpha was a python bot (`python bot.py`); its new version is shell" in switched
+
+
+def test_add_with_a_failing_check_says_the_bot_stays_registered(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers.cli import check_cmd
+
+    class Failed:
+        passed = False
+
+    monkeypatch.setattr(check_cmd, "check_registered", lambda name, json_output: Failed())
+    bot_program(tmp_path, "alpha")
+    result = runner.invoke(bot_cmd.app, ["add", "alpha", "--check", "--", "python", "alpha/bot.py"])
+    assert result.exit_code == 1
+    said = " ".join(result.stderr.split())
+    assert (
+        "Bot alpha stays registered (version 1): fix it and `mus bot add` it again, or `mus bot remove alpha`" in said
+    )
+
+
 def test_the_language_is_guessed_from_the_interpreter_or_the_file() -> None:
     assert guess_language(["/usr/bin/python3.11", "-m", "bot"]) == "python"
     assert guess_language(["node", "bot.js"]) == "javascript"

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -295,15 +298,21 @@ def add_command(
                 f"the folder {folder} holds {held[1]}, the program of bot {held[0]!r}: its sandbox would show this bot"
                 " that bot's program (its folder is bound in); add it from a folder of its own"
             )
+    notes = [] if _findable(words[0]) else [_not_found_note(words[0])]
     words = relative_command(words, folder)
     language = language or guess_language(words)
     if stdio:
         words = stdio_command(words)
     with open_session() as session:
-        known = _known_hashes(session, name)
+        known, before = _known_hashes(session, name)
         version = repo.add_bot(session, name, command=words, folder=folder, language=language, persistent=persistent)
         info = repo.get_bot(session, name)
     new = version.content_hash not in known
+    if new and before is not None and before.language != info.bot.language:
+        notes.append(
+            f"note: bot {name} was a {before.language} bot (`{shlex.join(before.command)}`); its new version is"
+            f" {info.bot.language}. A different program wants a name of its own: `mus bot add OTHERNAME -- ...`"
+        )
     if json_output:
         data = {"bot": name, "remote": False, "new_version": new, **_version_json(version, info.bot.language)}
         report = check_cmd.check_registered(name, json_output=None) if check else None
@@ -319,9 +328,16 @@ def add_command(
     typer.echo(f"  folder:  {version.folder or '(none)'}")
     typer.echo(f"  hash:    {version.content_hash}")
     typer.echo(f"  runs:    {_runs(version)}")
+    for note in notes:
+        typer.echo(note, err=True)
     if not check:
         typer.echo(f"Check it before a league: mus bot check {name}")
     elif not check_cmd.check_registered(name, json_output=False).passed:
+        typer.echo(
+            f"Bot {name} stays registered (version {version.number}): fix it and `mus bot add` it again, or"
+            f" `mus bot remove {name}`; a league enters the version current when it is created.",
+            err=True,
+        )
         raise typer.Exit(code=1)
 
 
@@ -355,12 +371,34 @@ def _program_held(session: Session, name: str, folder: Path) -> tuple[str, Path]
     return None
 
 
-def _known_hashes(session: Session, name: str) -> set[str]:
+def _known_hashes(session: Session, name: str) -> tuple[set[str], _Before | None]:
+    """The content hashes of the bot's versions, and its language and current command before this `bot add`."""
     try:
         info = repo.get_bot(session, name)
     except repo.NotFound:
-        return set()
-    return {version.content_hash for version in info.versions}
+        return set(), None
+    current = info.current
+    before = _Before(info.bot.language, tuple(current.command)) if current is not None else None
+    return {version.content_hash for version in info.versions}, before
+
+
+@dataclass(frozen=True)
+class _Before:
+    language: str
+    command: tuple[str, ...]
+
+
+def _findable(program: str) -> bool:
+    """Whether this machine has the bot's program: a file where the command names one, else on PATH."""
+    return Path(program).is_file() if "/" in program else shutil.which(program) is not None
+
+
+def _not_found_note(program: str) -> str:
+    where = "no such file" if "/" in program else "not on PATH"
+    return (
+        f"warning: the program {program!r} is {where} on this machine: a worker that cannot run it charges the bot a"
+        " crash in every match. `mus bot check NAME` runs it here first."
+    )
 
 
 def _runs(version: BotVersion) -> str:
