@@ -31,6 +31,7 @@ from workers.db.models import LeagueStatus, MatchStatus
 from workers.db.session import database_url, session_scope
 from workers.launcher import die_with_parent
 from workers.matches import RemoteBot, register_remote_bots
+from workers.play import ADMIN_TOKEN_VARIABLE, REFEREE_ADDRESS_VARIABLE
 
 log = logging.getLogger(__name__)
 
@@ -162,13 +163,27 @@ def run_league(
 ) -> RunReport:
     """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`;
     `on_start()` before any worker starts. A league that has ended starts nothing: a finished one reports its
-    counts, a cancelled one is refused (Conflict), as is an unknown name (NotFound)."""
+    counts, a cancelled one is refused (Conflict), as is an unknown name (NotFound) and, on the embedded broker,
+    a league with remote bots and no standalone referee to play them on."""
     with session_scope(engine) as session:
         league = repo.get_league(session, league_name)
         if league.status is LeagueStatus.CANCELLED:
             repo.start_league(session, league)  # raises Conflict, saying why
         if league.status is LeagueStatus.FINISHED:
             return RunReport(repo.league_progress(session, league), completed=True)
+        remote = [entrant.bot_name for entrant in repo.league_entrants(session, league) if entrant.remote]
+        if (
+            remote
+            and is_embedded()
+            and not (os.environ.get(REFEREE_ADDRESS_VARIABLE) and os.environ.get(ADMIN_TOKEN_VARIABLE))
+        ):
+            # This run's workers inherit this environment: every match of a remote bot would fail.
+            names = ", ".join(remote)
+            raise Conflict(
+                f"league {league_name!r} has remote bots ({names}): their matches are played on a standalone"
+                f" referee, so set {REFEREE_ADDRESS_VARIABLE} and {ADMIN_TOKEN_VARIABLE} (README, remote bots), or"
+                f" `mus league cancel {league_name}`"
+            )
     with _one_run(league_name) if is_embedded() else contextlib.nullcontext():
         on_start()
         return _run(engine, league_name, workers, on_progress, send)
@@ -185,8 +200,6 @@ def _run(
     send = send or (lambda match_id, half: send_match(app, match_id, half))
     with session_scope(engine) as session:
         league = repo.get_league(session, league_name)
-        repo.start_league(session, league)
-        repo.requeue_failed(session, league)
         league_id = league.id
         assert league_id is not None
         remote = [
@@ -194,6 +207,8 @@ def _run(
             for entrant in repo.league_entrants(session, league_id)
             if entrant.remote
         ]
+        repo.start_league(session, league)
+        repo.requeue_failed(session, league)
     _register_remote(remote)
     embedded = EmbeddedWorkers(workers or default_worker_count()) if is_embedded() else None
     if embedded is not None:
@@ -306,7 +321,7 @@ def send_order(matches: Sequence[repo.QueuedMatch]) -> list[repo.QueuedMatch]:
 
 def _register_remote(bots: list[RemoteBot]) -> None:
     """Register the league's remote bots with the standalone referee up front (workers do it again per match)."""
-    address, admin_token = os.environ.get("MUS_REFEREE_ADDRESS", ""), os.environ.get("MUS_ADMIN_TOKEN", "")
+    address, admin_token = os.environ.get(REFEREE_ADDRESS_VARIABLE, ""), os.environ.get(ADMIN_TOKEN_VARIABLE, "")
     if not bots:
         return
     if not address or not admin_token:

@@ -264,6 +264,21 @@ def test_bot_add_inside_the_bots_folder_does_not_create_a_database_there(
     assert sorted(path.name for path in folder.iterdir()) == ["bot.py"], "no database left in the bot's folder"
 
 
+def test_a_reading_command_where_there_is_no_database_says_so_and_creates_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a bot's folder, `mus bot list` said "No bots yet: add one" and `league standings` "no league": a
+    newcomer would have registered bots into a second database (newcomer walkthrough, stop 33)."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for command in (["bot", "list"], ["league", "standings", "spring"]):
+        said = " ".join(runner.invoke(app, command).stderr.split())
+        assert f"note: there is no database at {tmp_path / 'mus.db'}" in said and "set MUS_DATABASE_URL" in said
+    assert list(tmp_path.iterdir()) == [], "nothing made"
+    assert runner.invoke(app, ["bot", "add", "faraway", "--remote"]).exit_code == 0
+    assert "no database" not in runner.invoke(app, ["bot", "list"]).stderr
+
+
 def test_bot_add_refuses_a_folder_that_holds_the_database_as_a_bot_in_the_project_folder_would(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -301,7 +316,7 @@ def test_commands_that_only_read_leave_no_database_where_there_was_none(
     for command in (["bot", "list"], ["bot", "list", "--json"], ["league", "list"]):
         assert runner.invoke(app, command).exit_code == 0, command
     for command in (["bot", "show", "nobody"], ["league", "status", "nothing"], ["league", "standings", "nothing"]):
-        assert error_of(runner.invoke(app, command)).startswith("error: "), command
+        assert error_of(runner.invoke(app, command)).splitlines()[-1].startswith("error: "), command  # after the note
     assert list(tmp_path.iterdir()) == []
 
 

@@ -403,3 +403,21 @@ def test_a_run_with_failed_matches_says_why_and_how_to_end_the_league(capsys: py
     assert "6 x cause 0" in said and "4 x cause 2" in said and "cause 3" not in said
     assert "and 1 other cause(s): `mus league status cup`" in said
     assert "`mus league cancel cup` ends the league" in " ".join(said.split())
+
+
+def test_league_run_refuses_remote_bots_with_no_referee_to_play_them_on(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the embedded broker the run's workers inherit its environment: with no standalone referee every match of
+    a remote bot failed, three times each, after a warning (newcomer walkthrough, stop 33)."""
+    from workers.cli import bot_cmd
+
+    monkeypatch.delenv("MUS_REFEREE_ADDRESS", raising=False)
+    assert runner.invoke(bot_cmd.app, ["add", "faraway", "--remote"]).exit_code == 0
+    ok("create", "cup", "--bots", "alpha,faraway", "--matches-per-pairing", "2")
+    refused = runner.invoke(league_cmd.app, ["run", "cup"])
+    message = error_of(refused)
+    assert "league 'cup' has remote bots (faraway)" in message and "MUS_REFEREE_ADDRESS and MUS_ADMIN_TOKEN" in message
+    assert "`mus league cancel cup`" in message
+    assert json.loads(ok("status", "cup", "--json").stdout)["status"] == "created", "left as it was"
+    assert not (tmp_path / ".mus-broker").exists(), "no worker started"

@@ -46,7 +46,8 @@ def open_session(*, reads: bool = False) -> Iterator[Session]:
 
     A command that only `reads` (or finds nothing to change where there is no database, as `mus bot remove`)
     creates no SQLite file: where there is none it reads an empty database in memory (`mus bot list` run in a
-    bot's folder would otherwise leave a `mus.db` there, and the bot's content would change).
+    bot's folder would otherwise leave a `mus.db` there, and the bot's content would change), and says so on
+    stderr, since a command run from the wrong folder would otherwise only find no bot or no league.
 
     The transaction commits when the block ends and rolls back if it raises, a `typer.Exit` from `fail` included.
     Domain errors and a database that cannot be opened become a one-line error and exit code 1. A SQLite file
@@ -59,6 +60,12 @@ def open_session(*, reads: bool = False) -> Iterator[Session]:
         unmade = reads and path is not None and not existed and path.parent.is_dir()
         engine = make_engine("sqlite://" if unmade else None)
     created = path if not existed and path is not None and path.exists() else None
+    if unmade:
+        typer.echo(
+            f"note: there is no database at {path} (MUS_DATABASE_URL, default ./mus.db): nothing is registered"
+            " here. Run mus from the folder where you added your bots, or set MUS_DATABASE_URL.",
+            err=True,
+        )
     refused = False
     try:
         try:
