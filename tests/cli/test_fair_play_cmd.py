@@ -316,7 +316,8 @@ def test_commands_that_only_read_leave_no_database_where_there_was_none(
     for command in (["bot", "list"], ["bot", "list", "--json"], ["league", "list"]):
         assert runner.invoke(app, command).exit_code == 0, command
     for command in (["bot", "show", "nobody"], ["league", "status", "nothing"], ["league", "standings", "nothing"]):
-        assert error_of(runner.invoke(app, command)).splitlines()[-1].startswith("error: "), command  # after the note
+        refused = runner.invoke(app, command)
+        assert refused.exit_code == 1 and refused.stderr.splitlines()[-1].startswith("error: "), command
     assert list(tmp_path.iterdir()) == []
 
 
