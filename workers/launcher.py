@@ -174,9 +174,14 @@ def resolve_program(spec: str) -> BotProgram:
     if first.endswith(".py") and Path(first).is_file():
         path = Path(first).resolve()
         return BotProgram(path.stem, (sys.executable, str(path), *words[1:]), path.parent)
+    if first.endswith(".py") and shutil.which(first) is None:
+        raise LaunchError(f"no file {first!r} (from {Path.cwd()})")
     if shutil.which(first) is None and not Path(first).is_file():
         known = ", ".join(EXAMPLE_BOTS)
-        raise LaunchError(f"unknown bot {spec!r}: not an example bot ({known}), a .py file or a program on PATH")
+        raise LaunchError(
+            f"unknown bot {spec!r}: not an example bot ({known}), a .py file or a program on PATH (a bot added with"
+            " `mus bot add` is not taken here: give its command after `--`, or `mus bot check NAME`)"
+        )
     if "/" in first and Path(first).is_file():
         path = Path(first).resolve()
         return BotProgram(path.name, (str(path), *words[1:]), path.parent)

@@ -114,6 +114,8 @@ def test_match_play_names_bots_by_their_join_name_and_keeps_every_seats_output_w
 def test_bad_bots_and_options_are_one_line_errors() -> None:
     for args, message in (
         (["match", "play", "nosuchbot", "random"], "unknown bot 'nosuchbot'"),
+        (["match", "play", "nosuchbot", "random"], "a bot added with `mus bot add` is not taken here"),
+        (["match", "play", "random", "bots/nope.py"], "no file 'bots/nope.py'"),
         (["match", "play", "random"], "give two bots"),
         (["match", "play", "random", "random", "--option", "deck_mode=5_reyes"], "deck_mode must be one of"),
         (["match", "play", "random", "random", "--logs", "/proc/no/such/folder"], "cannot create the logs folder"),
@@ -220,3 +222,24 @@ def test_a_temporary_folder_too_long_for_unix_sockets_is_a_one_line_error(
     assert result.exit_code == 1, result.output
     assert "too long a path for the referee's unix sockets" in result.stderr and "TMPDIR" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_result_line_names_each_games_winner() -> None:
+    """ "games: 0-0 (ordago), 14-54 (target_at_tanteo)" did not say who won: an órdago ends a game at its score
+    (newcomer walkthrough, stop 33)."""
+    from workers.cli.match_cmd import describe_result
+
+    game = {"vaca": 1, "game": 1, "hand": 3}
+    result = {
+        "teams": {"0": "mybot", "1": "random"},
+        "winner": "mybot",
+        "termination": "normal",
+        "games": [
+            {**game, "winner_team": 0, "score": [0, 0], "termination": "ordago"},
+            {**game, "winner_team": 1, "score": [14, 54], "termination": "target_at_tanteo"},
+        ],
+        "faults": [],
+        "incidents": [],
+    }
+    first = describe_result(result).splitlines()[0]
+    assert first == "Result: mybot wins (normal); games: mybot 0-0 (ordago), random 14-54 (target_at_tanteo)"

@@ -163,7 +163,8 @@ def create_command(
         )
         return
     pairings = len(entrants) * (len(entrants) - 1) // 2
-    typer.echo(f"League {name} created: {planned} matches ({pairings} pairings x {matches_per_pairing}).")
+    plural = "pairing" if pairings == 1 else "pairings"
+    typer.echo(f"League {name} created: {planned} matches ({pairings} {plural} x {matches_per_pairing}).")
     typer.echo("Entrants: " + ", ".join(f"{entrant.bot_name} v{entrant.version_number}" for entrant in entrants))
     typer.echo(f"Rules: {describe_rules(league.rules)}")
     typer.echo(f"Deals: {describe_deals(league)}")
@@ -329,7 +330,8 @@ def pause_command(name: LeagueName, json_output: JsonFlag = False) -> None:
         return
     typer.echo(
         f"league {name} paused: no worker takes another of its matches ({progress['queued']} queued); the"
-        f" {progress['running']} being played finish. `mus league run {name}` resumes it."
+        f" {progress['running']} being played finish (a pair with a persistent bot finishes whole: its twin is played"
+        f" right after it). `mus league run {name}` resumes it."
     )
 
 

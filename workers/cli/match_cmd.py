@@ -152,9 +152,16 @@ def match_result(played: PlayedMatch, names: tuple[str, str], seed: int) -> dict
     }
 
 
+def _game_winner(result: dict[str, Any], game: dict[str, Any]) -> str:
+    team = game["winner_team"]
+    return "unfinished" if team is None else f"{result['teams'][str(team)]}"
+
+
 def describe_result(result: dict[str, Any]) -> str:
     """The result line, a summary of faults and incidents per team and cause, then each of them in order."""
-    games = ", ".join(f"{g['score'][0]}-{g['score'][1]} ({g['termination']})" for g in result["games"])
+    games = ", ".join(  # the winner named: an órdago ends a game at the score it stood at, 0-0 included
+        f"{_game_winner(result, g)} {g['score'][0]}-{g['score'][1]} ({g['termination']})" for g in result["games"]
+    )
     lines = [f"Result: {result['winner']} wins ({result['termination']}); games: {games}"]
     for kind in ("faults", "incidents"):
         teams = []
