@@ -17,8 +17,10 @@ from typer.testing import CliRunner, Result
 from clients.cpp.build import build_bot, missing_toolchain
 from tests.cli.helpers import error_of, use_database_copy
 from workers import checks
+from workers.checks import Status
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
+from workers.launcher import BotProgram
 
 REPO = Path(__file__).resolve().parents[2]
 JS_DIR = REPO / "clients" / "js"
@@ -323,3 +325,30 @@ def test_a_remote_or_unknown_bot_by_name_is_a_one_line_error(database: str) -> N
     for flag in ("--stdio", "--persistent"):
         refused = error_of(runner.invoke(app, ["bot", "check", flag, "faraway"]))
         assert "--stdio and --persistent go with `-- COMMAND`" in refused
+
+
+@pytest.mark.parametrize(
+    ("status", "given", "kept"),
+    [(Status.PASS, False, False), (Status.FAIL, False, True), (Status.PASS, True, True)],
+    ids=["passed-temp", "failed-temp", "passed-given"],
+)
+def test_a_passing_check_removes_the_temp_folder_of_its_seats_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: Status, given: bool, kept: bool
+) -> None:
+    """Every `mus bot check` left a mus-check-logs-* folder in /tmp, pass or fail (newcomer walkthrough, stop
+    33): a failed check names its folder, so that one stays, and so does a folder given with --logs."""
+    from workers.checks import CheckReport, CheckResult, DecisionTimes
+    from workers.cli import check_cmd
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "seat0.log").write_text("paso\n")
+
+    async def checked(program: object, config: object, **hooks: object) -> CheckReport:
+        result = CheckResult("handshake", "handshake", status, "ok")
+        return CheckReport("bot", ("bot",), (result,), DecisionTimes(0, None, None, 2.0), folder, False)
+
+    monkeypatch.setattr(check_cmd, "run_check", checked)
+    config = check_cmd.check_config(logs=folder if given else None)
+    check_cmd.check_program(BotProgram("bot", ("bot",)), config, json_output=False)
+    assert folder.exists() == kept

@@ -130,8 +130,11 @@ def check_program(
             fail(str(error))
     if json_output:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
-    elif not quiet:
+        return report
+    if not quiet:
         print_summary(console, report, name)
+    if report.passed and config.log_dir is None:
+        shutil.rmtree(report.log_dir, ignore_errors=True)  # a temp folder nobody will look at: one per check piled up
     return report
 
 
