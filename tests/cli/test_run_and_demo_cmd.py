@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,8 @@ def test_demo_registers_the_example_bots_plays_the_league_and_prints_standings(f
     assert sum(row["matches"] for row in rows) == 12, "6 matches, two teams each"
     again = runner.invoke(app, ["demo", "--matches-per-pairing", "2"])
     assert again.exit_code == 0 and "all 6 matches finished" in again.stdout, "a finished demo is not replayed"
+    assert "playing on" not in again.stdout, "nor are workers started for it"
+    assert ("puts it on your PATH" in result.stdout) == (shutil.which("mus") is None), "where `mus` is, if not on PATH"
     verify = runner.invoke(app, ["replay", "verify", "--league", "demo"])
     assert verify.exit_code == 0, verify.output
 

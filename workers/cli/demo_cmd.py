@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -66,3 +67,6 @@ def demo_command(
         " `mus replay show MATCH` prints one hand by hand; `mus replay export MATCH --format html` writes a page"
         " to open in a browser; `mus replay verify --league demo` re-simulates them all."
     )
+    if shutil.which("mus") is None:  # `make demo` runs .venv/bin/mus without putting it on PATH
+        scripts = Path(sys.executable).parent  # the venv's, unresolved: its python is a symlink
+        typer.echo(f"`mus` is {scripts / 'mus'}: `source {scripts / 'activate'}` puts it on your PATH.")
