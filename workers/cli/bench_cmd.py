@@ -10,7 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="Benchmarks (not timed tests): engine speed, referee round trip and load.", no_args_is_help=True)
+from workers.cli.noun import noun_app
+
+app = noun_app("Benchmarks (not timed tests): engine speed, referee round trip and load.")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 

@@ -18,6 +18,7 @@ from mus.v1 import admin_pb2, admin_pb2_grpc
 from workers.cli import check_cmd
 from workers.cli.db import echo_json, iso, open_session, when
 from workers.cli.errors import fail
+from workers.cli.noun import noun_app
 from workers.cli.tables import cli_table
 from workers.db import repo
 from workers.db.errors import NotFound
@@ -25,7 +26,7 @@ from workers.db.models import Bot, BotVersion
 from workers.launcher import own_seat_uids, program_file, stdio_command, unreadable_by_seats
 from workers.play import exposed_by
 
-app = typer.Typer(help="Bots: register a program or a remote bot, list, show, remove.", no_args_is_help=True)
+app = noun_app("Bots: register a program or a remote bot, list, show, remove.")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 

@@ -21,6 +21,7 @@ from sqlmodel import Session
 from workers import leagues
 from workers.cli.db import domain_errors, echo_json, one_line, open_session, when
 from workers.cli.errors import fail
+from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.cli.run_cmd import run_command
 from workers.cli.tables import cli_table
@@ -30,9 +31,7 @@ from workers.db.models import DealMode, League, LeagueStatus, MatchStatus
 from workers.play import changed_since_added
 from workers.tournament import MAX_MATCHES_PER_PAIRING, elo_over_time, plot_elo_over_time
 
-app = typer.Typer(
-    help="Leagues: create, run, follow, rank and export round robins of duplicate pairs.", no_args_is_help=True
-)
+app = noun_app("Leagues: create, run, follow, rank and export round robins of duplicate pairs.")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 LeagueName = Annotated[str, typer.Argument(help="The league's name.")]

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import typer
 from typer.core import TyperGroup
 
+from workers.cli.noun import HELP_MARKUP
+
 if TYPE_CHECKING:  # Typer builds its commands on its own copy of click
     from typer._click import Command, Context
 
@@ -49,7 +51,7 @@ class LazyNouns(TyperGroup):
             if isinstance(target, typer.Typer):
                 command: Command = typer.main.get_group(target)
             else:  # a command of its own: a one-command app is that command
-                single = typer.Typer(add_completion=False)
+                single = typer.Typer(add_completion=False, rich_markup_mode=HELP_MARKUP)
                 single.command(cmd_name)(target)
                 command = typer.main.get_command(single)
             command.name = cmd_name
@@ -57,7 +59,9 @@ class LazyNouns(TyperGroup):
         return self._loaded[cmd_name]
 
 
-app = typer.Typer(name="mus", cls=LazyNouns, no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    name="mus", cls=LazyNouns, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=HELP_MARKUP
+)
 
 
 @app.callback()

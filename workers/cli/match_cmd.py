@@ -15,11 +15,12 @@ from referee.engine.rules import Rules
 from referee.engine.seats import team_of
 from referee.engine.transcript import render_transcript
 from workers.cli.errors import fail, run_to_the_end
+from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available, stdio_program
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
 
-app = typer.Typer(help="Single matches between bot programs.", no_args_is_help=True)
+app = noun_app("Single matches between bot programs.")
 
 EXIT_FORFEIT = 3
 """The exit status of `mus match play` when the match ended by forfeit (0: it ended normally; 1: bad input or a

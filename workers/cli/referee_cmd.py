@@ -16,8 +16,9 @@ from referee.service.lobby import StateError
 from referee.service.server import settle_start_up_heap, start_admin_server, start_server
 from referee.service.servicer import Referee
 from workers.cli.errors import fail
+from workers.cli.noun import noun_app
 
-app = typer.Typer(help="The gRPC referee service.", no_args_is_help=True)
+app = noun_app("The gRPC referee service.")
 
 
 ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"

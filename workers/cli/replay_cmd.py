@@ -27,6 +27,7 @@ from referee.engine.seats import team_of
 from referee.engine.transcript import TEAM_LABEL, render_transcript
 from workers.cli.db import echo_json, one_line, open_session
 from workers.cli.errors import fail
+from workers.cli.noun import noun_app
 from workers.db import repo
 from workers.db.models import League
 from workers.db.models import Match as MatchRow
@@ -34,7 +35,7 @@ from workers.db.repo import MatchDetails, MatchSetup
 from workers.replays.html import render_html
 from workers.tournament.deals import commitment, parse_secret
 
-app = typer.Typer(help="Replays of finished matches: show, export, verify.", no_args_is_help=True)
+app = noun_app("Replays of finished matches: show, export, verify.")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 MatchArgument = Annotated[

@@ -15,8 +15,9 @@ from referee.engine.selfplay import play_random_match
 from referee.engine.transcript import render_transcript
 from referee.engine.vectors import evaluate_file
 from workers.cli.errors import fail
+from workers.cli.noun import noun_app
 
-app = typer.Typer(help="The rules engine: vectors and self-play.", no_args_is_help=True)
+app = noun_app("The rules engine: vectors and self-play.")
 
 OptionList = Annotated[
     list[str] | None,
