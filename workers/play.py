@@ -285,14 +285,20 @@ def _hand_off_pause(session: Session, setup: MatchSetup, worker: str) -> float |
     that half's pooled processes (a pool never plays both halves of a pair with one process: workers.pool). When
     the workers already playing that half would begin this match sooner, at the league's pace (once their current
     matches and the half's waiting ones are played), than this worker could have started those processes, starting
-    them only makes the league end later."""
+    them only makes the league end later. Where this worker would play the pair whole (`_chains_twin`), the starts
+    weighed are both halves'."""
     if any(team.remote for team in setup.teams):
         return None
     pool = existing_pool(_limits(setup))
     if pool is None:
         return None
     programs = (_program(setup.teams[0]), _program(setup.teams[1]))
-    start_s = pool.start_cost_s(programs, repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id))
+    half = repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id)
+    start_s = pool.start_cost_s(programs, half)
+    if start_s is not None and _chains_twin(setup) and repo.unplayed_twin(session, setup.match_id) is not None:
+        # Played here, its twin follows at once (`_chains_twin`): the pair's starts are both halves'.
+        twin_s = pool.start_cost_s((programs[1], programs[0]), 1 - half)
+        start_s = None if twin_s is None else start_s + twin_s
     if not start_s:  # nothing to start, or a bot this pool has never started (no measure to weigh)
         return None
     pace = repo.league_pace(session, setup.match_id, worker)

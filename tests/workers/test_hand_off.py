@@ -120,3 +120,52 @@ def test_the_hand_off_weighs_the_starts_against_when_the_other_worker_is_free(
         assert pause is not None and play.MIN_DEFER_S <= pause <= 2 * play.MIN_DEFER_S, "until it is free, jittered"
     else:
         assert pause is None
+
+
+class HalfPool(Pool):
+    """A pool with one half's processes warm: starting a match's costs nothing in `warm`, `cost_s` in the other."""
+
+    def __init__(self, warm: int, cost_s: float) -> None:
+        super().__init__(cost_s)
+        self.warm = warm
+
+    def start_cost_s(self, programs: tuple[BotProgram, BotProgram], half: int) -> float | None:
+        return 0.0 if half == self.warm else self.cost_s
+
+
+@pytest.mark.parametrize("twin_played", [False, True], ids=["twin-to-play", "twin-finished"])
+def test_a_pair_played_whole_weighs_its_twins_starts_too(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, twin_played: bool
+) -> None:
+    """This worker has the match's half warm but not its twin's, which it would play right after it (a persistent
+    bot's pair is played whole): the starts of the twin's processes count, so the match goes to the worker that
+    has both warm and is about to be free. Where the twin has finished, only the match's own half counts."""
+    league_id = deployment.league(
+        "pairs",
+        ["keeper", "other"],
+        6,
+        command=BOT_COMMAND,
+        folder=BOT_SCRIPT.parent,
+        persistent={"keeper", "other"},
+        sandbox=sandbox_available(),
+    )
+    with session_scope(deployment.engine) as session:
+        pairs: dict[int, dict[int, int]] = {}
+        for match in repo.list_matches(session, league_id):
+            half = repo.half_of(match.team0_version_id, match.team1_version_id)
+            pairs.setdefault(match.duplicate_pair or 0, {})[half] = match.id or 0
+        done, playing, mine = pairs.values()
+        ended = utc_now()
+        for match_id in (*done.values(), *((mine[0],) if twin_played else ())):
+            assert finish(session, match_id, "playing:1")
+            session.execute(
+                sa.update(Match)
+                .where(col(Match.id) == match_id)
+                .values(started_at=ended - timedelta(seconds=0.01), finished_at=ended)
+            )
+        session.commit()
+        assert repo.claim_match(session, playing[1], "playing:1", 60.0) is not None
+        assert repo.claim_match(session, mine[1], "me:1", 60.0) is not None
+        monkeypatch.setattr(play, "existing_pool", lambda limits: HalfPool(warm=1, cost_s=0.5))
+        pause = play._hand_off_pause(session, repo.match_setup(session, mine[1]), "me:1")
+    assert (pause is None) == twin_played
