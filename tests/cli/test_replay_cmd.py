@@ -202,12 +202,16 @@ def test_export_html_writes_one_self_contained_page_named_after_the_match(databa
 
 def test_export_json_is_the_stored_record_and_replays(database: str, tmp_path: Path) -> None:
     (first, *_), _ = match_ids(database)
-    record = json.loads(ok("export", str(first), "--format", "json", "--output", "-").stdout)
+    exported = json.loads(ok("export", str(first), "--format", "json", "--output", "-").stdout)
+    played = exported.pop("match")
+    assert (played["match_id"], played["league"]) == (first, "cup"), "who played it: the record alone does not say"
+    assert [(team["bot"], team["seats"]) for team in played["teams"]] == [("alpha", [0, 2]), ("beta", [1, 3])]
+    record = exported
     assert record == stored_record(database, first)
-    assert replay_record(record).outcome is not None
+    assert replay_record({"match": played, **record}).outcome is not None, "the export re-simulates as it is"
     target = tmp_path / "out.json"
     ok("export", str(first), "--format", "json", "-o", str(target))
-    assert json.loads(target.read_text()) == record
+    assert json.loads(target.read_text()) == {"match": played, **record}
 
 
 def test_export_league_writes_every_replay_into_a_folder(database: str, tmp_path: Path) -> None:

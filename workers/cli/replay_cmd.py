@@ -193,7 +193,11 @@ def export_command(
     match: MatchArgument = None,
     league: LeagueOption = None,
     export_format: Annotated[
-        str, typer.Option("--format", help="html (one self-contained page) or json (the replay record).")
+        str,
+        typer.Option(
+            "--format",
+            help="html (one self-contained page) or json (the replay record, with `match`: its id, league and teams).",
+        ),
     ] = "html",
     output: Annotated[
         Path | None,
@@ -242,7 +246,13 @@ def export_command(
 
 def _export_text(replay: StoredReplay, export_format: str) -> str:
     if export_format == "json":
-        return json.dumps(replay.record, ensure_ascii=False) + "\n"
+        # The stored record, which re-simulates as it is (`replay_record` reads its own keys), with who played it:
+        # the record alone names no match, league or bot.
+        setup = replay.setup
+        played = {"match_id": setup.match_id, "league": setup.league_name, "index": setup.index}
+        return (
+            json.dumps({"match": {**played, "teams": replay.teams_json()}, **replay.record}, ensure_ascii=False) + "\n"
+        )
     setup = replay.setup
     names = replay.names
     title = f"{setup.league_name} #{setup.index} (match {setup.match_id}): {names[0]} v {names[1]}"
