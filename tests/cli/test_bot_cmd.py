@@ -137,6 +137,8 @@ def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(d
     (tmp_path / "alpha" / "bot.sh").write_text("echo paso\n")
     switched = " ".join(ok("add", "alpha", "--", "sh", "alpha/bot.sh").stderr.split())
     assert "note: bot alpha was a python bot (`python bot.py`); its new version is shell" in switched
+    versions = json.loads(ok("show", "alpha", "--json").stdout)["versions"]
+    assert [(version["version"], version["language"]) for version in versions] == [(1, "python"), (2, "shell")]
 
 
 def test_add_with_a_failing_check_says_the_bot_stays_registered(

@@ -193,3 +193,24 @@ def test_revision_0004_drops_the_rating_snapshots_and_its_downgrade_brings_the_t
     downgrade_schema(engine, "0003")
     with engine.connect() as connection:
         assert connection.execute(sa.text("SELECT count(*) FROM rating_snapshot")).scalar_one() == 0
+
+
+def test_revision_0008_gives_each_stored_version_its_bots_language(
+    empty_engine_factory: Callable[[], Engine], tmp_path: Path
+) -> None:
+    """Before 0008 only the bot had a language, its latest version's: `mus bot show` listed a python version 1 as
+    shell once a shell version 2 was added (newcomer walkthrough, stop 33)."""
+    from tests.db.factories import add_bots
+    from workers.db.session import session_scope
+
+    engine = empty_engine_factory()
+    ensure_schema(engine)
+    with session_scope(engine) as db:
+        add_bots(db, tmp_path, "alpha")
+    downgrade_schema(engine, "0007")
+    with engine.begin() as connection:
+        connection.execute(sa.text("UPDATE bot SET language = 'cpp'"))
+    ensure_schema(engine)
+    assert _schema_differences(engine) == []
+    with engine.connect() as connection:
+        assert connection.execute(sa.text("SELECT language FROM bot_version")).scalars().all() == ["cpp"]

@@ -315,7 +315,7 @@ def add_command(
             f" {info.bot.language}. A different program wants a name of its own: `mus bot add OTHERNAME -- ...`"
         )
     if json_output:
-        data = {"bot": name, "remote": False, "new_version": new, **_version_json(version, info.bot.language)}
+        data = {"bot": name, "remote": False, "new_version": new, **_version_json(version)}
         report = check_cmd.check_registered(name, json_output=None) if check else None
         echo_json({**data, "check": report.to_json()} if report is not None else data)
         if report is not None and not report.passed:
@@ -406,13 +406,13 @@ def _runs(version: BotVersion) -> str:
     return "persistent (seat after seat from one process)" if version.persistent else "a process per seat"
 
 
-def _version_json(version: BotVersion, language: str) -> dict[str, Any]:
+def _version_json(version: BotVersion) -> dict[str, Any]:
     return {
         "version": version.number,
         "content_hash": version.content_hash,
         "command": list(version.command),
         "folder": version.folder,
-        "language": language,
+        "language": version.language,
         "persistent": version.persistent,
         "registered_at": iso(version.registered_at),
     }
@@ -480,8 +480,7 @@ def show_command(
     if json_output:
         data = _bot_json(info)
         data["versions"] = [
-            {**_version_json(version, info.bot.language), "current": version.id == current_id}
-            for version in info.versions
+            {**_version_json(version), "current": version.id == current_id} for version in info.versions
         ]
         data["leagues"] = leagues
         echo_json(data)

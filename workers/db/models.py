@@ -134,6 +134,9 @@ class BotVersion(_Table, table=True):
     persistent: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     """`mus bot add --persistent`: the program plays seat after seat given on its standard input (docs/pool.md),
     so a worker keeps its processes alive across matches; otherwise it is launched for every seat."""
+    language: str = Field(default="unknown", sa_type=sa.String(32), sa_column_kwargs={"server_default": "unknown"})
+    """The language of this version's program (`Bot.language` is the current version's): a bot's versions may be
+    programs in different languages."""
 
 
 class DealMode(enum.StrEnum):

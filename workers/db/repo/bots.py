@@ -206,6 +206,7 @@ def add_bot(
         # Same content: the same version, current again. Keep its folder up to date: the old one may be gone.
         existing.folder = stored_folder
         existing.persistent = persistent
+        existing.language = language
         existing.registered_at = utc_now()
         session.flush()
         return existing
@@ -216,6 +217,7 @@ def add_bot(
         folder=stored_folder,
         content_hash=digest,
         persistent=persistent,
+        language=language,
     )
     session.add(version)
     flush_or_conflict(session, f"bot {name!r} got a new version at the same time from someone else; try again")
@@ -260,7 +262,9 @@ def add_remote_bot(session: Session, name: str, *, language: str = "unknown") ->
     digest = content_hash(REMOTE_COMMAND, None)
     has_version = session.exec(select(BotVersion.id).where(col(BotVersion.bot_id) == bot_id)).first()
     if has_version is None:
-        session.add(BotVersion(bot_id=bot_id, number=1, command=list(REMOTE_COMMAND), content_hash=digest))
+        session.add(
+            BotVersion(bot_id=bot_id, number=1, command=list(REMOTE_COMMAND), content_hash=digest, language=language)
+        )
         session.flush()
     return token
 
