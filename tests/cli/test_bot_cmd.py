@@ -199,10 +199,19 @@ def test_list_shows_every_bot_and_all_includes_removed_ones(database: str, tmp_p
     assert [row["bot"] for row in everything] == ["alpha", "beta"] and everything[1]["removed_at"] is not None
 
 
-def test_show_prints_the_versions_table(database: str, tmp_path: Path) -> None:
-    ok("add", "alpha", "--", "python", str(bot_program(tmp_path, "alpha")))
+def test_show_prints_the_versions_table(database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    program = bot_program(tmp_path / "a-rather-long-folder-name" / "inside-another-one", "alpha")
+    ok("add", "alpha", "--", "python", str(program))
     text = ok("show", "alpha").stdout
     assert "Bot alpha: hosted program, python" in text and "python bot.py" in text and "Leagues: none" in text
+    monkeypatch.setenv("COLUMNS", "80")  # a newcomer's terminal cut the command and the folder to a few letters
+    lines = ok("show", "alpha").stdout.splitlines()
+    header = next(line for line in lines if " folder " in line)
+    start, end = header.index("folder"), header.index("persistent")
+    rows = lines[lines.index(header) + 2 :]
+    folder = "".join(line[start:end].strip() for line in rows if line[start:end].strip())
+    assert folder.startswith(str(program.parent.resolve())), lines  # wrapped, not cut short
+    assert not any("…" in line for line in lines), lines
 
 
 def test_persistent_is_chosen_at_add_shown_by_list_and_show_and_set_anew_by_adding_again(

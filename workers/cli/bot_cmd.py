@@ -493,7 +493,8 @@ def show_command(
     if not bot.remote:
         table = cli_table(title=f"Versions of {bot.name}")
         for column in ("version", "current", "hash", "command", "folder", "persistent", "registered (UTC)"):
-            table.add_column(column)
+            # What the table is for is shown whole, wrapped on a narrow terminal rather than cut with an ellipsis.
+            table.add_column(column, overflow="fold" if column in ("hash", "command", "folder") else "ellipsis")
         for version in info.versions:
             table.add_row(
                 str(version.number),
