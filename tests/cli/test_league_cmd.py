@@ -421,3 +421,18 @@ def test_league_run_refuses_remote_bots_with_no_referee_to_play_them_on(
     assert "`mus league cancel cup`" in message
     assert json.loads(ok("status", "cup", "--json").stdout)["status"] == "created", "left as it was"
     assert not (tmp_path / ".mus-broker").exists(), "no worker started"
+
+
+def test_status_says_when_a_running_league_has_no_match_in_play(database: str) -> None:
+    """A league interrupted with Ctrl-C, or whose matches left have all failed, still said just "running"
+    (newcomer walkthrough, stop 33)."""
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    engine = make_engine(database)
+    with Session(engine) as session:
+        repo.start_league(session, "cup")
+        session.commit()
+        assert "League cup: running, no match in play, 0 of 2" in ok("status", "cup").stdout
+        first = repo.unfinished_match_ids(session, "cup")[0]
+        assert repo.claim_match(session, first, "host:1", 60.0) is not None
+    engine.dispose()
+    assert "League cup: running, 0 of 2 matches finished" in ok("status", "cup").stdout

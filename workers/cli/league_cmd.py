@@ -250,7 +250,10 @@ def status_command(
         return
     total, finished = progress["total"], progress["finished"]
     percent = 100.0 * finished / total if total else 0.0
-    typer.echo(f"League {league.name}: {league.status.value}, {finished} of {total} matches finished ({percent:.0f}%)")
+    state = league.status.value
+    if league.status is LeagueStatus.RUNNING and not progress[MatchStatus.RUNNING.value] and finished < total:
+        state += ", no match in play"  # interrupted, or every match left has failed: nothing plays until a run
+    typer.echo(f"League {league.name}: {state}, {finished} of {total} matches finished ({percent:.0f}%)")
     typer.echo("Entrants: " + ", ".join(f"{entrant.bot_name} v{entrant.version_number}" for entrant in entrants))
     typer.echo(f"Rules: {describe_rules(league.rules)}")
     typer.echo(f"Deals: {describe_deals(league)}")
