@@ -200,11 +200,13 @@ def register_on_referee(name: str, token: str, *, readded: bool) -> tuple[bool, 
 
 @app.command("add")
 def add_command(
-    name: Annotated[str, typer.Argument(help="The bot's name: letters, digits, '_', '.', '+', '-'.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The bot's name: letters, digits, '_', '.', '+', '-'.")],
     command: Annotated[
         list[str] | None,
         typer.Argument(
-            help="After `--`: the command that runs the bot, e.g. `-- python mybot.py`.", show_default=False
+            metavar="COMMAND",
+            help="After `--`: the command that runs the bot, e.g. `-- python mybot.py`.",
+            show_default=False,
         ),
     ] = None,
     directory: Annotated[
@@ -469,7 +471,7 @@ def list_command(
 
 @app.command("show")
 def show_command(
-    name: Annotated[str, typer.Argument(help="The bot's name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The bot's name.")],
     json_output: JsonFlag = False,
 ) -> None:
     """Show a bot: its versions (command, folder, content hash) and the leagues it has entered."""
@@ -524,7 +526,7 @@ def _leagues_of(session: Session, name: str) -> list[dict[str, Any]]:
 
 
 @app.command("remove")
-def remove_command(name: Annotated[str, typer.Argument(help="The bot's name.")]) -> None:
+def remove_command(name: Annotated[str, typer.Argument(metavar="NAME", help="The bot's name.")]) -> None:
     """Retire a bot: it enters no new league and a remote bot's token stops working; its results stay.
 
     Refused while a league that has not finished needs it.

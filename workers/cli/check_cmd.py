@@ -211,7 +211,10 @@ def check_command(
     ctx: typer.Context,
     name: Annotated[
         str | None,
-        typer.Argument(help="A registered bot (its current version); or give none and the bot's command after `--`."),
+        typer.Argument(
+            metavar="NAME",
+            help="A registered bot (its current version); or give none and the bot's command after `--`.",
+        ),
     ] = None,
     stdio: Annotated[
         bool,

@@ -34,7 +34,7 @@ from workers.tournament import MAX_MATCHES_PER_PAIRING, elo_over_time, plot_elo_
 app = noun_app("Leagues: create, run, follow, rank and export round robins of duplicate pairs.")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-LeagueName = Annotated[str, typer.Argument(help="The league's name.")]
+LeagueName = Annotated[str, typer.Argument(metavar="NAME", help="The league's name.")]
 ExportFormat = Annotated[str, typer.Option("--format", help="csv (one row per match) or json (everything).")]
 
 EXPORT_FORMATS = ("csv", "json")
@@ -78,7 +78,7 @@ def _bot_or_none(session: Session, name: str) -> repo.BotInfo | None:
 
 @app.command("create")
 def create_command(
-    name: Annotated[str, typer.Argument(help="The new league's name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The new league's name.")],
     bots: Annotated[
         str, typer.Option("--bots", help="The entrants, comma-separated: a,b,c (each its current version).")
     ],

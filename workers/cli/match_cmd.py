@@ -33,8 +33,12 @@ match that could not be played)."""
 )
 def play_command(
     ctx: typer.Context,
-    bot_a: Annotated[str, typer.Argument(help="Team 0: an example bot (random, rules), a .py file or a command.")],
-    bot_b: Annotated[str | None, typer.Argument(help="Team 1, the same way; or give its command after `--`.")] = None,
+    bot_a: Annotated[
+        str, typer.Argument(metavar="BOT_A", help="Team 0: an example bot (random, rules), a .py file or a command.")
+    ],
+    bot_b: Annotated[
+        str | None, typer.Argument(metavar="BOT_B", help="Team 1, the same way; or give its command after `--`.")
+    ] = None,
     seed: Annotated[int, typer.Option(help="The match seed.")] = 1,
     option: OptionList = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print only the result, as JSON.")] = False,

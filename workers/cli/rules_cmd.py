@@ -42,7 +42,7 @@ def parse_options(assignments: list[str] | None) -> dict[str, Any]:
 
 @app.command("eval")
 def eval_command(
-    file: Annotated[Path, typer.Argument(help="A vectors file: hand_vectors or scoring_scenarios.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A vectors file: hand_vectors or scoring_scenarios.")],
     option: OptionList = None,
 ) -> None:
     """Print the engine's own answer to every case of a vectors file, one JSON object per line."""

@@ -15,7 +15,7 @@ from workers.league_run import RunReport, default_worker_count, run_league
 
 
 def run_command(
-    name: Annotated[str, typer.Argument(help="The league to run (or resume).")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The league to run (or resume).")],
     workers: Annotated[
         int | None,
         typer.Option(min=1, help="Embedded worker processes (default: one per core). Ignored with MUS_BROKER_URL."),
