@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from workers.cli.main import NOUNS, app
@@ -36,3 +37,14 @@ def test_the_referee_and_the_rules_start_without_the_database_celery_or_the_othe
         )
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         assert done.stdout.strip() == "[]", (noun, done.stdout, done.stderr)
+
+
+def test_help_joins_a_docstrings_lines_and_names_arguments_in_capitals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newcomer's `mus bot add --help` broke sentences where the source's lines ended ("the stored command is
+    the" / "stdio bridge...") and wrote the arguments `{name}`, not NAME as the README does (stop 33)."""
+    monkeypatch.setenv("COLUMNS", "300")
+    shown = CliRunner().invoke(app, ["bot", "add", "--help"])
+    assert shown.exit_code == 0, shown.output
+    assert "the stored command is the stdio bridge followed by it" in shown.output, shown.output
+    usage = next(line for line in shown.output.splitlines() if "Usage:" in line)
+    assert "NAME" in usage and "COMMAND" in usage and "{name}" not in usage, usage
