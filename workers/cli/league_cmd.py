@@ -11,6 +11,7 @@ commands parse their arguments and print what it returns.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -319,16 +320,25 @@ def _causes_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{cause} {count}" for cause, count in sorted(counts.items()) if count) or "-"
 
 
-@app.command("pause")
-def pause_command(name: LeagueName, json_output: JsonFlag = False) -> None:
-    """Stop a league on every worker: none takes another of its matches, those in hand finish; `mus league run
-    NAME` resumes it."""
+def _change_status(change: Callable[[Session, str], League], name: str, json_output: bool) -> dict[str, int] | None:
+    """Pause or cancel a league (`change`) and return its progress to print; with `json_output`, print the league
+    and its progress as JSON instead and return None."""
     with open_session() as session:
-        league = repo.pause_league(session, name)
+        league = change(session, name)
         progress = repo.league_progress(session, league)
         data = {**leagues.league_json(league), **progress}
     if json_output:
         echo_json(data)
+        return None
+    return progress
+
+
+@app.command("pause")
+def pause_command(name: LeagueName, json_output: JsonFlag = False) -> None:
+    """Stop a league on every worker: none takes another of its matches, those in hand finish; `mus league run
+    NAME` resumes it."""
+    progress = _change_status(repo.pause_league, name, json_output)
+    if progress is None:
         return
     typer.echo(
         f"league {name} paused: no worker takes another of its matches ({progress['queued']} queued); the"
@@ -342,12 +352,8 @@ def cancel_command(name: LeagueName, json_output: JsonFlag = False) -> None:
     """End a league for good with the matches it has played: its standings count them, its secret is published and
     its bots may be removed. For a league that cannot finish (a bot's folder changed since it was entered) or that
     is no longer wanted. Matches being played must end first (`mus league pause NAME`)."""
-    with open_session() as session:
-        league = repo.cancel_league(session, name)
-        progress = repo.league_progress(session, league)
-        data = {**leagues.league_json(league), **progress}
-    if json_output:
-        echo_json(data)
+    progress = _change_status(repo.cancel_league, name, json_output)
+    if progress is None:
         return
     typer.echo(
         f"league {name} cancelled: {progress['finished']} of {progress['total']} matches played, the others never"

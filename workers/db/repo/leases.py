@@ -90,7 +90,7 @@ def _claim_statement(takeover: bool) -> sa.Update:
     twin is not running on a live lease, in a league that is not paused; made once, bound per call (claim_id,
     claim_worker, claim_now, claim_expires): building it, with its aliased twin, cost more than running it."""
     twin = aliased(Match)
-    now = sa.bindparam("claim_now", type_=sa.inspect(Match).columns["started_at"].type)
+    now = _claim_now()
     no_running_twin = ~(
         sa.select(col(twin.id))
         .where(
@@ -112,9 +112,20 @@ def _claim_statement(takeover: bool) -> sa.Update:
         .where(col(League.id) == col(Match.league_id), col(League.status).in_(_NOT_CLAIMED))
         .exists()
     )
+    return _new_attempt(col(Match.id) == sa.bindparam("claim_id"), claimable, no_running_twin, league_not_paused)
+
+
+def _claim_now() -> sa.BindParameter[Any]:
+    return sa.bindparam("claim_now", type_=sa.inspect(Match).columns["started_at"].type)
+
+
+def _new_attempt(*conditions: Any) -> sa.Update:
+    """The UPDATE that starts an attempt of the match `conditions` select: running under `claim_worker`, its
+    lease to `claim_expires`, started at `claim_now` (all bound per call), its attempt counted."""
+    now = _claim_now()
     return (
         sa.update(Match)
-        .where(col(Match.id) == sa.bindparam("claim_id"), claimable, no_running_twin, league_not_paused)
+        .where(*conditions)
         .values(
             status=MatchStatus.RUNNING,
             attempt=col(Match.attempt) + 1,
@@ -204,21 +215,8 @@ def _twin_statement() -> sa.Select[int | None]:
 def _claim_twin_statement() -> sa.Update:
     """`claim_twin`'s UPDATE of the twin `twin_id` if it is queued or failed; bound per call (twin_id,
     claim_worker, claim_now, claim_expires)."""
-    now = sa.bindparam("claim_now", type_=sa.inspect(Match).columns["started_at"].type)
-    return (
-        sa.update(Match)
-        .where(
-            col(Match.id) == sa.bindparam("twin_id"), col(Match.status).in_((MatchStatus.QUEUED, MatchStatus.FAILED))
-        )
-        .values(
-            status=MatchStatus.RUNNING,
-            attempt=col(Match.attempt) + 1,
-            worker=sa.bindparam("claim_worker"),
-            lease_expires_at=sa.bindparam("claim_expires"),
-            heartbeat_at=now,
-            started_at=now,
-        )
-        .execution_options(synchronize_session=False)
+    return _new_attempt(
+        col(Match.id) == sa.bindparam("twin_id"), col(Match.status).in_((MatchStatus.QUEUED, MatchStatus.FAILED))
     )
 
 
