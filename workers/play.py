@@ -29,6 +29,7 @@ import asyncio
 import logging
 import os
 import random
+import shlex
 import socket
 import threading
 import time
@@ -330,9 +331,11 @@ def changed_since_added(bot_name: str, number: int, version: _Registered) -> str
     if now == version.content_hash:
         return ""
     where = f"its folder {version.folder}" if version.folder else "its command"
+    folder = f" --dir {shlex.quote(version.folder)}" if version.folder else ""
+    readd = f"mus bot add {bot_name}{folder} -- {shlex.join(version.command)}"
     return (
         f"bot {bot_name!r} version {number} changed since it was added ({where} no longer has its content hash):"
-        f" `mus bot add {bot_name}` the new version and enter it in a new league"
+        f" restore it to play this version, or `{readd}` the new version and enter it in a new league"
     )
 
 

@@ -130,9 +130,13 @@ def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(d
     (newcomer walkthrough, stop 33)."""
     bot_program(tmp_path, "alpha")
     ghost = ok("add", "ghost", "--", "nosuchcommand-xyz", "--x")
-    assert "warning: the program 'nosuchcommand-xyz' is not on PATH on this machine" in " ".join(ghost.stderr.split())
+    said = " ".join(ghost.stderr.split())
+    assert "warning: the command names 'nosuchcommand-xyz', which is not on PATH on this machine" in said
     missing = ok("add", "gone", "--", "./nothere.sh")
-    assert "'./nothere.sh' is no such file" in missing.stderr
+    assert "'./nothere.sh', which is no file here" in " ".join(missing.stderr.split())
+    # A newcomer followed a hint to `-- python mybot.py` from the project folder: a version that could not start.
+    script = " ".join(ok("add", "beta", "--", "python", "mybot.py").stderr.split())
+    assert "the command names 'mybot.py', which is no file here" in script and "bots/NAME/NAME.py" in script
     assert "warning" not in ok("add", "alpha", "--", "python", "alpha/bot.py").stderr
     (tmp_path / "alpha" / "bot.sh").write_text("echo paso\n")
     switched = " ".join(ok("add", "alpha", "--", "sh", "alpha/bot.sh").stderr.split())

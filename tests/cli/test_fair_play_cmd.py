@@ -345,7 +345,12 @@ def test_league_create_refuses_an_entrant_whose_folder_changed_since_it_was_adde
     assert runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bots/mybot/mybot.py"]).exit_code == 0
     (tmp_path / "bots" / "mybot" / "mybot.py").write_text("print('envido')\n")
     message = error_of(runner.invoke(app, ["league", "create", "spring", "--bots", "mybot,random"]))
-    assert "bot 'mybot' version 1 changed since it was added" in message and "`mus bot add mybot`" in message
+    assert "bot 'mybot' version 1 changed since it was added" in message and "restore it" in message
+    folder = (tmp_path / "bots" / "mybot").resolve()
+    readd = f"`mus bot add mybot --dir {folder} -- python mybot.py`"
+    assert readd in message, "the whole command: a bare `mus bot add mybot` is refused (newcomer re-check, stop 33)"
+    added = runner.invoke(app, ["bot", "add", "mybot", "--dir", str(folder), "--", "python", "mybot.py"])
+    assert added.exit_code == 0 and "version 2 registered" in added.stdout and not added.stderr, added.output
     assert runner.invoke(app, ["league", "status", "spring"]).exit_code != 0, "no league was made"
 
 

@@ -72,7 +72,7 @@ def test_a_bot_folder_changed_since_it_was_added_is_refused_and_the_match_fails_
     assert play.play_league_match(match_id) == "failed"
     status, error = match_state(deployment, match_id)
     assert status is MatchStatus.FAILED
-    assert "'mine' version 1 changed since it was added" in error and "`mus bot add mine`" in error
+    assert "'mine' version 1 changed since it was added" in error and "`mus bot add mine --dir " in error
 
 
 @pytest.mark.slow

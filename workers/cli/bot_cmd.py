@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -301,8 +300,8 @@ def add_command(
                 f"the folder {folder} holds {held[1]}, the program of bot {held[0]!r}: its sandbox would show this bot"
                 " that bot's program (its folder is bound in); add it from a folder of its own"
             )
-    notes = [] if _findable(words[0]) else [_not_found_note(words[0])]
     words = relative_command(words, folder)
+    notes = _missing_files(words, folder)
     language = language or guess_language(words)
     if stdio:
         words = stdio_command(words)
@@ -391,17 +390,21 @@ class _Before:
     command: tuple[str, ...]
 
 
-def _findable(program: str) -> bool:
-    """Whether this machine has the bot's program: a file where the command names one, else on PATH."""
-    return Path(program).is_file() if "/" in program else shutil.which(program) is not None
-
-
-def _not_found_note(program: str) -> str:
-    where = "no such file" if "/" in program else "not on PATH"
-    return (
-        f"warning: the program {program!r} is {where} on this machine: a worker that cannot run it charges the bot a"
-        " crash in every match. `mus bot check NAME` runs it here first."
-    )
+def _missing_files(command: list[str], folder: Path | None) -> list[str]:
+    """Warnings for what the stored command needs that this machine lacks, looked up as the launch does, from the
+    bot's folder (`launcher.program_file`): its program, and a script it names by a language's suffix. Either way a
+    worker would charge the bot a crash in every match. Warnings, not refusals: a `mus worker` elsewhere may hold
+    them."""
+    program, *arguments = command
+    missing = [] if program_file(program, folder) is not None else [(program, "/" not in program)]
+    scripts = [word for word in arguments if Path(word).suffix.lower() in LANGUAGE_BY_SUFFIX]
+    missing += [(word, False) for word in scripts if not (folder or Path()).joinpath(word).is_file()]
+    return [
+        f"warning: the command names {word!r}, which is {'not on PATH' if on_path else 'no file here'} on this"
+        " machine: a worker that cannot run it charges the bot a crash in every match. Give paths from the folder"
+        " you run mus in (`-- python bots/NAME/NAME.py`); `mus bot check NAME` runs it here first."
+        for word, on_path in missing
+    ]
 
 
 def _runs(version: BotVersion) -> str:
