@@ -253,6 +253,8 @@ def test_a_new_database_file_is_private_and_so_are_its_wal_files(
 def test_bot_add_inside_the_bots_folder_does_not_create_a_database_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Said "the folder holds mus.db" of a file only mus would have made, and to move the bot (newcomer, stop 33):
+    the fix is to run mus from the project folder."""
     folder = tmp_path / "mybot"
     folder.mkdir()
     (folder / "bot.py").write_text("print('paso')\n")
@@ -260,7 +262,8 @@ def test_bot_add_inside_the_bots_folder_does_not_create_a_database_there(
     monkeypatch.chdir(folder)
     result = runner.invoke(app, ["bot", "add", "mybot", "--", "python", "bot.py"])
     message = error_of(result)
-    assert f"holds {folder / 'mus.db'}" in message and "a folder of its own" in message
+    assert f"mus is run from inside the bot's folder {folder}" in message and f"({folder / 'mus.db'})" in message
+    assert f"`mus bot add mybot --dir {folder} -- python bot.py`" in message, "the way out, not a folder of its own"
     assert sorted(path.name for path in folder.iterdir()) == ["bot.py"], "no database left in the bot's folder"
 
 
@@ -271,9 +274,13 @@ def test_a_reading_command_where_there_is_no_database_says_so_and_creates_none(
     newcomer would have registered bots into a second database (newcomer walkthrough, stop 33)."""
     monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    for command in (["bot", "list"], ["league", "standings", "spring"]):
-        said = " ".join(runner.invoke(app, command).stderr.split())
+    for command in (["bot", "list"], ["league", "list"], ["league", "standings", "spring"]):
+        result = runner.invoke(app, command)
+        said = " ".join(result.stderr.split())
         assert f"note: there is no database at {tmp_path / 'mus.db'}" in said and "set MUS_DATABASE_URL" in said
+        assert "yet" not in result.stdout, "no invitation to add a bot or create a league here"
+    run = runner.invoke(app, ["league", "run", "spring"])
+    assert run.exit_code == 1 and f"there is no database at {tmp_path / 'mus.db'}" in run.stderr
     assert list(tmp_path.iterdir()) == [], "nothing made"
     assert runner.invoke(app, ["bot", "add", "faraway", "--remote"]).exit_code == 0
     assert "no database" not in runner.invoke(app, ["bot", "list"]).stderr

@@ -311,6 +311,7 @@ def test_league_run_on_a_broker_says_when_no_worker_takes_a_match_and_that_a_sto
     from workers.league_run import RunReport
 
     monkeypatch.setenv("MUS_DATABASE_URL", f"sqlite:///{tmp_path / 'mus.db'}")
+    (tmp_path / "mus.db").touch()  # an empty SQLite database: `run` refuses where there is none
     monkeypatch.setenv("MUS_BROKER_URL", "redis://127.0.0.1:6379/15")
     monkeypatch.setattr(run_cmd, "NO_WORKER_HINT_S", 0.2)
     idle = {"total": 4, "finished": 0, "running": 0, "queued": 4, "failed": 0}
@@ -376,7 +377,8 @@ def test_cancel_ends_a_league_that_cannot_finish_for_good(database: str, tmp_pat
 
 def test_league_run_starts_nothing_for_an_unknown_or_finished_league(database: str, tmp_path: Path) -> None:
     unknown = runner.invoke(league_cmd.app, ["run", "nosuch"])
-    assert unknown.exit_code != 0 and "no league named 'nosuch'" in error_of(unknown)
+    assert unknown.exit_code != 0 and "no league named 'nosuch' (`mus league list` names them)" in error_of(unknown)
+    assert unknown.stdout == "", "not even the blank line of a progress bar never shown"
     ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
     play(database, "cup", 2)
     with Session(make_engine(database)) as session:

@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
 from workers.cli import check_cmd
-from workers.cli.db import echo_json, iso, open_session, when
+from workers.cli.db import echo_json, iso, no_database, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
 from workers.cli.tables import cli_table
@@ -283,6 +283,12 @@ def add_command(
         fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")
     folder = bot_folder(words, directory)
     if folder is not None and (private := exposed_by(folder)) is not None:
+        if not private.exists() and Path.cwd().resolve().is_relative_to(folder.resolve()):
+            fail(
+                f"mus is run from inside the bot's folder {folder}: it would keep its database, broker and logs"
+                f" ({private}) there, and the bot's sandbox would show them (its folder is bound in). Run mus from"
+                f" your project folder instead: cd there and `mus bot add {name} --dir {folder} -- {shlex.join(words)}`"
+            )
         fail(
             f"the folder {folder} holds {private}, which the bot's sandbox would show it (its folder is bound in):"
             f" put the bot in a folder of its own (e.g. bots/{name}/) and add it from there, or name one with --dir"
@@ -449,7 +455,8 @@ def list_command(
         echo_json([_bot_json(info) for info in bots])
         return
     if not bots:
-        typer.echo("No bots yet: add one with `mus bot add NAME -- COMMAND ...`.")
+        if not no_database(session):
+            typer.echo("No bots yet: add one with `mus bot add NAME -- COMMAND ...`.")
         return
     table = cli_table(title="Bots")
     for column in ("bot", "kind", "language", "version", "versions", "added (UTC)"):

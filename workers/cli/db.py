@@ -40,6 +40,15 @@ def domain_errors() -> Iterator[None]:
         fail(one_line(str(error)))
 
 
+NO_DATABASE = "mus.no_database"
+"""`session.info` key: the session reads an empty database in memory, as there is none (`open_session(reads=True)`)."""
+
+
+def no_database(session: Session) -> bool:
+    """Whether `session` found no database: a list then says nothing of adding one (the stderr note says where)."""
+    return bool(session.info.get(NO_DATABASE))
+
+
 @contextmanager
 def open_session(*, reads: bool = False) -> Iterator[Session]:
     """A session on the database of `MUS_DATABASE_URL`, migrated to head; the block is one transaction.
@@ -73,6 +82,8 @@ def open_session(*, reads: bool = False) -> Iterator[Session]:
             with session_scope(engine) as session:
                 if created is not None:
                     session.info[repo.NEW_DATABASE] = str(created)
+                if unmade:
+                    session.info[NO_DATABASE] = True
                 yield session
         except DatabaseInBotFolder as error:
             refused = True

@@ -20,7 +20,7 @@ from rich.console import Console
 from sqlmodel import Session
 
 from workers import leagues
-from workers.cli.db import domain_errors, echo_json, one_line, open_session, when
+from workers.cli.db import domain_errors, echo_json, no_database, one_line, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
@@ -194,7 +194,8 @@ def list_command(json_output: JsonFlag = False) -> None:
         echo_json([{**leagues.league_json(league), **progress, "entrants": n} for league, progress, n in rows])
         return
     if not rows:
-        typer.echo("No leagues yet: create one with `mus league create NAME --bots a,b,c`.")
+        if not no_database(session):
+            typer.echo("No leagues yet: create one with `mus league create NAME --bots a,b,c`.")
         return
     table = cli_table(title="Leagues")
     for column in ("league", "status", "bots", "finished", "deals", "sandbox", "rules", "created"):

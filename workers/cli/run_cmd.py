@@ -10,7 +10,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from workers.app import broker_dir, is_embedded
 from workers.cli.db import domain_errors
-from workers.db.session import ensure_schema, make_engine
+from workers.cli.errors import fail
+from workers.db.session import ensure_schema, make_engine, sqlite_file
 from workers.league_run import RunReport, default_worker_count, run_league
 
 
@@ -23,6 +24,11 @@ def run_command(
 ) -> None:
     """Play every unfinished match of a league; Ctrl-C stops cleanly and running it again resumes (a paused league
     too)."""
+    if (path := sqlite_file()) is not None and not path.exists():
+        fail(
+            f"no league named {name!r}: there is no database at {path} (MUS_DATABASE_URL, default ./mus.db). Run mus"
+            " from the folder where you created the league, or set MUS_DATABASE_URL"
+        )
     with domain_errors():
         engine = make_engine()
         ensure_schema(engine)
@@ -66,7 +72,8 @@ def run_command(
         with domain_errors():
             report = run_league(engine, name, workers=count if embedded else None, on_progress=show, on_start=start)
     finally:
-        progress.stop()
+        if progress.live.is_started:  # stopping one never started prints a blank line
+            progress.stop()
     summarize(name, report, embedded=embedded)
 
 

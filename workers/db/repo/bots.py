@@ -311,7 +311,7 @@ def get_bot(session: Session, name: str) -> BotInfo:
     """A bot by name (a removed one too, marked by `removed_at`) with its versions."""
     bot = _find_bot(session, name)
     if bot is None:
-        raise NotFound(f"no bot named {name!r}")
+        raise NotFound(f"no bot named {name!r} (`mus bot list` names them)")
     versions = session.exec(
         select(BotVersion).where(col(BotVersion.bot_id) == row_id(bot)).order_by(col(BotVersion.number))
     ).all()
@@ -354,7 +354,7 @@ def _find_bot(session: Session, name: str) -> Bot | None:
 def _active_bot(session: Session, name: str) -> Bot:
     bot = _find_bot(session, name)
     if bot is None or bot.removed_at is not None:
-        raise NotFound(f"no bot named {name!r}")
+        raise NotFound(f"no bot named {name!r} (`mus bot list` names them)")
     return bot
 
 

@@ -313,7 +313,7 @@ def get_league(session: Session, league: LeagueRef) -> League:
         select(League).where(col(League.name) == league).execution_options(populate_existing=True)
     ).first()
     if by_name is None:
-        raise NotFound(f"no league named {league!r}")
+        raise NotFound(f"no league named {league!r} (`mus league list` names them)")
     return by_name
 
 
