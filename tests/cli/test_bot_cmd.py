@@ -203,19 +203,25 @@ def test_list_shows_every_bot_and_all_includes_removed_ones(database: str, tmp_p
     assert [row["bot"] for row in everything] == ["alpha", "beta"] and everything[1]["removed_at"] is not None
 
 
-def test_show_prints_the_versions_table(database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_show_prints_each_version_whole_on_a_narrow_terminal(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table folded the hash, the command and the folder into columns a few letters wide at 80 columns (and cut
+    them with an ellipsis before that): each version is a few lines, each value whole on one."""
     program = bot_program(tmp_path / "a-rather-long-folder-name" / "inside-another-one", "alpha")
     ok("add", "alpha", "--", "python", str(program))
+    ok("add", "alpha", "--persistent", "--", "python", str(program))
+    monkeypatch.setenv("COLUMNS", "80")
     text = ok("show", "alpha").stdout
-    assert "Bot alpha: hosted program, python" in text and "python bot.py" in text and "Leagues: none" in text
-    monkeypatch.setenv("COLUMNS", "80")  # a newcomer's terminal cut the command and the folder to a few letters
-    lines = ok("show", "alpha").stdout.splitlines()
-    header = next(line for line in lines if " folder " in line)
-    start, end = header.index("folder"), header.index("persistent")
-    rows = lines[lines.index(header) + 2 :]
-    folder = "".join(line[start:end].strip() for line in rows if line[start:end].strip())
-    assert folder.startswith(str(program.parent.resolve())), lines  # wrapped, not cut short
-    assert not any("…" in line for line in lines), lines
+    assert "Bot alpha: hosted program, python" in text and "Leagues: none" in text
+    versions = json.loads(ok("show", "alpha", "--json").stdout)["versions"]
+    assert len(versions) == 1, "adding the same program again sets persistent anew"
+    assert "Version 1 (current), registered " in text
+    assert f"\n  command: python {program.name}\n" in text
+    assert f"\n  folder:  {program.parent.resolve()}\n" in text
+    assert f"\n  hash:    {versions[0]['content_hash']}\n" in text
+    assert "\n  runs:    persistent (seat after seat from one process)\n" in text
+    assert "…" not in text
 
 
 def test_persistent_is_chosen_at_add_shown_by_list_and_show_and_set_anew_by_adding_again(

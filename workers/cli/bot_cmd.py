@@ -332,10 +332,7 @@ def add_command(
         typer.echo(f"Bot {name}: version {version.number} registered ({info.bot.language}).")
     else:
         typer.echo(f"Bot {name}: unchanged, version {version.number} is its current version.")
-    typer.echo(f"  command: {' '.join(version.command)}")
-    typer.echo(f"  folder:  {version.folder or '(none)'}")
-    typer.echo(f"  hash:    {version.content_hash}")
-    typer.echo(f"  runs:    {_runs(version)}")
+    _echo_version(version)
     for note in notes:
         typer.echo(note, err=True)
     if not check:
@@ -413,8 +410,13 @@ def _missing_files(command: list[str], folder: Path | None) -> list[str]:
     ]
 
 
-def _runs(version: BotVersion) -> str:
-    return "persistent (seat after seat from one process)" if version.persistent else "a process per seat"
+def _echo_version(version: BotVersion) -> None:
+    """A version's lines, as `bot add` and `bot show` print them: each value whole on its own line."""
+    typer.echo(f"  command: {shlex.join(version.command)}")
+    typer.echo(f"  folder:  {version.folder or '(none)'}")
+    typer.echo(f"  hash:    {version.content_hash}")
+    runs = "persistent (seat after seat from one process)" if version.persistent else "a process per seat"
+    typer.echo(f"  runs:    {runs}")
 
 
 def _version_json(version: BotVersion) -> dict[str, Any]:
@@ -503,21 +505,12 @@ def show_command(
     if bot.removed_at is not None:
         typer.echo(f"  removed {when(bot.removed_at)} UTC: it enters no new league; its results stay")
     if not bot.remote:
-        table = cli_table(title=f"Versions of {bot.name}")
-        for column in ("version", "current", "hash", "command", "folder", "persistent", "registered (UTC)"):
-            # What the table is for is shown whole, wrapped on a narrow terminal rather than cut with an ellipsis.
-            table.add_column(column, overflow="fold" if column in ("hash", "command", "folder") else "ellipsis")
+        # A version's lines, not a table row: a table on an 80-column terminal folded the hash, the command and
+        # the folder into columns a few letters wide (newcomer walkthrough, stop 33).
         for version in info.versions:
-            table.add_row(
-                str(version.number),
-                "*" if version.id == current_id else "",
-                version.content_hash[:12],
-                " ".join(version.command),
-                version.folder or "-",
-                "yes" if version.persistent else "no",
-                when(version.registered_at),
-            )
-        Console().print(table)
+            current = " (current)" if version.id == current_id else ""
+            typer.echo(f"Version {version.number}{current}, registered {when(version.registered_at)} UTC")
+            _echo_version(version)
     if leagues:
         shown = ", ".join(f"{league['league']} (v{league['version']}, {league['status']})" for league in leagues)
         typer.echo(f"Leagues: {shown}")
