@@ -36,7 +36,7 @@ from referee.engine.events import (
     StockReshuffled,
     VacaEnded,
 )
-from referee.engine.outcome import LanceOutcome, MusCutReason
+from referee.engine.outcome import GameTermination, LanceOutcome, MusCutReason
 
 TEAM_LABEL = ("team 0 (seats 0+2)", "team 1 (seats 1+3)")
 
@@ -112,6 +112,8 @@ def describe_event(event: Event) -> str | None:
         case GameEnded():
             score = payload.score
             how = payload.termination.value
+            if payload.termination is GameTermination.ORDAGO:  # no points: "wins, 0-0" read as a draw (stop 33)
+                return f"  game over ({how}): {_team(payload.winner)} wins the órdago, the score at {score[0]}-{score[1]}"
             return f"  game over ({how}): {_team(payload.winner)} wins, {score[0]}-{score[1]}"
         case VacaEnded():
             games = payload.games
