@@ -113,7 +113,8 @@ def describe_event(event: Event) -> str | None:
             score = payload.score
             how = payload.termination.value
             if payload.termination is GameTermination.ORDAGO:  # no points: "wins, 0-0" read as a draw (stop 33)
-                return f"  game over ({how}): {_team(payload.winner)} wins the órdago, the score at {score[0]}-{score[1]}"
+                at = f"{score[0]}-{score[1]}"
+                return f"  game over ({how}): {_team(payload.winner)} wins the órdago, the score at {at}"
             return f"  game over ({how}): {_team(payload.winner)} wins, {score[0]}-{score[1]}"
         case VacaEnded():
             games = payload.games
