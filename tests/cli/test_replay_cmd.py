@@ -206,6 +206,15 @@ def test_export_json_is_the_stored_record_and_replays(database: str, tmp_path: P
     played = exported.pop("match")
     assert (played["match_id"], played["league"]) == (first, "cup"), "who played it: the record alone does not say"
     assert [(team["bot"], team["seats"]) for team in played["teams"]] == [("alpha", [0, 2]), ("beta", [1, 3])]
+    outcome = replay_record(exported).outcome
+    assert outcome is not None and played["result"] == {
+        "winner_team": outcome.winner,
+        "winner_bot": ("alpha", "beta")[outcome.winner],
+        "termination": outcome.termination.value,
+        "vacas": list(outcome.vacas),
+        "games": [sum(game.winner == team for game in outcome.games) for team in (0, 1)],
+        "points": [sum(game.score[team] for game in outcome.games) for team in (0, 1)],
+    }, "and who won: the record tells it only to a re-simulation"
     record = exported
     assert record == stored_record(database, first)
     assert replay_record({"match": played, **record}).outcome is not None, "the export re-simulates as it is"

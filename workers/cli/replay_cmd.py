@@ -29,7 +29,7 @@ from workers.cli.db import echo_json, one_line, open_session
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
 from workers.db import repo
-from workers.db.models import League
+from workers.db.models import League, MatchResult
 from workers.db.models import Match as MatchRow
 from workers.db.repo import MatchDetails, MatchSetup
 from workers.replays.html import render_html
@@ -58,9 +58,13 @@ class StoredReplay:
 
     setup: MatchSetup
     record: dict[str, Any]
-    incidents: tuple[dict[str, Any], ...] = ()
-    """What the referee recorded of the seats' connections and processes (crash, disconnect, ...), in order: not
-    in the replay record, whose Fault events are the match's faults."""
+    result: MatchResult
+    """The stored result; its incidents (the seats' connections and processes: crash, disconnect, ...) are not in
+    the replay record, whose Fault events are the match's faults."""
+
+    @property
+    def incidents(self) -> list[dict[str, Any]]:
+        return self.result.incidents
 
     @property
     def names(self) -> tuple[str, str]:
@@ -73,6 +77,18 @@ class StoredReplay:
             {"team": team, "seats": [team, team + 2], "bot": setup.bot_name, "version": setup.version_number}
             for team, setup in enumerate(self.setup.teams)
         ]
+
+    def result_json(self) -> dict[str, Any]:
+        """The stored result as `mus league status --matches --json` gives it, without its faults and incidents."""
+        result = self.result
+        return {
+            "winner_team": result.winner_team,
+            "winner_bot": self.setup.teams[result.winner_team].bot_name,
+            "termination": result.termination,
+            "vacas": [result.vacas_team0, result.vacas_team1],
+            "games": [result.games_team0, result.games_team1],
+            "points": [result.points_team0, result.points_team1],
+        }
 
 
 def parse_match_id(text: str) -> int:
@@ -99,7 +115,7 @@ def load_replay(session: Session, match_id: int) -> StoredReplay:
             "finished"
         )
     result = repo.get_match_details(session, match_id).result
-    return StoredReplay(repo.match_setup(session, match_id), record, tuple(result.incidents))
+    return StoredReplay(repo.match_setup(session, match_id), record, result)
 
 
 def resimulate(stored: StoredReplay) -> Match:
@@ -196,7 +212,10 @@ def export_command(
         str,
         typer.Option(
             "--format",
-            help="html (one self-contained page) or json (the replay record, with `match`: its id, league and teams).",
+            help=(
+                "html (one self-contained page) or json (the replay record, with `match`: its id, league, teams and"
+                " result)."
+            ),
         ),
     ] = "html",
     output: Annotated[
@@ -249,10 +268,14 @@ def _export_text(replay: StoredReplay, export_format: str) -> str:
         # The stored record, which re-simulates as it is (`replay_record` reads its own keys), with who played it:
         # the record alone names no match, league or bot.
         setup = replay.setup
-        played = {"match_id": setup.match_id, "league": setup.league_name, "index": setup.index}
-        return (
-            json.dumps({"match": {**played, "teams": replay.teams_json()}, **replay.record}, ensure_ascii=False) + "\n"
-        )
+        played = {
+            "match_id": setup.match_id,
+            "league": setup.league_name,
+            "index": setup.index,
+            "teams": replay.teams_json(),
+            "result": replay.result_json(),
+        }
+        return json.dumps({"match": played, **replay.record}, ensure_ascii=False) + "\n"
     setup = replay.setup
     names = replay.names
     title = f"{setup.league_name} #{setup.index} (match {setup.match_id}): {names[0]} v {names[1]}"
