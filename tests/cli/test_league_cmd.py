@@ -375,6 +375,21 @@ def test_cancel_ends_a_league_that_cannot_finish_for_good(database: str, tmp_pat
     )
 
 
+def test_a_league_with_no_finished_match_ranks_nobody_and_its_cancel_offers_nothing_to_count(database: str) -> None:
+    """Cancelled before any match, a league's standings ranked every entrant 1st at 1500 ± 482, the prior alone,
+    and `cancel` offered the standings and a verify of no replay (newcomer walkthrough, stop 33)."""
+    ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
+    assert ok("standings", "cup").stdout.startswith(
+        "League cup (created): 0 of 2 matches finished: nothing to rank yet.\n"
+    )
+    said = ok("cancel", "cup").stdout
+    assert said == "league cup cancelled before any of its 2 matches finished: none will be\n"
+    shown = ok("standings", "cup").stdout.splitlines()
+    assert shown[0] == "League cup (cancelled): 0 of 2 matches finished: nothing to rank." and "Elo" not in shown[1]
+    rows = json.loads(ok("standings", "cup", "--json").stdout)
+    assert [row["bot"] for row in rows] == ["alpha", "beta"], "--json still lists the entrants"
+
+
 def test_league_run_starts_nothing_for_an_unknown_or_finished_league(database: str, tmp_path: Path) -> None:
     unknown = runner.invoke(league_cmd.app, ["run", "nosuch"])
     assert unknown.exit_code != 0 and "no league named 'nosuch' (`mus league list` names them)" in error_of(unknown)

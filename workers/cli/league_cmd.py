@@ -356,6 +356,9 @@ def cancel_command(name: LeagueName, json_output: JsonFlag = False) -> None:
     progress = _change_status(repo.cancel_league, name, json_output)
     if progress is None:
         return
+    if not progress["finished"]:
+        typer.echo(f"league {name} cancelled before any of its {progress['total']} matches finished: none will be")
+        return
     typer.echo(
         f"league {name} cancelled: {progress['finished']} of {progress['total']} matches played, the others never"
         f" will be. `mus league standings {name}` counts the played ones; `mus replay verify --league {name}` checks"
@@ -404,9 +407,13 @@ def standings_command(
         )
         return
     league = table_data.league
+    title = f"League {league.name} ({league.status.value}): {len(table_data.results)} of {table_data.total} matches"
+    if not table_data.results:  # every entrant would rank 1st at 1500 ± 482, the prior alone
+        typer.echo(f"{title} finished: nothing to rank{'' if league.status.ended else ' yet'}.")
+        typer.echo(f"Deals: {describe_deals(league)}. Sandbox: {describe_sandbox(league)}.")
+        return
     table = cli_table(
-        title=f"League {league.name} ({league.status.value}): {len(table_data.results)} of {table_data.total} "
-        "matches finished",
+        title=f"{title} finished",
         caption=f"Elo by maximum likelihood over every result ({table_data.reference}); "
         "pairs: duplicate-pair score over complete pairs (1 both won, 0.5 split).",
     )
