@@ -51,6 +51,7 @@ from workers.launcher import (
     open_to_seat,
 )
 from workers.pool import BotPool, place
+from workers.relay import SeatRelay, open_relay
 
 log = logging.getLogger(__name__)
 
@@ -228,10 +229,6 @@ POOLED_SOCKET = "referee.sock"
 """The referee's socket in a pooled process's own folder, and in a launched seat's on a worker's referee (bound at
 SOCKET_DIR in its sandbox)."""
 
-FORWARD_HELD_BYTES = 16 * 1024 * 1024
-"""What a seat's forwarder holds for it, sent by the referee and not yet read (`_forward`): far more than the
-referee's HTTP/2 flow control lets through to a seat that does not read; past it the connection is closed."""
-
 MAX_SEAT_CONNECTIONS = 4
 """Connections one seat (or pooled process) may hold open at once on its own sockets: a bot needs one (grpc
 multiplexes its streams on it), two while it reconnects; past it, a new one is closed at once. A security review
@@ -383,7 +380,7 @@ _RETRIED = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
 )
 """Retried, never a refusal. RESOURCE_EXHAUSTED included: anyone who can reach the referee (a hosted seat
-through its forwarder) can fill its call slots for a while, and a void caused by a seat would let a losing bot
+through its relay) can fill its call slots for a while, and a void caused by a seat would let a losing bot
 void its match on demand; the admin calls have their own server besides (`mus referee serve --admin-address`)."""
 
 _Request = TypeVar("_Request")
@@ -444,19 +441,21 @@ async def play_on_referee(
     table does not finish (cancelled, lost), and cancels the table when anything here fails before its end.
 
     With `sandbox` limits the hosted seats are confined like on the embedded referee: each sees only a unix
-    socket of its own, which this worker forwards, byte for byte, to the referee's address, and which holds at
-    most `MAX_SEAT_CONNECTIONS` connections at once.
+    socket of its own, on which this worker relays its `Play` calls to the referee over a connection of the
+    seat's own (`workers.relay`), and which holds at most `MAX_SEAT_CONNECTIONS` connections at once.
     """
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     hosted = [seat for seat in range(4) if isinstance(teams[seat % 2], BotProgram)]
     sandboxes: list[Sandbox | None] = [None] * 4
-    forwarders: list[asyncio.AbstractServer] = []
+    relays: list[SeatRelay] = []
     socket_dirs: list[Path] = []
     try:
         if sandbox is not None:
             for seat in hosted:
                 socket_dirs.append(open_to_seat(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-"))))
-                forwarders.append(await _forward(socket_dirs[-1] / "referee.sock", address))
+                relays.append(
+                    await open_relay(socket_dirs[-1] / "referee.sock", address, max_connections=MAX_SEAT_CONNECTIONS)
+                )
                 open_to_seat(socket_dirs[-1] / "referee.sock")
                 sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox)
         return await _play(
@@ -474,66 +473,11 @@ async def play_on_referee(
             referees={seat: f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address for seat in hosted},
         )
     finally:
-        for forwarder in forwarders:
-            forwarder.close()
-        for forwarder in forwarders:
+        for relay in relays:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(forwarder.wait_closed(), 2.0)
+                await asyncio.wait_for(relay.close(), 2.0)
         for socket_dir in socket_dirs:
             shutil.rmtree(socket_dir, ignore_errors=True)
-
-
-async def _forward(path: Path, address: str, *, max_connections: int = MAX_SEAT_CONNECTIONS) -> asyncio.AbstractServer:
-    """A unix socket at `path` whose every connection is piped to the referee at `address` (host:port, or
-    unix:path): the one way out of a sandbox when the referee is not in this process.
-
-    One seat's socket: at most `max_connections` of its connections are open at once; one more is closed at
-    once, before anything reaches the referee (grpc multiplexes a bot's streams on one connection)."""
-    open_connections = 0
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, greedy: bool = False) -> None:
-        """Copy until end of file. `greedy` (the referee's side to the seat's): read whatever the referee sends at
-        once and hold it here for the seat (up to FORWARD_HELD_BYTES), never leaving it in the host's TCP buffers:
-        their size is counted host-wide (/proc/net/sockstat's TCP mem), and a seat that stopped reading would move
-        it for its partner to read."""
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                if not greedy:
-                    await writer.drain()
-                elif writer.transport.get_write_buffer_size() > FORWARD_HELD_BYTES:
-                    log.warning("a seat's forwarder to %s closed a connection its seat does not read", address)
-                    break
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            with contextlib.suppress(ConnectionError, OSError):
-                writer.close()
-
-    async def connect() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if address.startswith("unix:"):
-            return await asyncio.open_unix_connection(address.removeprefix("unix:"))
-        host, port = address.rsplit(":", 1)
-        return await asyncio.open_connection(host.strip("[]"), int(port))
-
-    async def handle(bot_reader: asyncio.StreamReader, bot_writer: asyncio.StreamWriter) -> None:
-        nonlocal open_connections
-        if open_connections >= max_connections:
-            log.warning("a seat's forwarder to %s refused a connection: %s already open", address, open_connections)
-            bot_writer.close()
-            return
-        open_connections += 1
-        try:
-            try:
-                referee_reader, referee_writer = await connect()
-            except OSError:
-                bot_writer.close()
-                return
-            await asyncio.gather(pipe(bot_reader, referee_writer), pipe(referee_reader, bot_writer, greedy=True))
-        finally:
-            open_connections -= 1
-
-    return await asyncio.start_unix_server(handle, path=str(path))
 
 
 # ------------------------------------------------------------------------------ the one match path

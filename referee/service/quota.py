@@ -1,7 +1,7 @@
 """Budgets for the streams anyone may open without a token, in one interceptor (`StreamQuota`).
 
 The server's `maximum_concurrent_rpcs` counts every call in progress together. Without budgets of their own, a
-client that needs no token (a hosted bot through its worker's forwarder, or anyone who can reach the port) could
+client that needs no token (anyone who can reach the port; a hosted bot's relay passes only `Play`) could
 hold every slot, and the tables' `Play` streams and the admin calls would be refused with RESOURCE_EXHAUSTED.
 Two kinds of stream are budgeted, each server-wide and per connection, far below the server's cap; past a budget a
 new stream is refused at once with RESOURCE_EXHAUSTED, and every other slot stays for the calls the referee exists
