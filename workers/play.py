@@ -29,7 +29,6 @@ import asyncio
 import logging
 import os
 import random
-import shlex
 import socket
 import threading
 import time
@@ -45,6 +44,7 @@ from sqlmodel import Session, col, select
 from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import Rules
 from workers import cpu_log
+from workers.commands import add_command_line
 from workers.db import repo
 from workers.db.errors import DbError
 from workers.db.models import Match, MatchStatus
@@ -331,8 +331,9 @@ def changed_since_added(bot_name: str, number: int, version: _Registered) -> str
     if now == version.content_hash:
         return ""
     where = f"its folder {version.folder}" if version.folder else "its command"
-    folder = f" --dir {shlex.quote(version.folder)}" if version.folder else ""
-    readd = f"mus bot add {bot_name}{folder} -- {shlex.join(version.command)}"
+    readd = add_command_line(
+        bot_name, version.command, version.folder, persistent=version.persistent, language=version.language
+    )
     return (
         f"bot {bot_name!r} version {number} changed since it was added ({where} no longer has its content hash):"
         f" restore it to play this version, or `{readd}` the new version and enter it in a new league"
@@ -348,6 +349,10 @@ class _Registered(Protocol):
     def folder(self) -> str | None: ...
     @property
     def content_hash(self) -> str: ...
+    @property
+    def persistent(self) -> bool: ...
+    @property
+    def language(self) -> str: ...
 
 
 def exposed_by(folder: Path) -> Path | None:

@@ -19,7 +19,7 @@ from referee.service.server import start_server
 from referee.service.servicer import Referee
 from tests.cli.helpers import error_of, row_counts, use_database_copy
 from workers.cli import bot_cmd, league_cmd
-from workers.cli.bot_cmd import guess_language
+from workers.commands import guess_language
 from workers.db.session import ensure_schema, make_engine
 
 runner = CliRunner()

@@ -267,6 +267,36 @@ def test_bot_add_inside_the_bots_folder_does_not_create_a_database_there(
     assert sorted(path.name for path in folder.iterdir()) == ["bot.py"], "no database left in the bot's folder"
 
 
+def test_the_commands_a_message_gives_to_add_a_bot_again_keep_every_choice_it_was_added_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer pasted the hints: from the bot's folder, and after editing a persistent stdio bot. Both dropped
+    `--stdio` and `--persistent`, and registered a bot that did not start or no longer persisted (stop 34)."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    folder = tmp_path / "bots" / "shbot"
+    folder.mkdir(parents=True)
+    (folder / "bot.sh").write_text("read line\n")
+    monkeypatch.chdir(folder)
+    inside = error_of(
+        runner.invoke(app, ["bot", "add", "shbot", "--stdio", "--persistent", "--language", "sh", "--", "sh", "bot.sh"])
+    )
+    again = f"mus bot add shbot --stdio --persistent --dir {folder} --language sh -- sh bot.sh"
+    assert f"`{again}`" in inside, inside
+    monkeypatch.chdir(tmp_path)
+    added = runner.invoke(app, again.split()[1:])
+    assert added.exit_code == 0 and "version 1 registered (sh)" in added.stdout, added.output
+    (folder / "bot.sh").write_text("read line\necho changed >&2\n")
+    changed = error_of(runner.invoke(app, ["league", "create", "spring", "--bots", "shbot,random"]))
+    readd = f"mus bot add shbot --stdio --persistent --dir {folder} --language sh -- sh bot.sh"
+    assert f"`{readd}`" in changed, changed
+    pasted = runner.invoke(app, readd.split()[1:])
+    assert "version 2 registered (sh)" in pasted.stdout and not pasted.stderr, pasted.output
+    (version,) = [
+        v for v in json.loads(runner.invoke(app, ["bot", "show", "shbot", "--json"]).stdout)["versions"] if v["current"]
+    ]
+    assert version["persistent"] and version["command"][:4] == ["python", "-m", "clients.stdio", "--"]
+
+
 def test_a_reading_command_where_there_is_no_database_says_so_and_creates_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,7 @@ from workers.cli.db import echo_json, iso, no_database, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
 from workers.cli.tables import cli_table
+from workers.commands import LANGUAGE_BY_SUFFIX, add_command_line, guess_language
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
@@ -28,69 +29,6 @@ from workers.play import exposed_by
 app = noun_app("Bots: register a program or a remote bot, list, show, remove.")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-
-LANGUAGE_BY_PROGRAM = {
-    "python": "python",
-    "pypy": "python",
-    "uv": "python",
-    "node": "javascript",
-    "nodejs": "javascript",
-    "bun": "javascript",
-    "deno": "javascript",
-    "java": "java",
-    "kotlin": "kotlin",
-    "go": "go",
-    "cargo": "rust",
-    "dotnet": "csharp",
-    "ruby": "ruby",
-    "php": "php",
-    "perl": "perl",
-    "lua": "lua",
-    "Rscript": "r",
-    "julia": "julia",
-    "sh": "shell",
-    "bash": "shell",
-}
-"""The language of a command whose program is an interpreter or toolchain (version suffixes stripped)."""
-
-LANGUAGE_BY_SUFFIX = {
-    ".py": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".ts": "typescript",
-    ".jar": "java",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".go": "go",
-    ".rs": "rust",
-    ".cs": "csharp",
-    ".rb": "ruby",
-    ".php": "php",
-    ".pl": "perl",
-    ".lua": "lua",
-    ".r": "r",
-    ".jl": "julia",
-    ".sh": "shell",
-}
-"""The language of a command by the suffix of a file it names, when its program says nothing."""
-
-
-def guess_language(command: list[str]) -> str:
-    """The bot's language from its command: the interpreter's name, else a named file's suffix, else unknown."""
-    if not command:
-        return "unknown"
-    program = Path(command[0]).name.lower().removesuffix(".exe")
-    base = program.rstrip("0123456789.")
-    for name in (program, base):
-        for known, language in LANGUAGE_BY_PROGRAM.items():
-            if name == known.lower():
-                return language
-    for word in command:
-        by_suffix = LANGUAGE_BY_SUFFIX.get(Path(word).suffix.lower())
-        if by_suffix is not None:
-            return by_suffix
-    return "unknown"
 
 
 def bot_folder(command: list[str], directory: Path | None) -> Path | None:
@@ -284,14 +222,19 @@ def add_command(
     folder = bot_folder(words, directory)
     if folder is not None and (private := exposed_by(folder)) is not None:
         if not private.exists() and Path.cwd().resolve().is_relative_to(folder.resolve()):
+            stored = stdio_command(words) if stdio else words
+            again = add_command_line(
+                name, stored, folder, persistent=persistent, language=language, options=["--check"] if check else []
+            )
             fail(
                 f"mus is run from inside the bot's folder {folder}: it would keep its database, broker and logs"
                 f" ({private}) there, and the bot's sandbox would show them (its folder is bound in). Run mus from"
-                f" your project folder instead: cd there and `mus bot add {name} --dir {folder} -- {shlex.join(words)}`"
+                f" your project folder instead: cd there and `{again}`"
             )
         fail(
-            f"the folder {folder} holds {private}, which the bot's sandbox would show it (its folder is bound in):"
-            f" put the bot in a folder of its own (e.g. bots/{name}/) and add it from there, or name one with --dir"
+            f"the folder {folder} holds {private}, which the bot's sandbox would show the bot (its folder is bound"
+            f" in): move the bot's files into a folder of their own (e.g. bots/{name}/) and, from this folder,"
+            f" `mus bot add {name} --dir bots/{name} -- ...` with its command"
         )
     if folder is not None and own_seat_uids() and (unreadable := unreadable_by_seats(folder)):
         fail(unreadable)

@@ -21,6 +21,7 @@ from workers.checks import VARIANT_NAMES, CheckConfig, CheckReport, CheckResult,
 from workers.cli.db import open_session
 from workers.cli.errors import fail, run_to_the_end
 from workers.cli.rules_cmd import OptionList, parse_options
+from workers.commands import add_command_line
 from workers.db import repo
 from workers.launcher import (
     EXAMPLE_BOTS,
@@ -148,15 +149,16 @@ def registered_program(name: str) -> BotProgram:
         if version is None:
             fail(f"bot {name!r} has no version to check")
         command, folder, content_hash, number = version.command, version.folder, version.content_hash, version.number
-        persistent = version.persistent
+        persistent, language = version.persistent, version.language
     try:
         now = repo.content_hash(command, folder)
     except Exception:  # an unreadable folder: the launch says what is wrong with it
         now = content_hash
     if now != content_hash:
+        again = add_command_line(name, command, folder, persistent=persistent, language=language)
         typer.echo(
             f"note: {name}'s folder changed since version {number} was added: this checks what is there now"
-            f" (`mus bot add {name}` registers it)",
+            f" (`{again}` registers it)",
             err=True,
         )
     return BotProgram(name, tuple(command), Path(folder) if folder else None, persistent=persistent)
