@@ -241,6 +241,12 @@ def test_persistent_is_chosen_at_add_shown_by_list_and_show_and_set_anew_by_addi
     assert again["version"] == 1 and again["new_version"] is False and again["persistent"] is False, (
         "the same program added without --persistent: the same version, now launched per seat"
     )
+    said = ok("add", "alpha", "--persistent", "--", "python", str(program)).stdout
+    assert "Bot alpha: unchanged, version 1 is its current version, and now runs persistent." in said, (
+        "a newcomer saw only 'unchanged' while `bot list` said the choice had flipped"
+    )
+    same = ok("add", "alpha", "--persistent", "--", "python", str(program)).stdout
+    assert "Bot alpha: unchanged, version 1 is its current version.\n" in same
 
 
 def test_remove_retires_a_bot_but_not_while_an_unfinished_league_needs_it(database: str, tmp_path: Path) -> None:

@@ -273,6 +273,9 @@ def add_command(
         return
     if new:
         typer.echo(f"Bot {name}: version {version.number} registered ({info.bot.language}).")
+    elif known[version.content_hash] != version.persistent:
+        now = "persistent" if version.persistent else "a process per seat"
+        typer.echo(f"Bot {name}: unchanged, version {version.number} is its current version, and now runs {now}.")
     else:
         typer.echo(f"Bot {name}: unchanged, version {version.number} is its current version.")
     _echo_version(version)
@@ -319,15 +322,16 @@ def _program_held(session: Session, name: str, folder: Path) -> tuple[str, Path]
     return None
 
 
-def _known_hashes(session: Session, name: str) -> tuple[set[str], _Before | None]:
-    """The content hashes of the bot's versions, and its language and current command before this `bot add`."""
+def _known_hashes(session: Session, name: str) -> tuple[dict[str, bool], _Before | None]:
+    """The content hashes of the bot's versions (each with whether it was persistent), and its language and current
+    command before this `bot add`."""
     try:
         info = repo.get_bot(session, name)
     except repo.NotFound:
-        return set(), None
+        return {}, None
     current = info.current
     before = _Before(info.bot.language, tuple(current.command)) if current is not None else None
-    return {version.content_hash for version in info.versions}, before
+    return {version.content_hash: version.persistent for version in info.versions}, before
 
 
 @dataclass(frozen=True)
