@@ -311,6 +311,15 @@ def test_a_reading_command_where_there_is_no_database_says_so_and_creates_none(
         assert "yet" not in result.stdout, "no invitation to add a bot or create a league here"
     run = runner.invoke(app, ["league", "run", "spring"])
     assert run.exit_code == 1 and f"there is no database at {tmp_path / 'mus.db'}" in run.stderr
+    for command in (  # nothing to change where there is nothing registered (newcomer walkthrough, stop 34)
+        ["league", "create", "spring", "--bots", "alpha,beta"],
+        ["league", "pause", "spring"],
+        ["league", "cancel", "spring"],
+        ["bot", "remove", "alpha"],
+        ["bot", "check", "alpha"],
+    ):
+        refused = runner.invoke(app, command)
+        assert refused.exit_code == 1 and "note: there is no database" in refused.stderr, (command, refused.output)
     assert list(tmp_path.iterdir()) == [], "nothing made"
     assert runner.invoke(app, ["bot", "add", "faraway", "--remote"]).exit_code == 0
     assert "no database" not in runner.invoke(app, ["bot", "list"]).stderr

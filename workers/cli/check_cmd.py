@@ -141,7 +141,7 @@ def check_program(
 
 def registered_program(name: str) -> BotProgram:
     """A registered bot's current version as a league runs it: its command, in its folder."""
-    with open_session() as session:
+    with open_session(reads=True) as session:
         info = repo.get_bot(session, name)
         version = info.current
         if info.bot.remote:

@@ -124,7 +124,7 @@ def create_command(
         fail(f"--matches-per-pairing must be at most {MAX_MATCHES_PER_PAIRING}, got {matches_per_pairing}")
     names = [bot.strip() for bot in bots.split(",") if bot.strip()]
     options = parse_options(option)
-    with open_session() as session:
+    with open_session(reads=True) as session:  # no database: no bot to enter, so none is made
         for bot_name in names:  # a hosted entrant whose folder changed would void every match of the league
             info = _bot_or_none(session, bot_name)
             version = info.current if info is not None and not info.bot.remote else None
@@ -324,7 +324,7 @@ def _causes_text(counts: dict[str, int]) -> str:
 def _change_status(change: Callable[[Session, str], League], name: str, json_output: bool) -> dict[str, int] | None:
     """Pause or cancel a league (`change`) and return its progress to print; with `json_output`, print the league
     and its progress as JSON instead and return None."""
-    with open_session() as session:
+    with open_session(reads=True) as session:  # no database: no league to change
         league = change(session, name)
         progress = repo.league_progress(session, league)
         data = {**leagues.league_json(league), **progress}
