@@ -54,9 +54,10 @@ def open_session(*, reads: bool = False) -> Iterator[Session]:
     """A session on the database of `MUS_DATABASE_URL`, migrated to head; the block is one transaction.
 
     A command that only `reads` (or finds nothing to change where there is no database: `mus bot remove` and
-    `check NAME`, `mus league create`, `pause` and `cancel`) creates no SQLite file: where there is none it reads an empty database in memory (`mus bot list` run in a
-    bot's folder would otherwise leave a `mus.db` there, and the bot's content would change), and says so on
-    stderr, since a command run from the wrong folder would otherwise only find no bot or no league.
+    `check NAME`, `mus league create`, `pause` and `cancel`) creates no SQLite file: where there is none it reads
+    an empty database in memory (`mus bot list` run in a bot's folder would otherwise leave a `mus.db` there, and
+    the bot's content would change), and says so on stderr, since a command run from the wrong folder would
+    otherwise only find no bot or no league.
 
     The transaction commits when the block ends and rolls back if it raises, a `typer.Exit` from `fail` included.
     Domain errors and a database that cannot be opened become a one-line error and exit code 1. A SQLite file
