@@ -130,11 +130,15 @@ _DECISION_FROM_PB = _reverse(_DECISION_TO_PB)
 _SENA_REJECTION_FROM_PB = _reverse(_SENA_REJECTION_TO_PB)
 
 
-def _read(table: Mapping[int, _E], value: int, what: str) -> _E:
+def _read(table: Mapping[int, _E], value: int, what: str, *, unset: str = "") -> _E:
+    """`table[value]`, else a `WireError`: an unset value (0) is named apart from an unknown one, with `unset`'s
+    explanation when given (an unset value is no sign of an older program)."""
     try:
         return table[value]
     except KeyError:
-        raise WireError(f"{what} {value} is unset or unknown (is this program older than the referee?)") from None
+        if value == 0:
+            raise WireError(f"{what} is unset{unset}") from None
+        raise WireError(f"{what} {value} is unknown (is this program older than the referee?)") from None
 
 
 # ------------------------------------------------------------------ small values
@@ -240,6 +244,10 @@ def action_to_proto(action: Action) -> pb.Action:
     )
 
 
+NO_ACTION = ": the Act carries no action (an SDK sends none when its bot could not choose one: the seat's log says why)"
+"""Why an Act's action kind is unset: what the referee's rejection says to the bot and in the fault's detail."""
+
+
 def action_from_proto(message: pb.Action) -> Action:
     """The engine action a bot sent, every field as sent, or `WireError` naming what cannot be read.
 
@@ -248,7 +256,7 @@ def action_from_proto(message: pb.Action) -> Action:
     vocabulary does not make the action unreadable: it is left out here and rejected on its own
     (`unknown_senas`, rules §12.3 item 4). A discard's cards are put in the engine's order.
     """
-    kind = _read(_KIND_FROM_PB, message.kind, "action kind")
+    kind = _read(_KIND_FROM_PB, message.kind, "action kind", unset=NO_ACTION)
     senas = tuple(_SENA_FROM_PB[value] for value in message.senas if value in _SENA_FROM_PB)
     cards = cards_from_proto(message.cards)
     if kind is ActionKind.DISCARD:

@@ -20,3 +20,8 @@ class RefereeError(SdkError):
         super().__init__(f"{what} ended the stream with {code}: {details or 'no details'}")
         self.code = code
         self.details = details
+
+
+class NoAction(SdkError):
+    """Raised by a bot's `decide` that could not choose an action and has logged why (the stdio bridge, on an
+    answer line it cannot read): the SDK answers the referee with no action, a fault, and logs no traceback."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from clients.frames import FrameStream, StreamEnded
 from clients.sdk.bot import Bot
-from clients.sdk.errors import RefereeError, SdkError
+from clients.sdk.errors import NoAction, RefereeError, SdkError
 from clients.sdk.view import bot_view
 from mus.v1 import lobby_pb2, play_pb2, types_pb2
 from referee.engine.actions import Action
@@ -289,6 +289,8 @@ class _Seat:
             if not isinstance(action, Action):
                 raise TypeError(f"decide returned {type(action).__name__}, not an Action")
             return action_to_proto(action)
+        except NoAction:
+            return types_pb2.Action()  # the bot has logged why
         except Exception:
             logger.warning("seat %s: decide failed; answering with no action (a fault)", self.seat, exc_info=True)
             return types_pb2.Action()

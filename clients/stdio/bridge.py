@@ -15,6 +15,7 @@ each seat, since the line protocol is one match per program.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import subprocess
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from clients.sdk.bot import Bot
-from clients.sdk.errors import SdkError
+from clients.sdk.errors import NoAction, SdkError
 from clients.sdk.runner import ENV_FRAMES, ENV_REFEREE, ENV_SEATS, ENV_TOKEN, SeatOffer, run_bot
 from clients.sdk.view import BotView
 from clients.stdio.lines import (
@@ -103,7 +104,14 @@ class StdioBot(Bot):
             # Sent as no action at all: the referee rejects it as illegal (a fault) and, under the retry policy,
             # asks again, when the program is told why in a `rejected` line.
             self.unreadable = str(error)
-            raise
+            logger.error(
+                "request %d: cannot read your answer %s: %s. Only answers go to stdout, one JSON line each; log to"
+                " stderr",
+                self.number,
+                json.dumps(answer[:200]),
+                error,
+            )
+            raise NoAction(f"unreadable answer: {error}") from None
 
     def on_event(self, event: Event) -> None:
         self.write(event_json(event))

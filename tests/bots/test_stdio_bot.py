@@ -206,6 +206,9 @@ done
         told = [json.loads(line.removeprefix("told: ")) for line in log.splitlines() if line.startswith("told: ")]
         assert len(told) == 2, log
         assert "could not read your answer: not JSON" in told[0]["reason"] and told[0]["answer"] == "this is not JSON"
+        assert "the Act carries no action" in told[0]["reason"] and "older than the referee" not in told[0]["reason"]
+        assert 'request 1: cannot read your answer "this is not JSON": not JSON' in log, "the seat's log quotes it"
+        assert "Traceback" not in log, "one line, not the SDK's traceback"
         assert told[1]["answer"] == '{"kind":"envido","amount":99}' and told[1]["number"] == 1, told[1]
         assert "could not read" not in told[1]["reason"] and told[1]["reason"], told[1]
         again = [json.loads(line.removeprefix("asked again: ")) for line in log.splitlines() if "asked again: " in line]

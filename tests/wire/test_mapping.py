@@ -21,6 +21,7 @@ from referee.engine.rules import Rules
 from referee.engine.selfplay import random_action
 from referee.engine.senas import Sena
 from referee.wire import (
+    NO_ACTION,
     WireError,
     action_from_proto,
     action_to_proto,
@@ -110,6 +111,17 @@ def test_mus_calls_are_plain_and_their_senas_are_offered_apart() -> None:
 def test_an_unknown_legal_kind_is_a_wire_error() -> None:
     with pytest.raises(WireError, match="action kind"):
         legal_from_proto([pb.LegalAction(kind=pb.ACTION_KIND_UNSPECIFIED)], HAND, RULES)
+
+
+def test_an_act_without_an_action_says_so_and_an_unknown_kind_asks_whether_the_program_is_old() -> None:
+    """An SDK answers no action when its bot fails to choose one: the stdio bridge on a line of junk on stdout. The
+    rejection said "action kind 0 is unset or unknown (is this program older than the referee?)", which sent a
+    newcomer looking for a version mismatch (stop 34)."""
+    with pytest.raises(WireError) as unset:
+        action_from_proto(pb.Action())
+    assert str(unset.value) == "action kind is unset" + NO_ACTION and "seat's log" in NO_ACTION
+    with pytest.raises(WireError, match=r"action kind 999 is unknown \(is this program older than the referee\?\)"):
+        action_from_proto(pb.Action(kind=999))  # type: ignore[arg-type]  # a kind from a newer protocol
 
 
 # ------------------------------------------------------------------ actions, cards, rules
