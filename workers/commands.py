@@ -97,3 +97,21 @@ def add_command_line(
     if language and language != guess_language(words):
         flags += ["--language", language]
     return shlex.join(["mus", "bot", "add", name, *flags, *options, "--", *words])
+
+
+MUS_OPTIONS = frozenset({"--stdio", "--persistent", "--dir", "--language", "--check", "--json", "--remote"})
+"""The options of `mus bot add` and `check` a newcomer may put after `--` by mistake."""
+
+
+def misplaced_options(command: Sequence[str]) -> str:
+    """A note when words of the bot's command are options of mus's own (`-- node bot.js --stdio`): after `--`
+    they go to the program, which then failed its check with nothing said of why (newcomer walkthrough, stop 34);
+    else ''."""
+    misplaced = [word for word in command[1:] if word.split("=", 1)[0] in MUS_OPTIONS]
+    if not misplaced:
+        return ""
+    one = len(misplaced) == 1
+    return (
+        f"note: {', '.join(misplaced)} {'is' if one else 'are'} after `--`, so the bot's program gets"
+        f" {'it' if one else 'them'}, not mus: put mus's options before `--`"
+    )

@@ -19,7 +19,7 @@ from referee.service.server import start_server
 from referee.service.servicer import Referee
 from tests.cli.helpers import error_of, row_counts, use_database_copy
 from workers.cli import bot_cmd, league_cmd
-from workers.commands import guess_language
+from workers.commands import guess_language, misplaced_options
 from workers.db.session import ensure_schema, make_engine
 
 runner = CliRunner()
@@ -222,6 +222,16 @@ def test_show_prints_each_version_whole_on_a_narrow_terminal(
     assert f"\n  hash:    {versions[0]['content_hash']}\n" in text
     assert "\n  runs:    persistent (seat after seat from one process)\n" in text
     assert "…" not in text
+
+
+def test_options_of_mus_given_after_the_double_dash_are_pointed_out(database: str, tmp_path: Path) -> None:
+    """`mus bot check -- node bot.js --stdio` failed with "exited with code 0" and no word of why (stop 34)."""
+    program = bot_program(tmp_path, "alpha")
+    added = ok("add", "alpha", "--", "python", str(program), "--persistent")
+    assert "note: --persistent is after `--`, so the bot's program gets it, not mus" in added.stderr
+    assert json.loads(ok("show", "alpha", "--json").stdout)["persistent"] is False
+    assert misplaced_options(["node", "bot.js", "--stdio", "--dir=x"]).startswith("note: --stdio, --dir=x are after")
+    assert misplaced_options(["python", "-m", "clients.stdio", "--", "node", "bot.js"]) == ""
 
 
 def test_persistent_is_chosen_at_add_shown_by_list_and_show_and_set_anew_by_adding_again(

@@ -19,7 +19,7 @@ from workers.cli.db import echo_json, iso, no_database, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
 from workers.cli.tables import cli_table
-from workers.commands import LANGUAGE_BY_SUFFIX, add_command_line, guess_language
+from workers.commands import LANGUAGE_BY_SUFFIX, add_command_line, guess_language, misplaced_options
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
@@ -250,7 +250,7 @@ def add_command(
                 " that bot's program (its folder is bound in); add it from a folder of its own"
             )
     words = relative_command(words, folder)
-    notes = _missing_files(words, folder)
+    notes = [note for note in (misplaced_options(words), *_missing_files(words, folder)) if note]
     language = language or guess_language(words)
     if stdio:
         words = stdio_command(words)

@@ -21,7 +21,7 @@ from workers.checks import VARIANT_NAMES, CheckConfig, CheckReport, CheckResult,
 from workers.cli.db import open_session
 from workers.cli.errors import fail, run_to_the_end
 from workers.cli.rules_cmd import OptionList, parse_options
-from workers.commands import add_command_line
+from workers.commands import add_command_line, misplaced_options
 from workers.db import repo
 from workers.launcher import (
     EXAMPLE_BOTS,
@@ -262,6 +262,8 @@ def check_command(
         fail("give a registered bot's NAME or a command after `--`, not both")
     if name is None and not command:
         fail("give a registered bot's NAME, or its command after `--`: mus bot check -- python mybot.py")
+    if note := misplaced_options(command):
+        typer.echo(note, err=True)
     config = check_config(
         matches=matches,
         seed=seed,
