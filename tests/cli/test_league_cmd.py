@@ -211,6 +211,14 @@ def test_status_counts_matches_per_status_and_shows_the_latest_infrastructure_er
     assert finished["result"]["winner_bot"] in BOTS
     table = ok("status", "cup", "--matches").stdout
     assert "Matches of cup" in table and "alpha v1" in table
+    engine = make_engine(database)
+    with engine.begin() as connection:  # a forfeit's games read like a tie (newcomer walkthrough, stop 34)
+        connection.exec_driver_sql(
+            "UPDATE match_result SET termination = 'forfeit' WHERE match_id = ?", (finished["match_id"],)
+        )
+    engine.dispose()
+    forfeit = next(line for line in ok("status", "cup", "--matches").stdout.splitlines() if "(forfeit)" in line)
+    assert f"{finished['result']['winner_bot']} (forfeit)" in forfeit
 
 
 def test_standings_rank_the_bots_with_elo_intervals_wins_points_pairs_faults_and_incidents(database: str) -> None:

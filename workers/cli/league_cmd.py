@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from sqlmodel import Session
 
+from referee.engine.outcome import MatchTermination
 from workers import leagues
 from workers.cli.db import domain_errors, echo_json, no_database, one_line, open_session, when
 from workers.cli.errors import fail
@@ -306,11 +307,19 @@ def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
             team0,
             team1,
             row["status"],
-            result["winner_bot"] if result else "",
+            _winner(result),
             f"{result['games'][0]}-{result['games'][1]}" if result else "",
             "" if row["seed"] is None else str(row["seed"]),  # published once its deal is played out (docs/leagues.md)
         )
     Console().print(table)
+
+
+def _winner(result: dict[str, Any] | None) -> str:
+    """The winner of a finished match, and how when it was not played out (a forfeit's games read like a tie)."""
+    if result is None:
+        return ""
+    how = result["termination"]
+    return result["winner_bot"] if how == MatchTermination.NORMAL.value else f"{result['winner_bot']} ({how})"
 
 
 def _shorten(text: str, limit: int) -> str:
