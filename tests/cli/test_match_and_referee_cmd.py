@@ -242,4 +242,4 @@ def test_the_result_line_names_each_games_winner() -> None:
         "incidents": [],
     }
     first = describe_result(result).splitlines()[0]
-    assert first == "Result: mybot wins (normal); games: mybot 0-0 (ordago), random 14-54 (target_at_tanteo)"
+    assert first == "Result: mybot wins (normal); games: mybot by órdago (at 0-0), random 14-54 (target_at_tanteo)"

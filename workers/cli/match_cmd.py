@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from referee.engine.errors import MusError
+from referee.engine.outcome import GameTermination
 from referee.engine.rules import Rules
 from referee.engine.seats import team_of
 from referee.engine.transcript import render_transcript
@@ -162,11 +163,18 @@ def _game_winner(result: dict[str, Any], game: dict[str, Any]) -> str:
     return "unfinished" if team is None else f"{result['teams'][str(team)]}"
 
 
+def _game_text(result: dict[str, Any], game: dict[str, Any]) -> str:
+    """A game's winner and score. An órdago ends a game at the score it stood at, often the loser's lead or 0-0:
+    that game reads "by órdago (at 16-20)", not as a score the winner made (newcomer walkthroughs, stops 33, 34)."""
+    score = f"{game['score'][0]}-{game['score'][1]}"
+    if game["termination"] == GameTermination.ORDAGO.value:
+        return f"{_game_winner(result, game)} by órdago (at {score})"
+    return f"{_game_winner(result, game)} {score} ({game['termination']})"
+
+
 def describe_result(result: dict[str, Any]) -> str:
     """The result line, a summary of faults and incidents per team and cause, then each of them in order."""
-    games = ", ".join(  # the winner named: an órdago ends a game at the score it stood at, 0-0 included
-        f"{_game_winner(result, g)} {g['score'][0]}-{g['score'][1]} ({g['termination']})" for g in result["games"]
-    )
+    games = ", ".join(_game_text(result, game) for game in result["games"])
     lines = [f"Result: {result['winner']} wins ({result['termination']}); games: {games}"]
     for kind in ("faults", "incidents"):
         teams = []
