@@ -30,7 +30,8 @@ from mus.v1 import admin_pb2, admin_pb2_grpc
 from referee import wire
 from referee.causes import CAUSE_FROM_PROTO, IncidentCause
 from referee.engine.events import Fault
-from referee.engine.match import Match
+from referee.engine.match import Match, StepKind
+from referee.engine.outcome import FaultCause
 from referee.engine.replay import dumps_record, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service.frames import FrameServer
@@ -875,13 +876,34 @@ def _joined_as(final: admin_pb2.GetTableStatusResponse) -> tuple[str, ...]:
 
 def fault_records(match: Match) -> list[dict[str, Any]]:
     """The rules' faults (rules §13: illegal_action, timeout, limit), in the order charged, from the engine's
-    `Fault` events (as the referee's `wire.match_faults` lists them), as {seat, cause, detail}. Never an incident:
-    those are `incident_records`."""
+    `Fault` events (as the referee's `wire.match_faults` lists them), as {seat, cause, detail}: the detail is the
+    referee's reason for an illegal action or a limit (`fault_details`). Never an incident: those are
+    `incident_records`."""
+    details = fault_details(match)
     return [
-        {"seat": fault.seat, "cause": fault.cause.value, "detail": ""}
+        {"seat": fault.seat, "cause": fault.cause.value, "detail": details.get(fault, "")}
         for event in match.events
         if isinstance(fault := event.payload, Fault)
     ]
+
+
+_REASONED_FAULTS = {FaultCause.ILLEGAL_ACTION: StepKind.ILLEGAL, FaultCause.LIMIT: StepKind.LIMIT}
+"""The faults whose step in the match's log carries the referee's reason: one step charges one such fault."""
+
+
+def fault_details(match: Match) -> dict[Fault, str]:
+    """Each illegal-action or limit fault of the match with the reason its step carries (`Step.reason`: "envido 1 is
+    below min_bet 2; legal: ..."), paired in order, cause by cause; a timeout needs none. A Fault's value is unique
+    in its match (its team's count grows with each)."""
+    reasons = {
+        cause: iter([step.reason for step in match.log if step.kind is kind])
+        for cause, kind in _REASONED_FAULTS.items()
+    }
+    return {
+        fault: next(reasons[fault.cause], "")
+        for event in match.events
+        if isinstance(fault := event.payload, Fault) and fault.cause in reasons
+    }
 
 
 def incident_records(incidents: Iterable[Incident]) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import zlib
 from pathlib import Path
@@ -12,15 +13,17 @@ import sqlalchemy as sa
 from sqlmodel import Session
 from typer.testing import CliRunner, Result
 
+from referee.engine.match import Match
 from referee.engine.replay import EVENTS_VERSION, match_record, replay_record
 from referee.engine.rules import Rules
-from referee.engine.selfplay import play_random_match
+from referee.engine.selfplay import play_random_match, random_action
 from tests.cli.helpers import error_of, use_database_copy
 from tests.support.events import fields
 from workers.cli import replay_cmd
 from workers.cli.replay_cmd import hand_events
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.matches import fault_records
 from workers.tournament import schedule_round_robin
 
 runner = CliRunner()
@@ -318,3 +321,30 @@ def test_verify_compares_the_event_log_only_with_one_the_same_engine_writes(data
     assert text.startswith(f"match {finished[0]} (#0): OK (its event log was written by an older engine")
     entry = json.loads(ok("verify", str(finished[0]), "--json").stdout)["matches"][0]
     assert entry["ok"] is True and "events_version 1" in entry["note"]
+
+
+def test_show_gives_the_referees_reason_for_each_illegal_action_and_the_stored_fault_keeps_it(database: str) -> None:
+    """`replay show` said "fault: seat 0 illegal_action (1 for its team)" and nothing of why, which only the HTML
+    page showed (newcomer walkthrough, stop 34)."""
+    _, queued = match_ids(database)
+    rules = Rules.from_options({"target_score": 30})
+    engine = make_engine(database)
+    with Session(engine) as session:
+        claimed = repo.claim_match(session, queued, "test:1", 60.0)
+        assert claimed is not None
+        match = Match(rules, claimed.seed)
+        rng = random.Random(queued)
+        seat = match.awaited()[0]
+        match.record_illegal_action(seat, "envido 1 is below min_bet 2")
+        while not match.is_over:
+            turn = match.awaited()[0]
+            match.apply(turn, random_action(rng, match.legal_actions(turn)))
+        assert match.outcome is not None
+        faults = fault_records(match)
+        assert faults[0] == {"seat": seat, "cause": "illegal_action", "detail": "envido 1 is below min_bet 2"}
+        assert repo.record_result(
+            session, queued, "test:1", match.outcome, match_record(match), faults, [[], [], [], []]
+        )
+    engine.dispose()
+    shown = ok("show", str(queued)).stdout
+    assert f"fault: seat {seat} illegal_action (1 for its team): envido 1 is below min_bet 2\n" in shown

@@ -187,7 +187,8 @@ def describe_result(result: dict[str, Any]) -> str:
             )
         lines.append(f"{kind.capitalize()}: " + "; ".join(teams))
     for fault in result["faults"]:
-        lines.append(f"  fault: seat {fault['seat']} ({fault['bot']}) {fault['cause']}")
+        detail = f": {fault['detail']}" if fault.get("detail") else ""
+        lines.append(f"  fault: seat {fault['seat']} ({fault['bot']}) {fault['cause']}{detail}")
     for incident in result["incidents"]:
         detail = f": {incident['detail']}" if incident["detail"] else ""
         lines.append(f"  incident: seat {incident['seat']} ({incident['bot']}) {incident['cause']}{detail}")

@@ -32,6 +32,7 @@ from workers.db import repo
 from workers.db.models import League, MatchResult
 from workers.db.models import Match as MatchRow
 from workers.db.repo import MatchDetails, MatchSetup
+from workers.matches import fault_details
 from workers.replays.html import render_html
 from workers.tournament.deals import commitment, parse_secret
 
@@ -197,11 +198,23 @@ def show_command(
     typer.echo(f"  rules: {rules}")
     view = "omniscient view" if seat is None else f"seat {seat}'s view ({names[team_of(seat)]})"
     typer.echo(f"  {view}" + (f", hand {hand}" if hand is not None else ""))
-    typer.echo(render_transcript(events), nl=False)
+    typer.echo(_with_fault_details(render_transcript(events), events, fault_details(replayed)), nl=False)
     for incident in stored.incidents:
         detail = f": {incident['detail']}" if incident.get("detail") else ""
         bot = names[team_of(int(incident["seat"]))]
         typer.echo(f"incident: seat {incident['seat']} ({bot}) {incident['cause']}{detail}")
+
+
+def _with_fault_details(transcript: str, events: Sequence[Event], details: Mapping[Fault, str]) -> str:
+    """The transcript with the referee's reason after each fault it has one for (an illegal action's: "envido 1 is
+    below min_bet 2; legal: ..."), which the Fault event does not carry. A transcript line of one is `fault: ...`,
+    in the order of the events."""
+    reasons = iter([details.get(fault, "") for event in events if isinstance(fault := event.payload, Fault)])
+    lines = transcript.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith("fault: ") and (reason := next(reasons, "")):
+            lines[index] = f"{line.rstrip()}: {reason}\n"
+    return "".join(lines)
 
 
 @app.command("export")
