@@ -150,6 +150,8 @@ class Lobby:
         self._sessions: dict[str, list[LobbySession]] = {}
         self._pending: dict[str, deque[_Offer]] = {}
         self._offers: dict[str, _Offer] = {}
+        self._by_seat: dict[tuple[Table, int], _Offer] = {}
+        """The open offer of each lobby seat whose table has not finished."""
 
     def register(self, bot_name: str, token_hash: str) -> None:
         """Register a bot's token hash; a new hash for a known name revokes the old token first."""
@@ -232,8 +234,16 @@ class Lobby:
         """Offer a remote seat of a new table to its bot."""
         offer = _Offer(secrets.token_hex(8), table, seat)
         self._offers[offer.assignment_id] = offer
+        self._by_seat[table, seat] = offer
         self._pending.setdefault(table.seats[seat].name, deque()).append(offer)
         self._dispatch(table.seats[seat].name)
+
+    def unconfirmed(self, table: Table, seat: int) -> bool:
+        """Whether the seat is offered through the lobby and its offer is not confirmed: its token, sent with the
+        offer, joins only once it is (lobby.proto). Joined early, a token of an offer later withdrawn kept its
+        seat, past `max_concurrent_matches` and a revoked token (a review, stop 34)."""
+        offer = self._by_seat.get((table, seat))
+        return offer is not None and not offer.confirmed
 
     def accept(self, session: LobbySession, assignment_id: str) -> lobby_pb2.ConnectResponse | None:
         offer = self._offers.get(assignment_id)
@@ -266,6 +276,7 @@ class Lobby:
             if offer.table is not table:
                 continue
             del self._offers[assignment_id]
+            self._by_seat.pop((table, offer.seat), None)
             if offer.timer is not None:
                 offer.timer.cancel()
             session = offer.session

@@ -272,6 +272,11 @@ class PlayServicer:
         if found is None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown or expired seat token")
         table, seat = found
+        if self.referee.lobby.unconfirmed(table, seat):
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"seat {seat}'s assignment is not confirmed: accept it on the lobby stream, then join (lobby.proto)",
+            )
         outbox: Outbox = asyncio.Queue()
         try:
             table.attach(

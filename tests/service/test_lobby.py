@@ -249,6 +249,28 @@ def test_a_declined_offers_seat_token_never_joins_and_the_seat_comes_back_to_the
     with_referee(scenario)
 
 
+def test_an_offers_seat_token_joins_only_once_the_offer_is_confirmed() -> None:
+    """A review joined with the seat token of an offer it had not accepted, then declined the offer: the stream
+    kept the seat, past `max_concurrent_matches` and a revoked token (stop 34). lobby.proto: the token is valid
+    for Play only once confirmed."""
+
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await register(running, "secret")
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "secret")
+            await lobby.read()
+            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
+            offer = (await lobby.read()).assignment
+            early = await refused_join(running.address, offer.seat_token, "unconfirmed")
+            assert early.code == "FAILED_PRECONDITION" and "not confirmed" in early.details, early
+            table = await accept_and_play(running, lobby, created, offer)
+            assert table.incidents == [], "once confirmed, the same token joins"
+            lobby.send(None)
+
+    with_referee(scenario)
+
+
 def test_a_garbage_first_lobby_message_gets_a_status_not_a_traceback() -> None:
     async def scenario(running: Running) -> tuple[grpc.StatusCode, str]:
         async with grpc.aio.insecure_channel(running.address) as channel:
