@@ -13,7 +13,10 @@ for:
   arrives (the servicer then checks the token at once). On one connection, only those waiting for longer than
   `FIRST_MESSAGE_GRACE_S` count against its budget, so that an honest harness that opens hundreds of seats' streams
   at once on one connection, each sending its Join straight away, is never cut (its streams may wait a moment while
-  the referee is busy); the server-wide budget counts every waiting stream.
+  the referee is busy); past the grace, a stream beyond its connection's share is closed. The server-wide budget
+  counts every waiting stream, and when it is full the oldest waiting stream is closed to make room for the new one
+  rather than the new one refused: an honest stream sends its first message at once, so a client that keeps the
+  budget full of streams that never authenticate only ever closes its own.
 
 The spectators' `Watch` has its own per-host cap in `WatchServicer`.
 """
@@ -90,16 +93,32 @@ class _Budget:
             self.by_peer.pop(peer, None)
 
 
+class _Evicted(BaseException):
+    """A waiting stream closed to make room (`_FirstMessage.evict`). A BaseException: it passes through the
+    servicers' handling of an unreadable first message to `StreamQuota`, which ends the call with its status."""
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class _FirstMessage:
     """The request stream of a `FIRST_MESSAGE_METHODS` call: counted in the budget until its first message arrives
-    (or it ends), then passed through without a layer of its own."""
+    (or it ends, or it is evicted), then passed through without a layer of its own."""
 
-    def __init__(self, requests: AsyncIterator[Any], budget: _Budget, peer: str, grace_s: float) -> None:
+    def __init__(
+        self, requests: AsyncIterator[Any], budget: _Budget, peer: str, grace_s: float, queue: dict[_FirstMessage, None]
+    ) -> None:
         self.requests = requests
         self.budget = budget
         self.peer = peer
         self.counted = True
         self.stale = False
+        self.queue = queue
+        """Every counted waiting stream, oldest first: the one evicted when the server's budget is full."""
+        queue[self] = None
+        self.evicted = asyncio.get_running_loop().create_future()
         budget.count += 1
         self.timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(grace_s, self._grace_over)
 
@@ -108,11 +127,20 @@ class _FirstMessage:
         if self.counted:
             self.stale = True
             self.budget.add_peer(self.peer)
+            if self.budget.by_peer[self.peer] > self.budget.per_peer:
+                self.evict()  # its connection holds more than its share of streams that never authenticate
+
+    def evict(self) -> None:
+        """Close this stream to make room: it stops counting now, and its call ends RESOURCE_EXHAUSTED."""
+        self.release()
+        if not self.evicted.done():
+            self.evicted.set_result(None)
 
     def release(self) -> None:
         if not self.counted:
             return
         self.counted = False
+        self.queue.pop(self, None)
         self.budget.count -= 1
         if self.timer is not None:
             self.timer.cancel()
@@ -124,13 +152,21 @@ class _FirstMessage:
         return self
 
     def __anext__(self) -> Awaitable[Any]:
-        if self.counted:
+        if self.counted or self.evicted.done():
             return self._first()
         return self.requests.__anext__()
 
     async def _first(self) -> Any:
         try:
-            return await self.requests.__anext__()
+            if self.evicted.done():
+                raise _Evicted
+            message = asyncio.ensure_future(self.requests.__anext__())
+            await asyncio.wait((message, self.evicted), return_when=asyncio.FIRST_COMPLETED)
+            if not message.done():
+                message.cancel()
+                message.add_done_callback(_retrieved)  # the call ends: whatever its read raises is of no interest
+                raise _Evicted
+            return message.result()
         finally:
             self.release()
 
@@ -151,6 +187,8 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         """Open `CAPPED_METHODS` streams."""
         self.waiting = _Budget(waiting_total, waiting_per_peer)
         """`FIRST_MESSAGE_METHODS` streams waiting for their first message."""
+        self.waiting_streams: dict[_FirstMessage, None] = {}
+        """Those streams, oldest first."""
         self.grace_s = grace_s
 
     async def intercept_service(
@@ -195,11 +233,25 @@ class StreamQuota(grpc.aio.ServerInterceptor):
 
         async def call(requests: AsyncIterator[Any], context: Context) -> None:
             peer = context.peer() or ""
-            await self._refuse_if_full(self.waiting, peer, context, "streams waiting to authenticate")
-            first = _FirstMessage(requests, self.waiting, peer, self.grace_s)
+            if self.waiting.by_peer.get(peer, 0) >= self.waiting.per_peer:
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"too many streams waiting to authenticate: at most {self.waiting.per_peer} on this connection",
+                )
+            if self.waiting.count >= self.waiting.total:
+                # Full: the oldest waiting stream makes room, not this one. Refused, every honest Join was shut out
+                # by a client that held the budget full of streams that never authenticate (a review, stop 34);
+                # an honest stream sends its first message at once, so it is never the oldest for long.
+                next(iter(self.waiting_streams)).evict()
+            first = _FirstMessage(requests, self.waiting, peer, self.grace_s, self.waiting_streams)
             try:
                 async for response in behavior(first, context):
                     await context.write(response)
+            except _Evicted:
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"closed to make room: no first message while {self.waiting.total} streams waited for theirs",
+                )
             finally:
                 first.release()
 

@@ -227,3 +227,61 @@ def test_hundreds_of_honest_seats_on_one_connection_all_join_though_they_wait_to
             await server.stop(grace=None)
 
     assert asyncio.run(scenario()) == {"joined": 400}
+
+
+def test_a_client_that_fills_the_servers_budget_with_silent_streams_only_closes_its_own_oldest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review opened a thousand Play streams on one connection, within the grace, never sending Join, and kept
+    reopening them: every honest Join on the referee was refused RESOURCE_EXHAUSTED and its seats lost by forfeit
+    (stop 34). When the budget is full the oldest waiting stream makes room; and once past the grace, a connection's
+    streams beyond its share are closed, not only its new ones refused."""
+    quotas: list[quota.StreamQuota] = []
+
+    def made() -> quota.StreamQuota:
+        quotas.append(quota.StreamQuota(waiting_total=50, waiting_per_peer=20, grace_s=60.0))
+        return quotas[-1]
+
+    monkeypatch.setattr(server_module, "StreamQuota", made)
+
+    async def scenario() -> tuple[str, str, str, int]:
+        referee = Referee(TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        try:
+            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+            waiting = quotas[0].waiting
+            own_connection = [("grpc.use_local_subchannel_pool", 1)]
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=own_connection) as silent:
+                streams = [PlayStream(silent, f"silent {number}") for number in range(50)]
+                await until(lambda: waiting.count == 50, what="the budget full of silent streams")
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=own_connection) as channel:
+                    seat = PlayStream(channel, "seat 0")
+                    await seat.join(table.seats[0].token)
+                    joined = ""
+                    async for message in seat.messages():
+                        joined = str(message.WhichOneof("message"))
+                        break
+                    seat.call.cancel()
+                await until(lambda: any(stream.call.done() for stream in streams), what="a silent stream closed")
+                closed = next(stream for stream in streams if stream.call.done())  # the first the referee saw
+                oldest = (await closed.call.code()).name
+                details = str(await closed.call.details())
+                still = sum(not stream.call.done() for stream in streams)
+                for stream in streams:
+                    stream.call.cancel()
+            quotas[0].grace_s = 0.2  # a connection past the grace keeps only its share
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=own_connection) as silent:
+                late = [PlayStream(silent, f"late {number}") for number in range(30)]
+                await until(lambda: sum(stream.call.done() for stream in late) == 10, what="10 closed past its share")
+                kept = sum(not stream.call.done() for stream in late)
+                for stream in late:
+                    stream.call.cancel()
+            table.cancel("done")
+            return joined, oldest, details, still * 100 + kept
+        finally:
+            await server.stop(grace=None)
+
+    joined, oldest, details, counts = asyncio.run(scenario())
+    assert joined == "joined", "the honest seat joins its table"
+    assert oldest == "RESOURCE_EXHAUSTED" and "closed to make room" in details, (oldest, details)
+    assert divmod(counts, 100) == (49, 20), "one silent stream made room; the late connection keeps its 20"
