@@ -41,6 +41,11 @@ workers lost 2 of 4 matches so)."""
 OFFER_RESPONSE_S = 10.0
 """How long a session has to accept or decline an offer."""
 
+MAX_SESSIONS_PER_BOT = 8
+"""Lobby sessions one bot may hold open at once; one more closes its oldest (`Lobby.connect`). A bot needs one (a
+session takes up to 64 matches at once); uncapped, a review held all 4,096 of the referee's call slots with one
+token, and no seat could join any table (stop 34)."""
+
 
 STATE_FORMAT = "mus-referee-state/1"
 """The `format` of a state file: `{"format": STATE_FORMAT, "remote_bots": {name: token_sha256, ...}}`."""
@@ -114,6 +119,8 @@ class LobbySession:
     """Assignment ids offered to or confirmed by this session whose tables have not finished -> table id."""
     revoked: bool = False
     """The bot's token was revoked (RevokeRemoteBot, or a new registration): the stream ends UNAUTHENTICATED."""
+    replaced: bool = False
+    """The bot opened more than MAX_SESSIONS_PER_BOT sessions: this, its oldest, ends RESOURCE_EXHAUSTED."""
 
     def tables(self) -> set[str]:
         """The tables this session plays or is offered: `max_concurrent_matches` counts these, not seats (a
@@ -216,7 +223,15 @@ class Lobby:
         return len(self._sessions.get(bot_name, []))
 
     def connect(self, session: LobbySession) -> None:
-        self._sessions.setdefault(session.bot_name, []).append(session)
+        """A new session of its bot; past MAX_SESSIONS_PER_BOT, the bot's oldest session ends to make room (rather
+        than the new one refused: a bot that reconnects while its old sessions are not yet seen gone gets in)."""
+        sessions = self._sessions.setdefault(session.bot_name, [])
+        while len(sessions) >= MAX_SESSIONS_PER_BOT:
+            oldest = sessions[0]
+            oldest.replaced = True
+            self.disconnect(oldest)
+            oldest.outbox.put_nowait(None)
+        sessions.append(session)
         self._dispatch(session.bot_name)
 
     def disconnect(self, session: LobbySession) -> None:

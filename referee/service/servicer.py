@@ -31,7 +31,7 @@ from referee import wire
 from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
-from referee.service.lobby import Lobby, LobbySession, StateError, is_token_sha256
+from referee.service.lobby import MAX_SESSIONS_PER_BOT, Lobby, LobbySession, StateError, is_token_sha256
 from referee.service.table import PROTOCOL_VERSION, Clock, Outbox, RateLimiter, Table, TableError, TableStatus
 
 log = logging.getLogger(__name__)
@@ -785,6 +785,11 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             self.referee.lobby.disconnect(session)
         if session.revoked:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"the token of bot {name!r} was revoked")
+        if session.replaced:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"bot {name!r} opened more than {MAX_SESSIONS_PER_BOT} lobby sessions: this, its oldest, is closed",
+            )
 
     async def _read(self, session: LobbySession, requests: AsyncIterator[lobby_pb2.ConnectRequest]) -> None:
         limiter = RateLimiter(rate=20.0, burst=100.0)

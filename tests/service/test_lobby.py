@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from mus.v1 import admin_pb2, admin_pb2_grpc, lobby_pb2, lobby_pb2_grpc
-from referee.service.lobby import token_sha256
+from referee.service.lobby import MAX_SESSIONS_PER_BOT, token_sha256
 from tests.service.conftest import Running, with_referee
 from tests.support.stream import PlayStream, StreamResult
 from tests.support.wire import play_seat
@@ -311,3 +311,28 @@ def test_a_bot_may_hold_several_lobby_sessions_and_a_tables_two_seats_go_to_one_
             second.send(None)
 
     with_referee(scenario)
+
+
+def test_a_bot_holds_at_most_so_many_lobby_sessions_and_one_more_closes_its_oldest() -> None:
+    """A review held 4,096 lobby sessions with one token, all the referee's call slots: no seat could join any
+    table (stop 34). A bot's ninth session closes its first, RESOURCE_EXHAUSTED; the others stay."""
+
+    async def scenario(running: Running) -> tuple[list[str], int]:
+        await register(running, "secret")
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            sessions = []
+            for _ in range(MAX_SESSIONS_PER_BOT):  # one after the other: the first is the oldest
+                sessions.append(LobbyClient(channel, "secret"))
+                assert (await sessions[-1].read()).welcome.bot_name == "far"
+            extra = LobbyClient(channel, "secret")
+            assert (await extra.read()).welcome.bot_name == "far"
+            with pytest.raises(grpc.aio.AioRpcError) as closed:
+                await sessions[0].read()
+            open_ones = running.referee.lobby.connected("far")
+            for session in [*sessions[1:], extra]:
+                session.send(None)
+            return [closed.value.code().name, closed.value.details() or ""], open_ones
+
+    (code, details), open_ones = with_referee(scenario)
+    assert code == "RESOURCE_EXHAUSTED" and "this, its oldest, is closed" in details, details
+    assert open_ones == MAX_SESSIONS_PER_BOT
