@@ -341,7 +341,8 @@ def run_bot(
     `address` and `token` default to the environment variables MUS_REFEREE and MUS_TOKEN, and then `frames` to
     MUS_FRAMES: a seat the worker offers frames is played over them (less CPU on both sides). A dropped stream
     (UNAVAILABLE, INTERNAL) is joined again with `Join.next_seq`, with a growing pause, for up to `grace_s`
-    seconds without a successful join; any other error status is raised as a `RefereeError`. `channel`: an
+    seconds without a successful join, and so is a join refused RESOURCE_EXHAUSTED (or ALREADY_EXISTS on a
+    rejoin); any other error status is raised as a `RefereeError`. `channel`: an
     open channel to `address` to play on (left open), instead of one opened for this seat. `frames`: the seat's
     frames address (a seat line's, docs/pool.md): the seat is played there, over frames, instead of over gRPC.
     """
@@ -368,9 +369,13 @@ def _play_seat(seat: _Seat, play: Callable[[], MatchOutcome], target: str, grace
         except StreamEnded as error:
             code, details = error.code, error.details
             # A rejoin may race the referee noticing that the old stream ended (play.proto ALREADY_EXISTS), or
-            # come too soon after many others (RESOURCE_EXHAUSTED, refusing that join): both are waited out.
-            refused_rejoin = seat.joins > 0 and seat.joins == joins and code in _REJOIN_LATER
-            if code not in _TRANSIENT and not refused_rejoin:
+            # come too soon after many others (RESOURCE_EXHAUSTED, refusing that join): both are waited out. So is
+            # a first join refused RESOURCE_EXHAUSTED: a referee full of streams that never authenticate closes
+            # the oldest to make room, and the next try gets in.
+            refused = seat.joins == joins and (
+                (seat.joins > 0 and code in _REJOIN_LATER) or code == "RESOURCE_EXHAUSTED"
+            )
+            if code not in _TRANSIENT and not refused:
                 raise RefereeError(code, details, what=f"the referee at {target}") from None
             now = time.monotonic()
             if seat.joins > joins or not lost_since:  # the grace period runs from the last good join

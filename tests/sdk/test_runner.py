@@ -66,16 +66,21 @@ def mus_request(decision_id: int) -> play_pb2.PlayResponse:
 class ScriptedReferee(play_pb2_grpc.PlayServiceServicer):
     """One seat's match in two streams: a decision, a rejection and a retry, a dropped stream, a rejoin."""
 
-    def __init__(self, refused_rejoins: tuple[tuple[grpc.StatusCode, str], ...] = ()) -> None:
+    def __init__(self, refused_rejoins: tuple[tuple[grpc.StatusCode, str], ...] = (), refused_joins: int = 0) -> None:
         self.joins: list[play_pb2.Join] = []
         self.acts: list[play_pb2.Act] = []
         self.refused_rejoins = list(refused_rejoins)
         """The statuses the rejoins after the drop get, one each, before one is taken."""
+        self.refused_joins = refused_joins
+        """How many first joins are refused RESOURCE_EXHAUSTED (a referee full of streams waiting for theirs)."""
 
     def Play(
         self, request_iterator: Iterator[play_pb2.PlayRequest], context: grpc.ServicerContext
     ) -> Iterator[play_pb2.PlayResponse]:
         join = next(request_iterator).join
+        if self.refused_joins:
+            self.refused_joins -= 1
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many streams waiting to authenticate")
         self.joins.append(join)
         if join.seat_token != "seat-token":
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown seat token")
@@ -193,6 +198,17 @@ def test_a_rejoin_refused_as_too_soon_or_racing_the_old_stream_is_tried_again(se
     outcome = run_bot(FirstPasoThenMus(), address, "seat-token", grace_s=5)
     assert outcome.winner == 1
     assert [join.next_seq for join in referee.joins] == [0, 3, 3, 3]
+
+
+def test_a_first_join_refused_as_resource_exhausted_is_tried_again(server: tuple[grpc.Server, str]) -> None:
+    """A referee full of streams waiting for their Join refuses a new one RESOURCE_EXHAUSTED: the seat waits and
+    joins again instead of exiting, which a review turned into two crashes and a forfeit (stop 34)."""
+    grpc_server, address = server
+    referee = ScriptedReferee(refused_joins=2)
+    play_pb2_grpc.add_PlayServiceServicer_to_server(referee, grpc_server)
+    grpc_server.start()
+    assert run_bot(FirstPasoThenMus(), address, "seat-token", grace_s=5).winner == 1
+    assert referee.refused_joins == 0 and [join.next_seq for join in referee.joins] == [0, 3]
 
 
 def test_a_crashing_decide_answers_with_no_action_so_the_referee_counts_a_fault(
