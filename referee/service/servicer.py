@@ -48,8 +48,8 @@ holds an admin call slot for long."""
 
 MESSAGE_RATE = 200.0
 MESSAGE_BURST = 400.0
-"""What one Play stream may send: bursts of `MESSAGE_BURST` messages, then `MESSAGE_RATE` a second (docs/protocol.md
-"Limits"); past that the stream ends with RESOURCE_EXHAUSTED."""
+"""What one Play stream may send besides its answers to its open decisions: bursts of `MESSAGE_BURST` messages, then
+`MESSAGE_RATE` a second (docs/protocol.md "Limits"); past that the stream ends with RESOURCE_EXHAUSTED."""
 
 MAX_UNREAD = 1_000
 """Messages a seat's stream may hold unread when the seat pings: only its pings add to its stream at its own
@@ -337,14 +337,17 @@ class PlayServicer:
 
         try:
             async for request in requests:
-                if not limiter.allow():
+                kind = request.WhichOneof("message")
+                # An Act answering the seat's open decision is not counted: the match bounds those, and an instant
+                # bot whose match runs long answers more than MESSAGE_RATE a second (a review, stop 34).
+                answers = kind == "act" and table.asks(seat, request.act.decision_id)
+                if not answers and not limiter.allow():
                     limit = f"too many messages: the limit is {MESSAGE_RATE:g} per second"
                     close(grpc.StatusCode.RESOURCE_EXHAUSTED, limit)
                     return
                 if request.ByteSize() > MAX_MESSAGE_BYTES:
                     close(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(request.ByteSize()))
                     return
-                kind = request.WhichOneof("message")
                 if kind == "act":
                     problem = table.act_problem(request.act.action)
                     if problem is not None:

@@ -751,6 +751,11 @@ class Table:
         del self.decisions[seat]  # the engine charges the timeout (rules §13); it is no incident as well
         match.apply_timeout(seat)
 
+    def asks(self, seat: int, decision_id: int) -> bool:
+        """Whether `decision_id` is the seat's open decision: an Act that answers it is one the match asked for."""
+        decision = self.decisions.get(seat)
+        return decision is not None and decision.decision_id == decision_id
+
     def act(self, seat: int, decision_id: int, message: pb.Action) -> play_pb2.ActionRejected | None:
         """A seat's answer. Returns None when applied, else the rejection to send back (rules §13)."""
         match = self.match

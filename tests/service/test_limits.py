@@ -26,7 +26,9 @@ from referee.service import servicer as servicer_module
 from referee.service import table as table_module
 from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, table_replay_message
 from referee.service.table import Outbox, Table, TableStatus
+from tests.service.conftest import Running, with_referee
 from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of
+from tests.support.wire import WireLog, play_seat
 
 ROOMY = Rules.from_options({"decision_timeout_s": 30.0, "time_bank_s": 30.0, "vacas_to_win_match": 3})
 FLOODER = 1
@@ -250,3 +252,22 @@ def test_a_stream_closed_for_a_protocol_error_whose_bot_does_not_read_is_cut_aft
     assert charged, "the protocol error is charged at once; the stream waits the grace for the bot to read"
     assert detached, "then the blocked write is cancelled and the seat detached"
     assert incidents == [(1, IncidentCause.PROTOCOL_ERROR)]
+
+
+def test_a_bot_answering_its_decisions_faster_than_the_message_rate_is_never_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review's instant bots, all four calling mus every time, had a seat's stream cut "too many messages": it
+    had only answered its decisions, faster than 200 a second (stop 34). Those answers are not counted: with a
+    rate of 1 a second and bursts of 2, four instant seats still play their match to the end over real gRPC."""
+    monkeypatch.setattr(servicer_module, "MESSAGE_RATE", 1.0)
+    monkeypatch.setattr(servicer_module, "MESSAGE_BURST", 2.0)
+
+    async def scenario(running: Running) -> list[WireLog]:
+        table = running.referee.create_table(Rules(), 7, ["a", "b", "c", "d"])
+        tokens = [state.token for state in table.seats]
+        return await asyncio.gather(*(play_seat(running.address, token, seat) for seat, token in enumerate(tokens)))
+
+    logs = with_referee(scenario)
+    assert all(log.outcome is not None for log in logs), "every seat saw the outcome"
+    assert sum(len(log.of("decision_request")) for log in logs) > 4 * 2, "far more answers than the burst"
