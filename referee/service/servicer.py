@@ -377,6 +377,12 @@ class PlayServicer:
 MAX_WATCHES_PER_HOST = 64
 """Live Watch streams one host may hold at once: the only long call that needs no credentials."""
 
+WATCH_OPEN_RATE = 2.0
+WATCH_OPEN_BURST = 64.0
+"""Watch streams one host may open: bursts of `WATCH_OPEN_BURST`, then `WATCH_OPEN_RATE` a second. Each sends the
+table's log so far; a review re-opening 64 Watches of a long finished match in a loop held the referee's event loop
+up to 325 ms at a time, and every table's decisions waited (stop 34)."""
+
 
 def peer_host(context: Context) -> str:
     """The caller's host, without its port (`ipv4:1.2.3.4:5678` -> `ipv4:1.2.3.4`); a unix socket as it is."""
@@ -391,6 +397,8 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         self.referee = referee
         self.watching: dict[str, int] = {}
         """Live Watch streams open per host (MAX_WATCHES_PER_HOST)."""
+        self.opening: dict[str, RateLimiter] = {}
+        """The Watch streams each host opens (WATCH_OPEN_RATE); a host's entry goes once its bucket is full again."""
 
     async def Watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
         host = peer_host(context)
@@ -398,6 +406,12 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"too many Watch streams from this host: at most {MAX_WATCHES_PER_HOST}",
+            )
+        if not self._opens(host):
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Watch opened too often from this host: {WATCH_OPEN_BURST:g} at once, then {WATCH_OPEN_RATE:g} a"
+                " second",
             )
         self.watching[host] = self.watching.get(host, 0) + 1
         try:
@@ -407,6 +421,15 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             self.watching[host] -= 1
             if not self.watching[host]:
                 del self.watching[host]
+
+    def _opens(self, host: str) -> bool:
+        """Whether `host` may open one more Watch now (WATCH_OPEN_RATE)."""
+        if len(self.opening) > 4 * MAX_WATCHES_PER_HOST:  # forget the hosts whose buckets have filled up again
+            for known, bucket in list(self.opening.items()):
+                if known not in self.watching and bucket.allow() and bucket.tokens >= bucket.capacity - 1:
+                    del self.opening[known]
+        bucket = self.opening.setdefault(host, RateLimiter(WATCH_OPEN_RATE, WATCH_OPEN_BURST))
+        return bucket.allow()
 
     async def _watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
         if request.omniscient and not self.referee.check_admin(context):
@@ -419,24 +442,23 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                     f"table {table.table_id} is {table.status.value}: the omniscient log opens only once the match"
                     " has finished, never for a cancelled table",
                 )
-            for event in table.omniscient_messages():
+            for event in table.omniscient_messages():  # converted one by one as they are sent, not all at once
                 yield watch_pb2.WatchResponse(event=event)
             if table.outcome is not None:
                 yield watch_pb2.WatchResponse(outcome=table.outcome)
             return
-        queue: asyncio.Queue[pb.Event | pb.Outcome | None] = asyncio.Queue()
         if table.status is TableStatus.FINISHED and table.outcome is not None:
             for event in table.public_messages():  # over: the senas that leaked may be shown
-                queue.put_nowait(event)
-            queue.put_nowait(table.outcome)
+                yield watch_pb2.WatchResponse(event=event)
+            yield watch_pb2.WatchResponse(outcome=table.outcome)
+            return
+        queue: asyncio.Queue[pb.Event | pb.Outcome | None] = asyncio.Queue()
+        for event in table.live_messages():  # live: no sena at all (rules §12.3 item 5)
+            queue.put_nowait(event)
+        if table.status is TableStatus.CANCELLED:
             queue.put_nowait(None)
         else:
-            for event in table.live_messages():  # live: no sena at all (rules §12.3 item 5)
-                queue.put_nowait(event)
-            if table.status is TableStatus.CANCELLED:
-                queue.put_nowait(None)
-            else:
-                table.watchers.add(queue)
+            table.watchers.add(queue)
         try:
             while (item := await queue.get()) is not None:
                 if isinstance(item, pb.Outcome):

@@ -17,7 +17,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -912,17 +912,19 @@ class Table:
             return []
         return [self._message(event, seat) for event in self.views.events(seat, start)]
 
-    def omniscient_messages(self) -> list[pb.Event]:
-        """Every event of the match, numbered match-wide: the omniscient log (for the admin, once it is over)."""
+    def omniscient_messages(self) -> Iterator[pb.Event]:
+        """Every event of the match, numbered match-wide: the omniscient log (for the admin, once it is over).
+        Converted as it is read: a Watch sends one before it converts the next, and never holds the event loop
+        for the whole log of a long match."""
         events = self.match.events if self.match is not None else []
-        return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(events)]
+        return (wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(events))
 
-    def public_messages(self) -> list[pb.Event]:
+    def public_messages(self) -> Iterator[pb.Event]:
         """What all four seats see, the señas that leaked included, numbered as a spectator sees them: the
-        spectators' log once the match is over."""
+        spectators' log once the match is over. Converted as it is read, as `omniscient_messages`."""
         if self.match is None:
-            return []
-        return [self._message(event, None) for event in self.match.events_for(None)]
+            return iter(())
+        return (self._message(event, None) for event in self.match.events_for(None))
 
     def live_messages(self) -> list[pb.Event]:
         """The public events less every seña (`_live`), numbered in this list: what a live Watch shows."""

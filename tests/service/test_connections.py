@@ -63,3 +63,29 @@ def test_one_host_may_hold_only_so_many_live_watch_streams(monkeypatch: pytest.M
     endings, refused = with_referee(scenario, timeout=20)
     assert refused.startswith("RESOURCE_EXHAUSTED") and "too many Watch streams" in refused, refused
     assert endings == ["ABORTED", "ABORTED"]
+
+
+def test_one_host_may_open_only_so_many_watch_streams_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Watch sends the table's log so far: a review that re-opened 64 Watches of a long match in a loop held
+    the referee's event loop up to 325 ms at a time (stop 34). Past a burst, a host's opens are refused."""
+    monkeypatch.setattr(servicer_module, "WATCH_OPEN_BURST", 3.0)
+    monkeypatch.setattr(servicer_module, "WATCH_OPEN_RATE", 0.01)
+
+    async def scenario(running: Running) -> list[str]:
+        table = running.referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+        table.cancel("a cancelled table: each Watch ends at once")
+        ends = []
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            stub = watch_pb2_grpc.WatchServiceStub(channel)
+            for _ in range(4):
+                try:
+                    async for _ in stub.Watch(watch_pb2.WatchRequest(table_id=table.table_id)):
+                        pass
+                    ends.append("OK")
+                except grpc.aio.AioRpcError as error:
+                    ends.append(f"{error.code().name}: {error.details()}")
+        return ends
+
+    ends = with_referee(scenario, timeout=20)
+    assert [end.split(":")[0] for end in ends] == ["ABORTED"] * 3 + ["RESOURCE_EXHAUSTED"], ends
+    assert "Watch opened too often from this host" in ends[-1]

@@ -45,6 +45,6 @@ def test_match_started_carries_the_four_bot_names_by_seat() -> None:
             started = log.of("event")[0].event
             assert started.WhichOneof("payload") == "match_started"
             assert list(started.match_started.bot_names) == NAMES
-        assert list(table.public_messages()[0].match_started.bot_names) == NAMES, "spectators and replays too"
+        assert list(next(table.public_messages()).match_started.bot_names) == NAMES, "spectators and replays too"
 
     with_referee(scenario)
