@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -11,6 +12,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import grpc
 import pytest
@@ -19,6 +22,7 @@ from typer.testing import CliRunner
 
 from workers.cli import referee_cmd
 from workers.cli.main import app
+from workers.cli.match_cmd import team_names
 
 runner = CliRunner()
 
@@ -38,7 +42,8 @@ def test_match_play_runs_the_example_bots_as_processes_and_reports_the_result_as
 def test_match_play_prints_the_transcript_and_the_result_line() -> None:
     result = runner.invoke(app, ["match", "play", "random", "random", "--seed", "2"])
     assert result.exit_code == 0, result.output
-    assert "--- Hand 0:" in result.stdout and "Result: random wins" in result.stdout
+    assert "--- Hand 0:" in result.stdout and re.search(r"Result: random \(team [01]\) wins", result.stdout)
+    assert "Team 0 (seats 0, 2): random; team 1 (seats 1, 3): random\n" in result.stdout
 
 
 @pytest.mark.slow
@@ -243,3 +248,11 @@ def test_the_result_line_names_each_games_winner() -> None:
     }
     first = describe_result(result).splitlines()[0]
     assert first == "Result: mybot wins (normal); games: mybot by órdago (at 0-0), random 14-54 (target_at_tanteo)"
+
+
+def test_two_teams_whose_bots_join_under_one_name_are_told_apart_by_their_team() -> None:
+    """Every `bot.js` joins as "bot": `Result: bot wins (forfeit)` named neither team (newcomer, stop 34)."""
+    played: Any = SimpleNamespace(joined_as=["bot", "bot", "bot", "bot"])
+    assert team_names(played, ("a", "b")) == ("bot (team 0)", "bot (team 1)")
+    played.joined_as = ["alpha", "", "alpha", "beta"]
+    assert team_names(played, ("a", "b")) == ("alpha", "beta")

@@ -105,8 +105,8 @@ def play_command(
         typer.echo(json.dumps({**result, "exit_status": code}))
         raise typer.Exit(code)
     if not quiet:
-        teams = result["teams"]
-        typer.echo(f"Team 0 (seats 0, 2): {teams['0']}; team 1 (seats 1, 3): {teams['1']}")
+        first, second = (result["teams"][str(team)].removesuffix(f" (team {team})") for team in (0, 1))
+        typer.echo(f"Team 0 (seats 0, 2): {first}; team 1 (seats 1, 3): {second}")
         typer.echo(render_transcript(played.match.events), nl=False)
     typer.echo(describe_result(result))
     if logs is not None or result["faults"] or result["incidents"]:
@@ -117,9 +117,13 @@ def play_command(
 
 
 def team_names(played: PlayedMatch, programs: tuple[str, str]) -> tuple[str, str]:
-    """Each team's name: the `Join.bot_name` its seats gave (the first seat's that joined), else the program's."""
+    """Each team's name: the `Join.bot_name` its seats gave (the first seat's that joined), else the program's;
+    two alike are told apart by their team ("bot (team 0)"): every `bot.js` joins as "bot", and "bot wins" named
+    neither (newcomer walkthrough, stop 34)."""
     joined = played.joined_as
     first, second = (next((name for name in joined[team::2] if name), programs[team]) for team in (0, 1))
+    if first == second:
+        return f"{first} (team 0)", f"{second} (team 1)"
     return first, second
 
 
@@ -181,10 +185,9 @@ def describe_result(result: dict[str, Any]) -> str:
         for team in (0, 1):
             causes = Counter(entry["cause"] for entry in result[kind] if team_of(entry["seat"]) == team)
             counted = ", ".join(f"{cause} {count}" for cause, count in sorted(causes.items()))
-            teams.append(
-                f"{result['teams'][str(team)]} (team {team}) {sum(causes.values())}"
-                + (f": {counted}" if counted else "")
-            )
+            name = result["teams"][str(team)]
+            label = name if name.endswith(f"(team {team})") else f"{name} (team {team})"
+            teams.append(f"{label} {sum(causes.values())}" + (f": {counted}" if counted else ""))
         lines.append(f"{kind.capitalize()}: " + "; ".join(teams))
     for fault in result["faults"]:
         detail = f": {fault['detail']}" if fault.get("detail") else ""
