@@ -152,10 +152,10 @@ class SeatLog:
         """How many events `seat` has been shown: the seq its next one gets."""
         return len(self.positions[seat])
 
-    def events(self, seat: int, start: int = 0) -> list[Event]:
-        """The events `seat` has seen from seq `start` on, numbered as it saw them."""
+    def events(self, seat: int, start: int = 0, end: int | None = None) -> list[Event]:
+        """The events `seat` has seen from seq `start` on (to `end`, excluded), numbered as it saw them."""
         log = self.match.events
-        return [log[index].seen_by(seat, seq) for seq, index in enumerate(self.positions[seat][start:], start)]
+        return [log[index].seen_by(seat, seq) for seq, index in enumerate(self.positions[seat][start:end], start)]
 
     def view(self, seat: int) -> SeatView:
         """The view of `seat` now (call `update` first to include the latest events)."""

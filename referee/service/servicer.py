@@ -32,7 +32,16 @@ from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service.lobby import MAX_SESSIONS_PER_BOT, Lobby, LobbySession, StateError, is_token_sha256
-from referee.service.table import PROTOCOL_VERSION, Clock, Outbox, RateLimiter, Table, TableError, TableStatus
+from referee.service.table import (
+    PROTOCOL_VERSION,
+    Backlog,
+    Clock,
+    Outbox,
+    RateLimiter,
+    Table,
+    TableError,
+    TableStatus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -306,6 +315,10 @@ class PlayServicer:
                 message = await outbox.get()
                 if message is None:
                     break
+                if isinstance(message, Backlog):
+                    for response in table.backlog_messages(message):  # each chunk converted once the last is sent
+                        yield response
+                    continue
                 yield message
         finally:
             ended.set()

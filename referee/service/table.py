@@ -166,9 +166,27 @@ class _Decision:
     """When it times out: the seat's bank changes only when one of its decisions closes (`clocks.allowed_s`)."""
 
 
-Outbox = asyncio.Queue[play_pb2.PlayResponse | bytes | None]
+BACKLOG_CHUNK = 64
+"""Events of a rejoin's resend converted at a time (`Backlog`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """The events a (re)joining seat missed, its seqs `start` to `end` (excluded): converted `BACKLOG_CHUNK` at a
+    time as its stream sends them (`Table.backlog_messages`), not all at once when it joins. A match may reach
+    MAX_TABLE_EVENTS: a review's rejoins of an 8,000-event match held the referee's event loop, and every table's
+    decisions, 300 ms and more each time (stop 34)."""
+
+    seat: int
+    start: int
+    end: int
+    batch: bool
+
+
+Outbox = asyncio.Queue[play_pb2.PlayResponse | bytes | Backlog | None]
 """A seat's stream's outgoing messages: a PlayResponse, or one already serialized (the events and decision
-requests, put together as wire bytes); None ends the stream. The Play method's serializer takes both
+requests, put together as wire bytes), or the events a rejoin missed (`Backlog`, which the stream expands with
+`Table.backlog_messages`); None ends the stream. The Play method's serializer takes the first two
 (`servicer.serialize_response`)."""
 
 
@@ -347,8 +365,8 @@ class Table:
                 )
             )
         )
-        for message in self.seat_messages(seat, next_seq):
-            self._send_event(state, message.SerializeToString())
+        if self.views is not None and next_seq < (seen := self.views.seen(seat)):
+            outbox.put_nowait(Backlog(seat, next_seq, seen, batch))  # before what the table sends from now on
         if (
             self.views is not None and not omit_hand_events
         ):  # its views carry the hand's events, whatever it asked before
@@ -905,6 +923,23 @@ class Table:
             self._on_finish(self)
 
     # ------------------------------------------------------------------ reports
+
+    def backlog_messages(self, backlog: Backlog) -> Iterator[bytes]:
+        """The responses that carry a `Backlog`'s events as its seat's stream takes them: one a message, or one
+        Update of up to BACKLOG_CHUNK of them for a batching seat; each chunk is converted when the stream asks
+        for it."""
+        views = self.views
+        assert views is not None
+        for first in range(backlog.start, backlog.end, BACKLOG_CHUNK):
+            events = views.events(backlog.seat, first, min(first + BACKLOG_CHUNK, backlog.end))
+            entries = [
+                wire.stream_entry(self._message(event, backlog.seat).SerializeToString(), batch=backlog.batch)
+                for event in events
+            ]
+            if backlog.batch:
+                yield wire.update_response(b"".join(entries))
+            else:
+                yield from entries
 
     def seat_messages(self, seat: int, start: int = 0) -> list[pb.Event]:
         """The events `seat` has been sent from seq `start` on, as the wire carried them (a rejoin's resend)."""

@@ -271,3 +271,46 @@ def test_a_bot_answering_its_decisions_faster_than_the_message_rate_is_never_cut
     logs = with_referee(scenario)
     assert all(log.outcome is not None for log in logs), "every seat saw the outcome"
     assert sum(len(log.of("decision_request")) for log in logs) > 4 * 2, "far more answers than the burst"
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["per-message", "batched"])
+def test_a_rejoin_converts_the_events_it_missed_as_its_stream_sends_them_not_when_it_joins(
+    batch: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review rejoined three seats of an 8,000-event match again and again with next_seq 0: each resend, built
+    whole in `attach`, held the referee's event loop 300 ms and more (stop 34). The join queues a `Backlog`; the
+    stream converts it a chunk at a time, and the events are exactly those the seat saw, in order."""
+
+    async def scenario() -> tuple[int, list[pb.Event], list[pb.Event]]:
+        table = await running_table()
+        await play_until_flooder_asked(table, 150)
+        seat = 2
+        old = table.seats[seat].outbox
+        assert old is not None
+        table.detach(seat, old)
+        converted = 0
+        message = Table._message
+
+        def counted(self: Table, event: object, recipient: int | None) -> pb.Event:
+            nonlocal converted
+            converted += 1
+            return message(self, event, recipient)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Table, "_message", counted)
+        outbox: Outbox = asyncio.Queue()
+        table.attach(seat, outbox, 0, batch=batch, omit_hand_events=True)  # no view of the hand to rebuild
+        at_join = converted
+        queued = []
+        while not outbox.empty():
+            queued.append(outbox.get_nowait())
+        backlogs = [item for item in queued if isinstance(item, table_module.Backlog)]
+        assert len(backlogs) == 1 and queued.index(backlogs[0]) == 1, "right after Joined, before anything else"
+        resent: list[pb.Event] = []
+        for data in table.backlog_messages(backlogs[0]):
+            response = play_pb2.PlayResponse.FromString(data)
+            resent += list(response.update.events) if batch else [response.event]
+        return at_join, resent, table.seat_messages(seat)
+
+    at_join, resent, seen = asyncio.run(scenario())
+    assert at_join == 0 and len(seen) > 2 * table_module.BACKLOG_CHUNK, (at_join, len(seen))
+    assert resent == seen, "every event the seat saw, numbered as it saw them, once, in order"

@@ -23,7 +23,7 @@ from referee.engine.match import DecisionKind, Match, StepKind
 from referee.engine.replay import apply_step, replay
 from referee.engine.rules import IllegalActionPolicy
 from referee.engine.senas import Sena
-from referee.service.table import Outbox, Table
+from referee.service.table import Backlog, Outbox, Table
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
@@ -38,6 +38,7 @@ async def until(predicate: Callable[[], bool], timeout: float = 10.0, what: str 
 def next_response(outbox: Outbox) -> play_pb2.PlayResponse | None:
     """A seat's next message as the seat reads it: the table sends most of them as wire bytes."""
     message = outbox.get_nowait()
+    assert not isinstance(message, Backlog), "a rejoin's missed events: the stream expands them (backlog_messages)"
     return play_pb2.PlayResponse.FromString(message) if isinstance(message, bytes) else message
 
 
