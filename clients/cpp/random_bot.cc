@@ -505,12 +505,14 @@ void PlaySeat(const std::string& referee, const std::string& token, std::optiona
 
     // UNAVAILABLE: the connection dropped (or the referee is not up yet); INTERNAL: a broken HTTP/2 stream, as
     // some transports report a drop; both are worth joining again. A rejoin may also race the referee noticing
-    // that the old stream ended: ALREADY_EXISTS. Anything else is a refusal (UNAUTHENTICATED token,
-    // FAILED_PRECONDITION table finished or seat dropped, ABORTED table cancelled, ...).
+    // that the old stream ended: ALREADY_EXISTS. A join refused RESOURCE_EXHAUSTED (a referee full of streams
+    // waiting to join closes the oldest to make room) is tried again too. Anything else is a refusal
+    // (UNAUTHENTICATED token, FAILED_PRECONDITION table finished or seat dropped, ABORTED table cancelled, ...).
     const grpc::StatusCode code = status.error_code();
     const bool transient = code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::INTERNAL;
     const bool rejoining = player.joins() > 0;
-    if (!transient && !(rejoining && code == grpc::StatusCode::ALREADY_EXISTS)) {
+    const bool refused = player.joins() == joins && code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+    if (!transient && !refused && !(rejoining && code == grpc::StatusCode::ALREADY_EXISTS)) {
       Fail("the referee at " + where + " ended the stream: " + Describe(status));
     }
     const auto now = std::chrono::steady_clock::now();

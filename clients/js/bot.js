@@ -229,10 +229,13 @@ async function playSeat(client, referee, token, label = '') {
     if (seat.error) throw seat.error instanceof Failure ? seat.error : new Failure(`internal error: ${seat.error.stack}`);
     if (seat.outcome) return seat.outcome; // the match is over for this seat
     if (status.code === grpc.status.OK) throw new Failure('the referee closed the stream before sending the outcome');
-    // A rejoin may race the referee noticing that the old stream ended: ALREADY_EXISTS. Anything else is a
-    // refusal (UNAUTHENTICATED token, FAILED_PRECONDITION table finished or seat dropped, ABORTED, ...).
+    // A rejoin may race the referee noticing that the old stream ended: ALREADY_EXISTS. A join refused
+    // RESOURCE_EXHAUSTED (a referee full of streams waiting to join closes the oldest to make room) is tried
+    // again too. Anything else is a refusal (UNAUTHENTICATED token, FAILED_PRECONDITION table finished or seat
+    // dropped, ABORTED, ...).
     const rejoining = seat.joins > 0;
-    if (!TRANSIENT.has(status.code) && !(rejoining && status.code === grpc.status.ALREADY_EXISTS)) {
+    const refused = seat.joins === joins && status.code === grpc.status.RESOURCE_EXHAUSTED;
+    if (!TRANSIENT.has(status.code) && !refused && !(rejoining && status.code === grpc.status.ALREADY_EXISTS)) {
       throw new Failure(`the referee at ${referee} ended the stream: ${describe(status)}`);
     }
     const now = Date.now();

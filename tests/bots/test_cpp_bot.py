@@ -28,7 +28,7 @@ from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
 from tests.support.frames_seat import refused_over_frames
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
-from tests.support.proxy import DropOnceProxy
+from tests.support.proxy import DropOnceProxy, refuse_first_joins
 from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
@@ -158,6 +158,41 @@ def test_a_dropped_connection_is_joined_again_from_the_next_event(cpp_bot: Path,
     log = logs[0].read_text()
     assert "stream ended (UNAVAILABLE" in log and "joined again from event" in log, log
     assert proxy.connections >= 2
+
+
+def test_a_join_refused_as_resource_exhausted_is_tried_again(
+    cpp_bot: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A referee full of streams waiting to join refuses a new one RESOURCE_EXHAUSTED and closes its oldest to make
+    room: the bot joins again instead of exiting (a review's flood turned that into a crash and a forfeit)."""
+    refusals = refuse_first_joins(monkeypatch)
+
+    async def run() -> tuple[list[int | None], Table, tuple[Path, ...]]:
+        referee = Referee()
+        server, port = await start_server(referee, "127.0.0.1:0")
+        program = _reporting(cpp_bot)
+        table = referee.create_table(Rules(), 23, [program.name] * 4)
+        refusals.update({table.seats[0].token: 2})
+        logs = tuple(tmp_path / f"seat{seat}-cpp-random.log" for seat in range(4))
+        processes: list[BotProcess] = []
+        try:
+            for seat in range(4):
+                address = f"127.0.0.1:{port}"
+                processes.append(await launch_bot(program, address, table.seats[seat].token, log_path=logs[seat]))
+            await asyncio.wait_for(table.finished.wait(), 60)
+            await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 10)
+        finally:
+            for process in processes:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+            await server.stop(grace=1.0)
+        return [process.returncode for process in processes], table, logs
+
+    codes, table, logs = asyncio.run(run())
+    assert codes == [0, 0, 0, 0] and table.status is TableStatus.FINISHED
+    assert not any(refusals.values()), "seat 0 was refused twice"
+    assert "stream ended (RESOURCE_EXHAUSTED" in logs[0].read_text()
 
 
 def _run_bot(bot: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

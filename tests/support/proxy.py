@@ -5,6 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from mus.v1 import play_pb2
+from referee.service.servicer import PlayServicer
 
 
 class DropOnceProxy:
@@ -41,3 +48,32 @@ class DropOnceProxy:
                 if cut and sent >= self.drop_after and not self.dropped:
                     self.dropped = True
                     return
+
+
+def refuse_first_joins(monkeypatch: Any) -> dict[str, int]:
+    """Make the referee refuse joins RESOURCE_EXHAUSTED, as a referee whose budget of streams waiting to join is
+    full does (`referee.service.quota`): the bots in other languages must join again rather than exit. Returns how
+    many joins to refuse by seat token, to fill once the table exists. Patch before the server starts (it binds
+    the method then)."""
+    left: dict[str, int] = {}
+    original = PlayServicer.Play
+
+    async def refusing(
+        self: PlayServicer, requests: AsyncIterator[play_pb2.PlayRequest], context: Any
+    ) -> AsyncIterator[Any]:
+        first = await anext(requests)
+        token = first.join.seat_token
+        if left.get(token, 0) > 0:
+            left[token] -= 1
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many streams waiting to authenticate")
+
+        async def replayed() -> AsyncIterator[play_pb2.PlayRequest]:
+            yield first
+            async for request in requests:
+                yield request
+
+        async for response in original(self, replayed(), context):
+            yield response
+
+    monkeypatch.setattr(PlayServicer, "Play", refusing)
+    return left
