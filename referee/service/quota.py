@@ -161,10 +161,13 @@ class _FirstMessage:
             if self.evicted.done():
                 raise _Evicted
             message = asyncio.ensure_future(self.requests.__anext__())
-            await asyncio.wait((message, self.evicted), return_when=asyncio.FIRST_COMPLETED)
-            if not message.done():
-                message.cancel()
-                message.add_done_callback(_retrieved)  # the call ends: whatever its read raises is of no interest
+            try:
+                done, _ = await asyncio.wait((message, self.evicted), return_when=asyncio.FIRST_COMPLETED)
+            finally:  # evicted, or the call ended (cancelled): whatever its read raises now is of no interest
+                if not message.done():
+                    message.cancel()
+                    message.add_done_callback(_retrieved)  # else asyncio logs each one: a review's flood, 60 KB/s
+            if message not in done:
                 raise _Evicted
             return message.result()
         finally:

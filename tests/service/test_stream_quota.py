@@ -4,6 +4,8 @@ the admin API (issue 9: 4,700 `Health/Watch` calls made the worker's `GetTableSt
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 from typing import Any
 
 import grpc
@@ -285,3 +287,31 @@ def test_a_client_that_fills_the_servers_budget_with_silent_streams_only_closes_
     assert joined == "joined", "the honest seat joins its table"
     assert oldest == "RESOURCE_EXHAUSTED" and "closed to make room" in details, (oldest, details)
     assert divmod(counts, 100) == (49, 20), "one silent stream made room; the late connection keeps its 20"
+
+
+def test_a_waiting_stream_whose_call_ends_leaves_no_unretrieved_read_behind() -> None:
+    """A review's churn of streams that never sent their first message filled the referee's log with "Task
+    exception was never retrieved", 60 KB a second: the read each left behind when its call ended (stop 34)."""
+
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        logged: list[str] = []
+        loop.set_exception_handler(lambda _, context: logged.append(str(context.get("message"))))
+
+        async def gone() -> Any:  # the client's stream: it ends a moment after the call did
+            await asyncio.sleep(0.05)
+            return
+            yield
+
+        first = quota._FirstMessage(gone(), quota._Budget(10, 10), "peer", 60.0, {})
+        reading = asyncio.ensure_future(anext(aiter(first)))
+        await asyncio.sleep(0.01)
+        reading.cancel()  # the call ends while it waits for its first message
+        with contextlib.suppress(asyncio.CancelledError):
+            await reading
+        await asyncio.sleep(0.1)
+        gc.collect()
+        await asyncio.sleep(0.01)
+        return logged
+
+    assert asyncio.run(scenario()) == []
