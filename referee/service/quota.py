@@ -3,9 +3,9 @@
 The server's `maximum_concurrent_rpcs` counts every call in progress together. Without budgets of their own, a
 client that needs no token (anyone who can reach the port; a hosted bot's relay passes only `Play`) could
 hold every slot, and the tables' `Play` streams and the admin calls would be refused with RESOURCE_EXHAUSTED.
-Two kinds of stream are budgeted, each server-wide and per connection, far below the server's cap; past a budget a
-new stream is refused at once with RESOURCE_EXHAUSTED, and every other slot stays for the calls the referee exists
-for:
+Three kinds of stream are budgeted, each server-wide and per connection, far below the server's cap together; past a
+budget a new stream is refused at once with RESOURCE_EXHAUSTED, and every other slot stays for the calls the referee
+exists for:
 
 - `CAPPED_METHODS` (grpc.health.v1 `Watch`, reflection) need no token and may stay open indefinitely: they count
   for as long as they are open.
@@ -18,7 +18,8 @@ for:
   rather than the new one refused: an honest stream sends its first message at once, so a client that keeps the
   budget full of streams that never authenticate only ever closes its own.
 
-The spectators' `Watch` has its own per-host cap in `WatchServicer`.
+- `WATCH_METHOD` (the spectators' `Watch`) needs no token and stays open while its match runs: it counts while open,
+  and `WatchServicer` caps it per host too (an IPv6 host is its /64).
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ CAPPED_METHODS = frozenset(
 
 MAX_CAPPED_STREAMS = 256
 """Such streams open at once on the whole server (a health checker needs one)."""
+
+WATCH_METHOD = "/mus.v1.WatchService/Watch"
+"""Spectators' streams: no token, and open as long as the match they follow."""
+
+MAX_WATCH_STREAMS = 512
+"""`WATCH_METHOD` streams open at once on the whole server. The servicer caps them per host
+(`servicer.MAX_WATCHES_PER_HOST`); a client of many addresses held every call slot of the referee from 70 hosts
+(a review, stop 34), and no seat could join."""
+
+MAX_WATCH_STREAMS_PER_PEER = 64
+"""The same, on one connection (the servicer's per-host cap is the same number)."""
 
 MAX_CAPPED_STREAMS_PER_PEER = 8
 """Such streams open at once on one connection (`context.peer()`: address and port)."""
@@ -185,6 +197,8 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         waiting_total: int = MAX_WAITING_FOR_FIRST_MESSAGE,
         waiting_per_peer: int = MAX_WAITING_FOR_FIRST_MESSAGE_PER_PEER,
         grace_s: float = FIRST_MESSAGE_GRACE_S,
+        watch_total: int = MAX_WATCH_STREAMS,
+        watch_per_peer: int = MAX_WATCH_STREAMS_PER_PEER,
     ) -> None:
         self.capped = _Budget(capped_total, capped_per_peer)
         """Open `CAPPED_METHODS` streams."""
@@ -193,6 +207,8 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         self.waiting_streams: dict[_FirstMessage, None] = {}
         """Those streams, oldest first."""
         self.grace_s = grace_s
+        self.watches = _Budget(watch_total, watch_per_peer)
+        """Open `WATCH_METHOD` streams."""
 
     async def intercept_service(
         self,
@@ -205,6 +221,13 @@ class StreamQuota(grpc.aio.ServerInterceptor):
             return handler
         if method in FIRST_MESSAGE_METHODS and handler.stream_stream is not None:
             behavior = self._until_first_message(handler.stream_stream)
+        elif method == WATCH_METHOD and handler.unary_stream is not None:
+            behavior = self._while_open(handler.unary_stream, self.watches, "Watch streams")
+            return grpc.unary_stream_rpc_method_handler(
+                behavior,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
         elif method in CAPPED_METHODS and handler.unary_stream is not None:
             behavior = self._while_open(handler.unary_stream)
             return grpc.unary_stream_rpc_method_handler(
@@ -260,19 +283,23 @@ class StreamQuota(grpc.aio.ServerInterceptor):
 
         return call
 
-    def _while_open(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
-        """The method's behavior, counted while it runs (a coroutine, like Health's, or an async generator)."""
+    def _while_open(
+        self, behavior: Callable[..., Any], budget: _Budget | None = None, what: str = "such streams"
+    ) -> Callable[..., Any]:
+        """The method's behavior, counted in `budget` (default: `capped`) while it runs (a coroutine, like Health's,
+        or an async generator)."""
+        counted = budget if budget is not None else self.capped
 
         async def enter(context: Context) -> str:
             peer = context.peer() or ""
-            await self._refuse_if_full(self.capped, peer, context, "such streams")
-            self.capped.count += 1
-            self.capped.add_peer(peer)
+            await self._refuse_if_full(counted, peer, context, what)
+            counted.count += 1
+            counted.add_peer(peer)
             return peer
 
         def leave(peer: str) -> None:
-            self.capped.count -= 1
-            self.capped.remove_peer(peer)
+            counted.count -= 1
+            counted.remove_peer(peer)
 
         if inspect.isasyncgenfunction(behavior):
 

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import logging
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
@@ -398,8 +399,13 @@ up to 325 ms at a time, and every table's decisions waited (stop 34)."""
 
 
 def peer_host(context: Context) -> str:
-    """The caller's host, without its port (`ipv4:1.2.3.4:5678` -> `ipv4:1.2.3.4`); a unix socket as it is."""
+    """The caller's host, without its port (`ipv4:1.2.3.4:5678` -> `ipv4:1.2.3.4`); an IPv6 address's /64, which
+    one client commonly holds whole (`ipv6:[2001:db8::1]:5678` -> `ipv6:2001:db8::/64`); a unix socket as it is."""
     peer = context.peer() or ""
+    if peer.startswith("ipv6:"):
+        address = peer.removeprefix("ipv6:").rsplit(":", 1)[0].strip("[]").split("%")[0]
+        with contextlib.suppress(ValueError):
+            return f"ipv6:{ipaddress.IPv6Network(f'{address}/64', strict=False)}"
     return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
 
 
