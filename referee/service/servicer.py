@@ -472,13 +472,14 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             yield watch_pb2.WatchResponse(outcome=table.outcome)
             return
         queue: asyncio.Queue[pb.Event | pb.Outcome | None] = asyncio.Queue()
-        for event in table.live_messages():  # live: no sena at all (rules §12.3 item 5)
-            queue.put_nowait(event)
+        shown = table.live_count  # the events so far come from the log, the later ones through `queue`
         if table.status is TableStatus.CANCELLED:
             queue.put_nowait(None)
         else:
             table.watchers.add(queue)
         try:
+            for event in table.live_messages(shown):  # live: no sena at all (rules §12.3 item 5)
+                yield watch_pb2.WatchResponse(event=event)
             while (item := await queue.get()) is not None:
                 if isinstance(item, pb.Outcome):
                     yield watch_pb2.WatchResponse(outcome=item)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
+import itertools
 import json
 import logging
 import secrets
@@ -961,12 +962,19 @@ class Table:
             return iter(())
         return (self._message(event, None) for event in self.match.events_for(None))
 
-    def live_messages(self) -> list[pb.Event]:
-        """The public events less every seña (`_live`), numbered in this list: what a live Watch shows."""
+    @property
+    def live_count(self) -> int:
+        """How many events a live Watch has been shown so far: `live_messages` up to here, the rest as they come."""
+        return self._live_seq
+
+    def live_messages(self, end: int | None = None) -> Iterator[pb.Event]:
+        """The public events less every seña (`_live`), numbered in this list (its first `end`): what a live Watch
+        shows. Converted as it is read, as `omniscient_messages`: built whole, a review's Watches of an 8,000-event
+        match held the event loop 260 ms (stop 34)."""
         if self.match is None:
-            return []
-        live = (event for event in self.match.events if _live(event))
-        return [wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in enumerate(live)]
+            return iter(())
+        live = itertools.islice(enumerate(event for event in self.match.events if _live(event)), end)
+        return (wire.event_to_proto(event, seq, None, bot_names=self.bot_names) for seq, event in live)
 
     def faults(self) -> list[pb.Fault]:
         """Every fault charged so far (rules §13), in order: the engine's Fault events. Never an incident."""

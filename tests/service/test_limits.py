@@ -10,11 +10,13 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from typing import Any
 
 import grpc
 import pytest
 
-from mus.v1 import play_pb2
+from mus.v1 import play_pb2, watch_pb2
 from mus.v1 import types_pb2 as pb
 from referee import wire
 from referee.causes import IncidentCause
@@ -24,7 +26,14 @@ from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service import servicer as servicer_module
 from referee.service import table as table_module
-from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, table_replay_message
+from referee.service.servicer import (
+    PlayServicer,
+    RaisingContext,
+    Referee,
+    StreamAborted,
+    WatchServicer,
+    table_replay_message,
+)
 from referee.service.table import Outbox, Table, TableStatus
 from tests.service.conftest import Running, with_referee
 from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of
@@ -314,3 +323,37 @@ def test_a_rejoin_converts_the_events_it_missed_as_its_stream_sends_them_not_whe
     at_join, resent, seen = asyncio.run(scenario())
     assert at_join == 0 and len(seen) > 2 * table_module.BACKLOG_CHUNK, (at_join, len(seen))
     assert resent == seen, "every event the seat saw, numbered as it saw them, once, in order"
+
+
+def test_a_live_watch_converts_the_log_as_it_sends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review's Watches of a long live match each had its whole log converted before anything was sent, 260 ms
+    of the referee's event loop (stop 34): the first response costs one conversion, and all of them come in order."""
+
+    async def scenario() -> tuple[int, list[int], int]:
+        referee = Referee()
+        table = referee.create_table(ROOMY, 7, ["a", "b", "c", "d"])
+        for seat in range(4):
+            table.attach(seat, Outbox())
+        await play_until_flooder_asked(table, 150)
+        converted = 0
+        convert = wire.event_to_proto
+
+        def counted(*args: Any, **kwargs: Any) -> pb.Event:
+            nonlocal converted
+            converted += 1
+            return convert(*args, **kwargs)
+
+        monkeypatch.setattr(wire, "event_to_proto", counted)
+        context: Any = SimpleNamespace(peer=lambda: "ipv4:10.0.0.1:1")
+        watch: Any = WatchServicer(referee).Watch(watch_pb2.WatchRequest(table_id=table.table_id), context)
+        seqs = [(await anext(watch)).event.seq]
+        at_first = converted
+        shown = table.live_count
+        while len(seqs) < shown:
+            seqs.append((await anext(watch)).event.seq)
+        await watch.aclose()
+        return at_first, seqs, shown
+
+    at_first, seqs, shown = asyncio.run(scenario())
+    assert at_first == 1 and shown > 100
+    assert seqs == list(range(shown))
