@@ -25,11 +25,15 @@ exists for:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import ipaddress
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+
+from referee.service.table import RateLimiter
 
 _Req = TypeVar("_Req")
 _Res = TypeVar("_Res")
@@ -57,6 +61,13 @@ MAX_WATCH_STREAMS = 512
 
 MAX_WATCH_STREAMS_PER_PEER = 64
 """The same, on one connection (the servicer's per-host cap is the same number)."""
+
+SILENT_STREAMS_PER_HOST = 256.0
+SILENT_STREAM_RATE = 20.0
+"""`FIRST_MESSAGE_METHODS` streams one host may open that end without their first message (closed by the client,
+closed to make room, or past the referee's wait): bursts of SILENT_STREAMS_PER_HOST, then SILENT_STREAM_RATE a
+second; past it the host's new such streams are refused at once, before any work. An honest client sends its first
+message at once; a review's churn of silent streams from 40 connections held the event loop up to 939 ms (stop 34)."""
 
 MAX_CAPPED_STREAMS_PER_PEER = 8
 """Such streams open at once on one connection (`context.peer()`: address and port)."""
@@ -126,6 +137,8 @@ class _FirstMessage:
         self.budget = budget
         self.peer = peer
         self.counted = True
+        self.answered = False
+        """Its first message arrived."""
         self.stale = False
         self.queue = queue
         """Every counted waiting stream, oldest first: the one evicted when the server's budget is full."""
@@ -181,7 +194,9 @@ class _FirstMessage:
                     message.add_done_callback(_retrieved)  # else asyncio logs each one: a review's flood, 60 KB/s
             if message not in done:
                 raise _Evicted
-            return message.result()
+            first = message.result()
+            self.answered = True
+            return first
         finally:
             self.release()
 
@@ -199,6 +214,8 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         grace_s: float = FIRST_MESSAGE_GRACE_S,
         watch_total: int = MAX_WATCH_STREAMS,
         watch_per_peer: int = MAX_WATCH_STREAMS_PER_PEER,
+        silent_burst: float = SILENT_STREAMS_PER_HOST,
+        silent_rate: float = SILENT_STREAM_RATE,
     ) -> None:
         self.capped = _Budget(capped_total, capped_per_peer)
         """Open `CAPPED_METHODS` streams."""
@@ -207,8 +224,11 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         self.waiting_streams: dict[_FirstMessage, None] = {}
         """Those streams, oldest first."""
         self.grace_s = grace_s
+        self.silent_burst, self.silent_rate = silent_burst, silent_rate
         self.watches = _Budget(watch_total, watch_per_peer)
         """Open `WATCH_METHOD` streams."""
+        self.silent: dict[str, RateLimiter] = {}
+        """Per host, its streams that ended without their first message (SILENT_STREAM_RATE)."""
 
     async def intercept_service(
         self,
@@ -258,7 +278,13 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         wrapping generator would add a layer to every message of every stream."""
 
         async def call(requests: AsyncIterator[Any], context: Context) -> None:
-            peer = context.peer() or ""
+            peer, host = context.peer() or "", peer_host(context)
+            if (silent := self.silent.get(host)) is not None and not silent.ready():
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    "too many streams from this host ended without their first message: send it (Join, LobbyHello)"
+                    " right after opening the stream, and wait before opening more",
+                )
             if self.waiting.by_peer.get(peer, 0) >= self.waiting.per_peer:
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -279,9 +305,19 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                     f"closed to make room: no first message while {self.waiting.total} streams waited for theirs",
                 )
             finally:
+                if not first.answered:
+                    self._ended_silent(host)
                 first.release()
 
         return call
+
+    def _ended_silent(self, host: str) -> None:
+        """Count a stream of `host` that ended without its first message."""
+        if len(self.silent) > MAX_CAPPED_STREAMS:  # forget the hosts whose buckets have filled up again
+            for known, bucket in list(self.silent.items()):
+                if bucket.ready() and bucket.tokens >= bucket.capacity:
+                    del self.silent[known]
+        self.silent.setdefault(host, RateLimiter(self.silent_rate, self.silent_burst)).allow()
 
     def _while_open(
         self, behavior: Callable[..., Any], budget: _Budget | None = None, what: str = "such streams"
@@ -321,3 +357,14 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                 leave(peer)
 
         return call
+
+
+def peer_host(context: Context) -> str:
+    """The caller's host, without its port (`ipv4:1.2.3.4:5678` -> `ipv4:1.2.3.4`); an IPv6 address's /64, which
+    one client commonly holds whole (`ipv6:[2001:db8::1]:5678` -> `ipv6:2001:db8::/64`); a unix socket as it is."""
+    peer = context.peer() or ""
+    if peer.startswith("ipv6:"):
+        address = peer.removeprefix("ipv6:").rsplit(":", 1)[0].strip("[]").split("%")[0]
+        with contextlib.suppress(ValueError):
+            return f"ipv6:{ipaddress.IPv6Network(f'{address}/64', strict=False)}"
+    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer

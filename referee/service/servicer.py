@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import ipaddress
 import logging
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
@@ -33,6 +32,7 @@ from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service.lobby import MAX_SESSIONS_PER_BOT, Lobby, LobbySession, StateError, is_token_sha256
+from referee.service.quota import peer_host
 from referee.service.table import (
     PROTOCOL_VERSION,
     Backlog,
@@ -396,17 +396,6 @@ WATCH_OPEN_BURST = 64.0
 """Watch streams one host may open: bursts of `WATCH_OPEN_BURST`, then `WATCH_OPEN_RATE` a second. Each sends the
 table's log so far; a review re-opening 64 Watches of a long finished match in a loop held the referee's event loop
 up to 325 ms at a time, and every table's decisions waited (stop 34)."""
-
-
-def peer_host(context: Context) -> str:
-    """The caller's host, without its port (`ipv4:1.2.3.4:5678` -> `ipv4:1.2.3.4`); an IPv6 address's /64, which
-    one client commonly holds whole (`ipv6:[2001:db8::1]:5678` -> `ipv6:2001:db8::/64`); a unix socket as it is."""
-    peer = context.peer() or ""
-    if peer.startswith("ipv6:"):
-        address = peer.removeprefix("ipv6:").rsplit(":", 1)[0].strip("[]").split("%")[0]
-        with contextlib.suppress(ValueError):
-            return f"ipv6:{ipaddress.IPv6Network(f'{address}/64', strict=False)}"
-    return peer.rsplit(":", 1)[0] if peer.startswith(("ipv4:", "ipv6:")) else peer
 
 
 class WatchServicer(watch_pb2_grpc.WatchServiceServicer):

@@ -87,13 +87,17 @@ class RateLimiter:
         self.updated = now()
 
     def allow(self) -> bool:
-        now = self.now()
-        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
-        self.updated = now
-        if self.tokens < 1:
+        if not self.ready():
             return False
         self.tokens -= 1
         return True
+
+    def ready(self) -> bool:
+        """Whether `allow` would allow one now, without taking it."""
+        now = self.now()
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        return self.tokens >= 1
 
 
 class Timer(Protocol):

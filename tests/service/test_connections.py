@@ -142,4 +142,4 @@ def test_watch_streams_have_a_budget_of_their_own_on_the_whole_server(monkeypatc
 def test_a_host_is_its_address_or_for_ipv6_its_64_network(peer: str, host: str) -> None:
     """One client commonly holds a whole IPv6 /64: counted per address, its Watch cap would be no cap (stop 34)."""
     context: Any = SimpleNamespace(peer=lambda: peer)
-    assert servicer_module.peer_host(context) == host
+    assert quota.peer_host(context) == host

@@ -315,3 +315,48 @@ def test_a_waiting_stream_whose_call_ends_leaves_no_unretrieved_read_behind() ->
         return logged
 
     assert asyncio.run(scenario()) == []
+
+
+def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review churned Play streams that never sent Join from 40 connections, each under its connection's share:
+    opening and closing them held the referee's event loop up to 939 ms (stop 34). Past a burst of such streams a
+    host's new ones are refused before any work; a host whose streams send their first message is never counted."""
+    quotas: list[quota.StreamQuota] = []
+
+    def made() -> quota.StreamQuota:
+        quotas.append(quota.StreamQuota(silent_burst=3, silent_rate=0.001))
+        return quotas[-1]
+
+    monkeypatch.setattr(server_module, "StreamQuota", made)
+
+    async def scenario() -> tuple[list[str], str, str]:
+        referee = Referee(TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        try:
+            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                for seat in range(4):  # honest joins first: they count for nothing
+                    stream = PlayStream(channel, f"seat {seat}")
+                    await stream.join(table.seats[seat].token)
+                    async for _ in stream.messages():
+                        break
+                    stream.call.cancel()
+                for number in range(3):  # then three streams closed before their Join
+                    silent = PlayStream(channel, f"silent {number}")
+                    await until(lambda: quotas[0].waiting.count == 1, what="the silent stream waiting")
+                    silent.call.cancel()
+                    await until(lambda: quotas[0].waiting.count == 0, what="the silent stream counted out")
+                counted = [f"{host}: {bucket.tokens:.0f}" for host, bucket in quotas[0].silent.items()]
+                late = PlayStream(channel, "late")
+                await late.join(table.seats[0].token)
+                refused = await late.refused()
+            table.cancel("done")
+            return counted, refused.code, refused.details
+        finally:
+            await server.stop(grace=None)
+
+    counted, code, details = asyncio.run(scenario())
+    assert len(counted) == 1 and counted[0].endswith("127.0.0.1: 0"), counted  # one host, its bucket empty
+    assert code == "RESOURCE_EXHAUSTED" and "ended without their first message" in details, (code, details)
