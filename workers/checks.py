@@ -928,9 +928,10 @@ def _match_problems(played: _Played, decision_timeout_s: float) -> list[str]:
     """Every fault and incident of the bot's seats in one match, each in words."""
     table, watch = played.table, played.watch
     where = f"match {played.label} (seed {played.seed})"
+    stopped = (
+        [f"{where}: the match was stopped: {table.cancel_reason}"] if table.status is TableStatus.CANCELLED else []
+    )
     problems: list[str] = []
-    if table.status is TableStatus.CANCELLED:
-        problems.append(f"{where}: the match was stopped: {table.cancel_reason}")
     match = table.match
     illegal = {seat: [r for r in record.rejections if r.fault_counted] for seat, record in watch.seats.items()}
     timeouts = {seat: list(record.timeouts) for seat, record in watch.seats.items()}
@@ -958,10 +959,14 @@ def _match_problems(played: _Played, decision_timeout_s: float) -> list[str]:
             )
         else:
             problems.append(f"{where}: seat {seat}: a fault ({cause})")
-    for incident in table.incidents:
-        if incident.seat in watch.seats and incident.cause != "stall":  # a stall is its decision's timeout
-            problems.append(f"{where}: seat {incident.seat}: {incident.cause}: {incident.detail}")
-    return problems
+    # What happened to a seat's process or connection first: it is usually why its decisions timed out (a
+    # program that does not start showed "a fault (timeout)" before its crash, stop 34).
+    incidents = [
+        f"{where}: seat {incident.seat}: {incident.cause}: {incident.detail}"
+        for incident in table.incidents
+        if incident.seat in watch.seats and incident.cause != "stall"  # a stall is its decision's timeout
+    ]
+    return [*stopped, *incidents, *problems]
 
 
 def _legal_play(variant: Variant, played: Sequence[_Played], decision_timeout_s: float) -> CheckResult:

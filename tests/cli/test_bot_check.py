@@ -177,9 +177,20 @@ def test_a_bot_broken_over_the_frames_it_is_offered_fails_legal_play_in_those_ma
     found = {item["check"]: item for item in report["checks"]}
     assert found["handshake"]["status"] == found["rejoin"]["status"] == "pass", "the probes' match is over gRPC"
     legal = found["legal_play:defaults"]
-    assert legal["status"] == "fail" and legal["summary"].startswith("match 01-defaults (seed 1): seat 0"), legal
-    assert "match 01-defaults (seed 1): seat 0: protocol_error: unreadable message: FrameError" in legal["details"]
+    lines = [legal["summary"], *legal["details"]]
+    assert legal["status"] == "fail" and "protocol_error: unreadable message: FrameError" in lines[0], legal
+    assert any(
+        "match 01-defaults (seed 1): seat 0: protocol_error: unreadable message: FrameError" in line for line in lines
+    )
     assert not any("02-defaults" in line for line in legal["details"]), "the second match, over gRPC alone, passed"
+
+
+@pytest.mark.slow
+def test_a_bot_that_crashes_mid_match_fails_legal_play_naming_the_crash_first() -> None:
+    """Its decisions then time out: the summary led with "a fault (timeout)", and the crash that caused it came
+    after (newcomer walkthrough, stop 34)."""
+    status, summary = broken("crashes")["legal_play:defaults"]
+    assert status == "fail" and "crash: the bot process exited with code 3" in summary.split(" (and ")[0], summary
 
 
 @pytest.mark.slow

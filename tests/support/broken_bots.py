@@ -39,7 +39,7 @@ from tests.support.wire import random_wire_action
 
 MODES = (
     *("random", "never_joins", "wrong_version", "no_retry", "stale_answer", "no_rejoin", "skip_events", "one_seat"),
-    "bad_frames",
+    *("bad_frames", "crashes"),
 )
 TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
 SKIPPED_EVENTS = 5
@@ -62,6 +62,7 @@ class Seat:
         self.open: play_pb2.DecisionRequest | None = None
         self.last: play_pb2.Act | None = None
         self.resent: set[tuple[int, int]] = set()
+        self.asked = 0
 
     async def run(self) -> int:
         async with grpc.aio.insecure_channel(self.address) as channel:
@@ -108,6 +109,10 @@ class Seat:
                     self.next_seq = max(self.next_seq, response.event.seq + 1)
                 elif kind == "decision_request":
                     self.open = response.decision_request
+                    self.asked += 1
+                    if self.mode == "crashes" and self.asked > 2:
+                        log(self.mode, "exiting in the middle of the match")
+                        os._exit(3)
                     act(self.open)
                 elif kind == "action_rejected":
                     rejected = response.action_rejected
