@@ -86,18 +86,19 @@ class RateLimiter:
         self.now = now
         self.updated = now()
 
-    def allow(self) -> bool:
-        if not self.ready():
+    def allow(self, cost: float = 1.0) -> bool:
+        """Take `cost` tokens if there are that many now."""
+        if not self.ready(cost):
             return False
-        self.tokens -= 1
+        self.tokens -= cost
         return True
 
-    def ready(self) -> bool:
-        """Whether `allow` would allow one now, without taking it."""
+    def ready(self, cost: float = 1.0) -> bool:
+        """Whether `allow(cost)` would allow it now, without taking anything."""
         now = self.now()
         self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
         self.updated = now
-        return self.tokens >= 1
+        return self.tokens >= cost
 
 
 class Timer(Protocol):
@@ -928,6 +929,10 @@ class Table:
             self._on_finish(self)
 
     # ------------------------------------------------------------------ reports
+
+    def missed(self, seat: int, next_seq: int) -> int:
+        """How many events a join of `seat` from `next_seq` would resend."""
+        return max(0, self.views.seen(seat) - next_seq) if self.views is not None else 0
 
     def backlog_messages(self, backlog: Backlog) -> Iterator[bytes]:
         """The responses that carry a `Backlog`'s events as its seat's stream takes them: one a message, or one

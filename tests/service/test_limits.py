@@ -36,7 +36,8 @@ from referee.service.servicer import (
 )
 from referee.service.table import Outbox, Table, TableStatus
 from tests.service.conftest import Running, with_referee
-from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of
+from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of, until
+from tests.support.stream import PlayStream
 from tests.support.wire import WireLog, play_seat
 
 ROOMY = Rules.from_options({"decision_timeout_s": 30.0, "time_bank_s": 30.0, "vacas_to_win_match": 3})
@@ -357,3 +358,51 @@ def test_a_live_watch_converts_the_log_as_it_sends_it(monkeypatch: pytest.Monkey
     at_first, seqs, shown = asyncio.run(scenario())
     assert at_first == 1 and shown > 100
     assert seqs == list(range(shown))
+
+
+def test_a_bots_rejoins_resend_only_so_many_events_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review's three seats rejoined a long match from seq 0 every second: converted as it was sent, the resend
+    still kept the event loop busy, p99 227 ms (stop 34). A bot's joins have only so many events resent a second,
+    over all its seats and tables; a rejoin that missed nothing costs nothing."""
+    monkeypatch.setattr(servicer_module, "RESEND_BURST", 30.0)
+    monkeypatch.setattr(servicer_module, "RESEND_RATE", 0.001)
+
+    async def scenario(running: Running) -> tuple[list[tuple[str, str]], str]:
+        table = running.referee.create_table(ROOMY, 7, ["a", "b", "c", "d"])
+        for seat in range(4):
+            table.attach(seat, Outbox())
+        await play_until_flooder_asked(table, 40)
+        seat = 2
+        old = table.seats[seat].outbox
+        assert old is not None
+        table.detach(seat, old)
+        seen = table.missed(seat, 0)
+        assert seen > 30
+        ends = []
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            for next_seq in (seen - 20, 0):  # 20 events fit in the budget, then the whole log does not
+                stream = PlayStream(channel, f"from {next_seq}")
+                await stream.join(table.seats[seat].token, next_seq=next_seq)
+                async for message in stream.messages():
+                    ends.append((str(message.WhichOneof("message")), ""))
+                    break
+                else:
+                    result = await stream.refused()
+                    ends.append((result.code, result.details))
+                stream.call.cancel()
+                await until(lambda: table.seats[seat].outbox is None, what="the stream to end")
+            caught_up = PlayStream(channel, "caught up")
+            await caught_up.join(table.seats[seat].token, next_seq=seen)
+            first = ""
+            async for message in caught_up.messages():
+                first = str(message.WhichOneof("message"))
+                break
+            caught_up.call.cancel()
+        table.cancel("done")
+        return ends, first
+
+    ends, first = with_referee(scenario)
+    assert ends[0] == ("joined", ""), ends
+    code, details = ends[1]
+    assert code == "RESOURCE_EXHAUSTED" and "a bot's joins resend at most" in details, ends
+    assert first == "joined", "a rejoin that missed nothing is never refused"
