@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from referee.service.table import RateLimiter
+from referee.service.table import RateLimits
 
 _Req = TypeVar("_Req")
 _Res = TypeVar("_Res")
@@ -224,10 +224,9 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         self.waiting_streams: dict[_FirstMessage, None] = {}
         """Those streams, oldest first."""
         self.grace_s = grace_s
-        self.silent_burst, self.silent_rate = silent_burst, silent_rate
         self.watches = _Budget(watch_total, watch_per_peer)
         """Open `WATCH_METHOD` streams."""
-        self.silent: dict[str, RateLimiter] = {}
+        self.silent = RateLimits(silent_rate, silent_burst, keep=MAX_CAPPED_STREAMS)
         """Per host, its streams that ended without their first message (SILENT_STREAM_RATE)."""
 
     async def intercept_service(
@@ -279,7 +278,7 @@ class StreamQuota(grpc.aio.ServerInterceptor):
 
         async def call(requests: AsyncIterator[Any], context: Context) -> None:
             peer, host = context.peer() or "", peer_host(context)
-            if (silent := self.silent.get(host)) is not None and not silent.ready():
+            if not self.silent[host].ready():
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
                     "too many streams from this host ended without their first message: send it (Join, LobbyHello)"
@@ -306,18 +305,10 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                 )
             finally:
                 if not first.answered:
-                    self._ended_silent(host)
+                    self.silent[host].allow()
                 first.release()
 
         return call
-
-    def _ended_silent(self, host: str) -> None:
-        """Count a stream of `host` that ended without its first message."""
-        if len(self.silent) > MAX_CAPPED_STREAMS:  # forget the hosts whose buckets have filled up again
-            for known, bucket in list(self.silent.items()):
-                if bucket.ready() and bucket.tokens >= bucket.capacity:
-                    del self.silent[known]
-        self.silent.setdefault(host, RateLimiter(self.silent_rate, self.silent_burst)).allow()
 
     def _while_open(
         self, behavior: Callable[..., Any], budget: _Budget | None = None, what: str = "such streams"

@@ -39,6 +39,7 @@ from referee.service.table import (
     Clock,
     Outbox,
     RateLimiter,
+    RateLimits,
     Table,
     TableError,
     TableStatus,
@@ -149,8 +150,8 @@ class Referee:
         self._finished: dict[str, None] = {}
         """The finished tables still kept, oldest first."""
         self.lobby = Lobby(rotate_token=self.rotate_seat_token, state_path=state_path)
-        self._resends: dict[str, RateLimiter] = {}
-        """Per bot name, the events its joins have had resent (RESEND_RATE)."""
+        self.resends = RateLimits(RESEND_RATE, RESEND_BURST, keep=4 * keep_finished)
+        """Per bot name, the events its seats' joins have had resent (RESEND_RATE)."""
 
     def create_table(
         self,
@@ -194,14 +195,6 @@ class Referee:
         if table is None:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no table {table_id!r}")
         return table
-
-    def resends(self, bot_name: str) -> RateLimiter:
-        """The budget of events the joins of `bot_name`'s seats may have resent (RESEND_RATE)."""
-        if len(self._resends) > 4 * self.keep_finished:  # forget the bots whose budgets have filled up again
-            for name, budget in list(self._resends.items()):
-                if budget.ready(budget.capacity):
-                    del self._resends[name]
-        return self._resends.setdefault(bot_name, RateLimiter(RESEND_RATE, RESEND_BURST))
 
     def seat_for_token(self, token: str) -> tuple[Table, int] | None:
         return self._tokens.get(token)
@@ -305,7 +298,7 @@ class PlayServicer:
                 f"seat {seat}'s assignment is not confirmed: accept it on the lobby stream, then join (lobby.proto)",
             )
         missed = table.missed(seat, join.next_seq)
-        if missed and not self.referee.resends(table.seats[seat].name).allow(missed):
+        if missed and not self.referee.resends[table.seats[seat].name].allow(missed):
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"seat {seat} joined too often: a bot's joins resend at most {RESEND_RATE:g} events a second (this"
@@ -429,8 +422,8 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
         self.referee = referee
         self.watching: dict[str, int] = {}
         """Live Watch streams open per host (MAX_WATCHES_PER_HOST)."""
-        self.opening: dict[str, RateLimiter] = {}
-        """The Watch streams each host opens (WATCH_OPEN_RATE); a host's entry goes once its bucket is full again."""
+        self.opening = RateLimits(WATCH_OPEN_RATE, WATCH_OPEN_BURST, keep=4 * MAX_WATCHES_PER_HOST)
+        """The Watch streams each host opens (WATCH_OPEN_RATE)."""
 
     async def Watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
         host = peer_host(context)
@@ -439,7 +432,7 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"too many Watch streams from this host: at most {MAX_WATCHES_PER_HOST}",
             )
-        if not self._opens(host):
+        if not self.opening[host].allow():
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"Watch opened too often from this host: {WATCH_OPEN_BURST:g} at once, then {WATCH_OPEN_RATE:g} a"
@@ -453,15 +446,6 @@ class WatchServicer(watch_pb2_grpc.WatchServiceServicer):
             self.watching[host] -= 1
             if not self.watching[host]:
                 del self.watching[host]
-
-    def _opens(self, host: str) -> bool:
-        """Whether `host` may open one more Watch now (WATCH_OPEN_RATE)."""
-        if len(self.opening) > 4 * MAX_WATCHES_PER_HOST:  # forget the hosts whose buckets have filled up again
-            for known, bucket in list(self.opening.items()):
-                if known not in self.watching and bucket.allow() and bucket.tokens >= bucket.capacity - 1:
-                    del self.opening[known]
-        bucket = self.opening.setdefault(host, RateLimiter(WATCH_OPEN_RATE, WATCH_OPEN_BURST))
-        return bucket.allow()
 
     async def _watch(self, request: watch_pb2.WatchRequest, context: Context) -> AsyncIterator[watch_pb2.WatchResponse]:
         if request.omniscient and not self.referee.check_admin(context):

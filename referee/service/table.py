@@ -101,6 +101,26 @@ class RateLimiter:
         return self.tokens >= cost
 
 
+class RateLimits:
+    """A `RateLimiter` per key (a host, a bot), made on first use. A bucket that has filled up again is as good as
+    a new one, so once `keep` keys are known those are forgotten: keys a client can invent (its addresses) do not
+    pile up."""
+
+    def __init__(self, rate: float, burst: float, keep: int) -> None:
+        self.rate, self.burst, self.keep = rate, burst, keep
+        self.buckets: dict[str, RateLimiter] = {}
+
+    def __getitem__(self, key: str) -> RateLimiter:
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            if len(self.buckets) >= self.keep:
+                for known, full in list(self.buckets.items()):
+                    if full.ready(full.capacity):
+                        del self.buckets[known]
+            bucket = self.buckets[key] = RateLimiter(self.rate, self.burst)
+        return bucket
+
+
 class Timer(Protocol):
     def cancel(self) -> None: ...
 
@@ -938,24 +958,19 @@ class Table:
         """The responses that carry a `Backlog`'s events as its seat's stream takes them: one a message, or one
         Update of up to BACKLOG_CHUNK of them for a batching seat; each chunk is converted when the stream asks
         for it."""
-        views = self.views
-        assert views is not None
         for first in range(backlog.start, backlog.end, BACKLOG_CHUNK):
-            events = views.events(backlog.seat, first, min(first + BACKLOG_CHUNK, backlog.end))
-            entries = [
-                wire.stream_entry(self._message(event, backlog.seat).SerializeToString(), batch=backlog.batch)
-                for event in events
-            ]
+            messages = self.seat_messages(backlog.seat, first, min(first + BACKLOG_CHUNK, backlog.end))
+            entries = [wire.stream_entry(message.SerializeToString(), batch=backlog.batch) for message in messages]
             if backlog.batch:
                 yield wire.update_response(b"".join(entries))
             else:
                 yield from entries
 
-    def seat_messages(self, seat: int, start: int = 0) -> list[pb.Event]:
-        """The events `seat` has been sent from seq `start` on, as the wire carried them (a rejoin's resend)."""
+    def seat_messages(self, seat: int, start: int = 0, end: int | None = None) -> list[pb.Event]:
+        """The events `seat` has been sent from seq `start` on (to `end`, excluded), as the wire carried them."""
         if self.views is None:
             return []
-        return [self._message(event, seat) for event in self.views.events(seat, start)]
+        return [self._message(event, seat) for event in self.views.events(seat, start, end)]
 
     def omniscient_messages(self) -> Iterator[pb.Event]:
         """Every event of the match, numbered match-wide: the omniscient log (for the admin, once it is over).

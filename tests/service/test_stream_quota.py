@@ -19,7 +19,7 @@ from referee.service import server as server_module
 from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Referee
 from tests.support.referee_checks import until
-from tests.support.stream import PlayStream
+from tests.support.stream import PlayStream, first_kind
 
 TOKEN = "quota-admin-token-0123456789"
 AUTH = (("authorization", f"Bearer {TOKEN}"),)
@@ -78,13 +78,7 @@ def test_thousands_of_health_watches_hold_only_their_budget_and_admin_calls_stil
             status = await admin_status(f"127.0.0.1:{port}", table.table_id)
             # A seat joins its table on the same server, past the flood.
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                stream = PlayStream(channel, "seat 0")
-                await stream.join(table.seats[0].token)
-                joined = ""
-                async for message in stream.messages():
-                    joined = str(message.WhichOneof("message"))
-                    break
-                stream.call.cancel()
+                joined = await first_kind(channel, table.seats[0].token)
             for channel in channels:
                 await channel.close()
             await until(lambda: quotas[0].capped.count == 0, what="the closed streams to be counted out")
@@ -164,13 +158,7 @@ def test_play_streams_that_never_send_their_join_hold_only_their_budget_and_a_se
                 held = waiting.count
                 own_connection = [("grpc.use_local_subchannel_pool", 1)]
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=own_connection) as channel:
-                    seat = PlayStream(channel, "seat 0")
-                    await seat.join(table.seats[0].token)
-                    joined = ""
-                    async for message in seat.messages():
-                        joined = str(message.WhichOneof("message"))
-                        break
-                    seat.call.cancel()
+                    joined = await first_kind(channel, table.seats[0].token)
                 for stream in streams:
                     stream.call.cancel()
                 await until(lambda: waiting.count == 0 and not waiting.by_peer, what="the streams counted out")
@@ -257,13 +245,7 @@ def test_a_client_that_fills_the_servers_budget_with_silent_streams_only_closes_
                 streams = [PlayStream(silent, f"silent {number}") for number in range(50)]
                 await until(lambda: waiting.count == 50, what="the budget full of silent streams")
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=own_connection) as channel:
-                    seat = PlayStream(channel, "seat 0")
-                    await seat.join(table.seats[0].token)
-                    joined = ""
-                    async for message in seat.messages():
-                        joined = str(message.WhichOneof("message"))
-                        break
-                    seat.call.cancel()
+                    joined = await first_kind(channel, table.seats[0].token)
                 await until(lambda: any(stream.call.done() for stream in streams), what="a silent stream closed")
                 closed = next(stream for stream in streams if stream.call.done())  # the first the referee saw
                 oldest = (await closed.call.code()).name
@@ -348,7 +330,7 @@ def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
                     await until(lambda: quotas[0].waiting.count == 1, what="the silent stream waiting")
                     silent.call.cancel()
                     await until(lambda: quotas[0].waiting.count == 0, what="the silent stream counted out")
-                counted = [f"{host}: {bucket.tokens:.0f}" for host, bucket in quotas[0].silent.items()]
+                counted = [f"{host}: {bucket.tokens:.0f}" for host, bucket in quotas[0].silent.buckets.items()]
                 late = PlayStream(channel, "late")
                 await late.join(table.seats[0].token)
                 refused = await late.refused()

@@ -85,5 +85,18 @@ class PlayStream:
         return await self.result()
 
 
+async def first_kind(channel: grpc.aio.Channel, token: str, *, next_seq: int = 0) -> str:
+    """Join with `token` on `channel`, return the kind of the referee's first message ('' if it sent none), and
+    hang up: whether a seat gets in."""
+    stream = PlayStream(channel, "seat")
+    await stream.join(token, next_seq=next_seq)
+    kind = ""
+    async for message in stream.messages():
+        kind = str(message.WhichOneof("message"))
+        break
+    stream.call.cancel()
+    return kind
+
+
 def _identity(data: bytes) -> bytes:
     return data
