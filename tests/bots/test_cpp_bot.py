@@ -28,9 +28,9 @@ from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
 from tests.support.frames_seat import refused_over_frames
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
-from tests.support.proxy import DropOnceProxy, refuse_first_joins
+from tests.support.proxy import DropOnceProxy, play_table, refuse_first_joins
 from workers.cli.main import app
-from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
+from workers.launcher import BotProgram, resolve_program
 from workers.matches import PlayedMatch, play_programs
 
 pytestmark = pytest.mark.slow  # every test runs the built C++ bot as a process
@@ -132,21 +132,13 @@ async def _play_with_a_drop(
     program = _reporting(bot)
     table = referee.create_table(Rules(), seed, [program.name] * 4)
     logs = tuple(log_dir / f"seat{seat}-cpp-random.log" for seat in range(4))
-    processes: list[BotProcess] = []
+    addresses = [f"127.0.0.1:{proxy_port if seat == 0 else port}" for seat in range(4)]
     try:
-        for seat in range(4):
-            address = f"127.0.0.1:{proxy_port if seat == 0 else port}"
-            processes.append(await launch_bot(program, address, table.seats[seat].token, log_path=logs[seat]))
-        await asyncio.wait_for(table.finished.wait(), 60)
-        await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 10)
+        codes = await play_table(table, [program] * 4, addresses, logs)
     finally:
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
         proxy_server.close()
         await server.stop(grace=1.0)
-    return [process.returncode for process in processes], proxy, table, logs
+    return codes, proxy, table, logs
 
 
 def test_a_dropped_connection_is_joined_again_from_the_next_event(cpp_bot: Path, tmp_path: Path) -> None:
@@ -174,20 +166,11 @@ def test_a_join_refused_as_resource_exhausted_is_tried_again(
         table = referee.create_table(Rules(), 23, [program.name] * 4)
         refusals.update({table.seats[0].token: 2})
         logs = tuple(tmp_path / f"seat{seat}-cpp-random.log" for seat in range(4))
-        processes: list[BotProcess] = []
         try:
-            for seat in range(4):
-                address = f"127.0.0.1:{port}"
-                processes.append(await launch_bot(program, address, table.seats[seat].token, log_path=logs[seat]))
-            await asyncio.wait_for(table.finished.wait(), 60)
-            await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 10)
+            codes = await play_table(table, [program] * 4, [f"127.0.0.1:{port}"] * 4, logs)
         finally:
-            for process in processes:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
             await server.stop(grace=1.0)
-        return [process.returncode for process in processes], table, logs
+        return codes, table, logs
 
     codes, table, logs = asyncio.run(run())
     assert codes == [0, 0, 0, 0] and table.status is TableStatus.FINISHED

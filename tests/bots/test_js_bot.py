@@ -34,7 +34,7 @@ from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
 from tests.support.frames_seat import refused_over_frames
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
-from tests.support.proxy import DropOnceProxy, refuse_first_joins
+from tests.support.proxy import DropOnceProxy, play_table, refuse_first_joins
 from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
@@ -158,30 +158,6 @@ def test_an_illegal_action_is_answered_again_with_a_legal_one(node: str, tmp_pat
 # ------------------------------------------------------------------------------------- a dropped connection
 
 
-async def _play_table(
-    referee: Referee,
-    table: Table,
-    programs: list[BotProgram],
-    addresses: list[str],
-    logs: tuple[Path, ...],
-) -> list[int | None]:
-    """Launch the four seats' programs at their addresses; wait for the outcome and for every process to exit."""
-    processes: list[BotProcess] = []
-    try:
-        for seat in range(4):
-            processes.append(
-                await launch_bot(programs[seat], addresses[seat], table.seats[seat].token, log_path=logs[seat])
-            )
-        await asyncio.wait_for(table.finished.wait(), 60)
-        await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 10)
-    finally:
-        for process in processes:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    return [process.returncode for process in processes]
-
-
 def test_a_dropped_connection_is_joined_again_from_the_next_event(node: str, tmp_path: Path) -> None:
     async def run() -> tuple[list[int | None], DropOnceProxy, Table, tuple[Path, ...]]:
         referee = Referee()
@@ -194,7 +170,7 @@ def test_a_dropped_connection_is_joined_again_from_the_next_event(node: str, tmp
         addresses = [f"127.0.0.1:{proxy_port if seat == 0 else port}" for seat in range(4)]
         logs = tuple(tmp_path / f"seat{seat}.log" for seat in range(4))
         try:
-            codes = await _play_table(referee, table, programs, addresses, logs)
+            codes = await play_table(table, programs, addresses, logs)
         finally:
             proxy_server.close()
             await server.stop(grace=1.0)
@@ -224,8 +200,8 @@ def test_a_join_refused_as_resource_exhausted_is_tried_again(
         refusals.update({table.seats[seat].token: 2 for seat in (0, 2)})
         logs = tuple(tmp_path / f"seat{seat}.log" for seat in range(4))
         try:
-            codes = await _play_table(
-                referee, table, [_reporting(node), resolve_program("rules")] * 2, [f"127.0.0.1:{port}"] * 4, logs
+            codes = await play_table(
+                table, [_reporting(node), resolve_program("rules")] * 2, [f"127.0.0.1:{port}"] * 4, logs
             )
         finally:
             await server.stop(grace=1.0)
@@ -286,9 +262,7 @@ def test_it_plays_over_a_unix_socket_in_a_sandbox_with_only_its_own_folder(node:
             table = referee.create_table(Rules.from_options(QUICK), 8, ["rules", "js-bot"] * 2)
             logs = tuple(tmp_path / f"seat{seat}.log" for seat in range(4))
             try:
-                codes = await _play_table(
-                    referee, table, [resolve_program("rules"), sandboxed] * 2, [f"unix:{socket}"] * 4, logs
-                )
+                codes = await play_table(table, [resolve_program("rules"), sandboxed] * 2, [f"unix:{socket}"] * 4, logs)
             finally:
                 await server.stop(grace=1.0)
             return codes, table, logs

@@ -17,7 +17,7 @@ from referee.service import server as server_module
 from referee.service import servicer as servicer_module
 from tests.service.conftest import Running, with_referee
 from tests.support.referee_checks import until
-from tests.support.stream import PlayStream
+from tests.support.stream import first_kind
 
 
 def test_an_idle_connection_that_answers_keepalive_pings_is_closed_after_the_idle_timeout(
@@ -113,13 +113,7 @@ def test_watch_streams_have_a_budget_of_their_own_on_the_whole_server(monkeypatc
                 refused = "OK"
             except grpc.aio.AioRpcError as error:
                 refused = f"{error.code().name}: {error.details()}"
-            seat = PlayStream(channel, "seat 0")
-            await seat.join(table.seats[0].token)
-            joined = ""
-            async for message in seat.messages():
-                joined = str(message.WhichOneof("message"))
-                break
-            seat.call.cancel()
+            joined = await first_kind(channel, table.seats[0].token)
             for call in held:
                 call.cancel()
             table.cancel("done")

@@ -37,7 +37,7 @@ from referee.service.servicer import (
 from referee.service.table import Outbox, Table, TableStatus
 from tests.service.conftest import Running, with_referee
 from tests.support.referee_checks import assert_replays_legally, engine_faults, forfeiting_team, match_of, until
-from tests.support.stream import PlayStream
+from tests.support.stream import PlayStream, first_kind
 from tests.support.wire import WireLog, play_seat
 
 ROOMY = Rules.from_options({"decision_timeout_s": 30.0, "time_bank_s": 30.0, "vacas_to_win_match": 3})
@@ -391,13 +391,7 @@ def test_a_bots_rejoins_resend_only_so_many_events_a_second(monkeypatch: pytest.
                     ends.append((result.code, result.details))
                 stream.call.cancel()
                 await until(lambda: table.seats[seat].outbox is None, what="the stream to end")
-            caught_up = PlayStream(channel, "caught up")
-            await caught_up.join(table.seats[seat].token, next_seq=seen)
-            first = ""
-            async for message in caught_up.messages():
-                first = str(message.WhichOneof("message"))
-                break
-            caught_up.call.cancel()
+            first = await first_kind(channel, table.seats[seat].token, next_seq=seen)
         table.cancel("done")
         return ends, first
 

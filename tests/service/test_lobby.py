@@ -146,6 +146,17 @@ def test_creating_a_table_for_an_unregistered_remote_bot_fails_with_a_clear_stat
     with_referee(scenario)
 
 
+async def offered(
+    running: Running, channel: grpc.aio.Channel, token: str
+) -> tuple[LobbyClient, admin_pb2.CreateTableResponse, lobby_pb2.MatchAssignment]:
+    """A lobby session with `token` (registered), welcomed; a new table with seat 1 remote; the offer of that seat."""
+    stub, auth = admin(running)
+    lobby = LobbyClient(channel, token)
+    await lobby.read()
+    created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
+    return lobby, created, (await lobby.read()).assignment
+
+
 async def refused_join(address: str, token: str, label: str) -> StreamResult:
     async with grpc.aio.insecure_channel(address) as channel:
         stream = PlayStream(channel, label)
@@ -168,10 +179,7 @@ def test_a_revoked_token_is_refused_its_lobby_stream_ends_and_its_offer_is_withd
         stub, auth = admin(running)
         await register(running, "old")
         async with grpc.aio.insecure_channel(running.address) as channel:
-            lobby = LobbyClient(channel, "old")
-            await lobby.read()
-            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
-            offer = (await lobby.read()).assignment
+            lobby, created, offer = await offered(running, channel, "old")
             revoked = await stub.RevokeRemoteBot(admin_pb2.RevokeRemoteBotRequest(bot_name="far"), metadata=auth)
             assert (revoked.was_registered, revoked.sessions_closed) == (True, 1)
             assert (await lobby.read()).withdrawn.assignment_id == offer.assignment_id
@@ -225,13 +233,9 @@ def test_a_declined_offers_seat_token_never_joins_and_the_seat_comes_back_to_the
     `absent` (a newcomer's league with two workers, stop 29)."""
 
     async def scenario(running: Running) -> None:
-        stub, auth = admin(running)
         await register(running, "secret")
         async with grpc.aio.insecure_channel(running.address) as channel:
-            lobby = LobbyClient(channel, "secret")
-            await lobby.read()
-            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
-            offer = (await lobby.read()).assignment
+            lobby, created, offer = await offered(running, channel, "secret")
             lobby.send(
                 lobby_pb2.ConnectRequest(
                     decline=lobby_pb2.DeclineAssignment(assignment_id=offer.assignment_id, reason="at capacity")
@@ -255,13 +259,9 @@ def test_an_offers_seat_token_joins_only_once_the_offer_is_confirmed() -> None:
     for Play only once confirmed."""
 
     async def scenario(running: Running) -> None:
-        stub, auth = admin(running)
         await register(running, "secret")
         async with grpc.aio.insecure_channel(running.address) as channel:
-            lobby = LobbyClient(channel, "secret")
-            await lobby.read()
-            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
-            offer = (await lobby.read()).assignment
+            lobby, created, offer = await offered(running, channel, "secret")
             early = await refused_join(running.address, offer.seat_token, "unconfirmed")
             assert early.code == "FAILED_PRECONDITION" and "not confirmed" in early.details, early
             table = await accept_and_play(running, lobby, created, offer)

@@ -1,17 +1,21 @@
-"""A TCP proxy between a bot and its referee that drops the bot's connection once, mid-match: how the tests of
-bots in other languages show that they rejoin a dropped stream with `next_seq`."""
+"""What the tests of bots in other languages play them through: a TCP proxy between a bot and its referee that drops
+the bot's connection once, mid-match (they rejoin with `next_seq`), a referee that refuses their joins, and a table
+of four launched programs."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import grpc
 
 from mus.v1 import play_pb2
 from referee.service.servicer import PlayServicer
+from referee.service.table import Table
+from workers.launcher import BotProcess, BotProgram, launch_bot
 
 
 class DropOnceProxy:
@@ -77,3 +81,24 @@ def refuse_first_joins(monkeypatch: Any) -> dict[str, int]:
 
     monkeypatch.setattr(PlayServicer, "Play", refusing)
     return left
+
+
+async def play_table(
+    table: Table, programs: Sequence[BotProgram], addresses: Sequence[str], logs: Sequence[Path]
+) -> list[int | None]:
+    """Launch the four seats' programs at their addresses; wait for the outcome and for every process to exit;
+    their exit codes."""
+    processes: list[BotProcess] = []
+    try:
+        for seat in range(4):
+            processes.append(
+                await launch_bot(programs[seat], addresses[seat], table.seats[seat].token, log_path=logs[seat])
+            )
+        await asyncio.wait_for(table.finished.wait(), 60)
+        await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 10)
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    return [process.returncode for process in processes]
