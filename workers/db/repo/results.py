@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, SQLModel, col, select
 
 from referee.causes import IncidentCause
 from referee.engine.outcome import FaultCause, GameTermination, MatchOutcome, MatchTermination
@@ -140,8 +140,9 @@ def record_result(
     replay_format, replay_data, replay_size = pack_replay(replay, match.seed)
     now = now or database_now(session)
     games = [game for game in parsed.games if game.winner is not None]
-    # Written as rows of values (one INSERT each table, an UPDATE of the match), not as ORM objects: building
-    # and flushing those cost more than the statements.
+    # Written as rows of values by statements made once (one INSERT each table, an UPDATE of the match) on the
+    # session's connection, not as ORM objects or ORM statements: building and flushing those, or the ORM's
+    # handling of a statement, cost more than running it.
     result_row = {
         "match_id": match_id,
         "winner_version_id": match.team0_version_id if parsed.winner == 0 else match.team1_version_id,
@@ -158,8 +159,9 @@ def record_result(
         "decision_seconds": summaries,
         "created_at": now,
     }
+    connection = session.connection()
     try:
-        session.execute(sa.insert(MatchResult), [result_row])
+        connection.execute(_INSERT_RESULT, [result_row])
     except IntegrityError:
         # Another worker's result for this match committed first: keep it, write nothing.
         session.rollback()
@@ -167,8 +169,8 @@ def record_result(
         return False
     try:
         if parsed.games:
-            session.execute(
-                sa.insert(GameResult),
+            connection.execute(
+                _INSERT_GAMES,
                 [
                     {
                         "match_id": match_id,
@@ -184,8 +186,8 @@ def record_result(
                 ],
             )
         if parsed.vaca_results:
-            session.execute(
-                sa.insert(VacaResult),
+            connection.execute(
+                _INSERT_VACAS,
                 [
                     {
                         "match_id": match_id,
@@ -204,13 +206,8 @@ def record_result(
             "size": replay_size,
             "created_at": now,
         }
-        session.execute(sa.insert(Replay), [replay_row])
-        session.execute(
-            sa.update(Match)
-            .where(col(Match.id) == match_id)
-            .values(status=MatchStatus.FINISHED, finished_at=now, worker=worker, lease_expires_at=None)
-            .execution_options(synchronize_session=False)  # nothing of the match is loaded in this session
-        )
+        connection.execute(_INSERT_REPLAY, [replay_row])
+        connection.execute(_FINISH, {"finished_id": match_id, "finished_at_": now, "finished_worker": worker})
         session.commit()
     except BaseException:
         session.rollback()
@@ -219,25 +216,50 @@ def record_result(
     return True
 
 
-_STORED_AS: tuple[Any, ...] = (
-    col(Match.status),
-    col(Match.seed),
-    col(Match.worker),
-    col(Match.team0_version_id),
-    col(Match.team1_version_id),
-    col(MatchResult.id).label("result_id"),
+def _table(model: type[SQLModel]) -> sa.Table:
+    """A model's Core table, for the statements that skip the ORM."""
+    table = sa.inspect(model).local_table
+    assert isinstance(table, sa.Table)
+    return table
+
+
+_MATCH = _table(Match)
+_RESULT = _table(MatchResult)
+_STORED: sa.Select[Any] = (
+    sa.select(
+        _MATCH.c.status,
+        _MATCH.c.seed,
+        _MATCH.c.worker,
+        _MATCH.c.team0_version_id,
+        _MATCH.c.team1_version_id,
+        _RESULT.c.id.label("result_id"),
+    )
+    .select_from(_MATCH.outerjoin(_RESULT, _RESULT.c.match_id == _MATCH.c.id))
+    .where(_MATCH.c.id == sa.bindparam("stored_id"))
+)
+"""`record_result`'s read of the match and the id of its result if any; bound per call (stored_id)."""
+_INSERT_RESULT = sa.insert(_RESULT)
+_INSERT_GAMES = sa.insert(_table(GameResult))
+_INSERT_VACAS = sa.insert(_table(VacaResult))
+_INSERT_REPLAY = sa.insert(_table(Replay))
+_FINISH = (
+    sa.update(_MATCH)
+    .where(_MATCH.c.id == sa.bindparam("finished_id"))
+    .values(
+        status=MatchStatus.FINISHED,
+        finished_at=sa.bindparam("finished_at_"),
+        worker=sa.bindparam("finished_worker"),
+        lease_expires_at=None,
+    )
 )
 
 
 def _match_and_result(session: Session, match_id: int) -> sa.Row[Any]:
     """What `record_result` reads of the match (status, seed, worker, the teams' versions) and the id of its
-    result if it has one (`result_id`): one query, read as columns, not as a loaded match (an ORM load cost more
-    than the statements that store the result)."""
-    row = session.execute(
-        sa.select(*_STORED_AS)
-        .outerjoin(MatchResult, col(MatchResult.match_id) == col(Match.id))
-        .where(col(Match.id) == match_id)
-    ).first()
+    result if it has one (`result_id`): one query, made once and run on the session's connection, read as
+    columns, not as a loaded match (an ORM load, or the ORM's handling of the query, cost more than the
+    statements that store the result)."""
+    row = session.connection().execute(_STORED, {"stored_id": match_id}).first()
     if row is None:
         raise NotFound(f"no match with id {match_id}")
     return row
