@@ -61,9 +61,10 @@ def claim_match(
     _lock_pair(session, match_id)
     claimed = taken_over = False
     values = {"claim_id": match_id, "claim_worker": worker, "claim_now": now, "claim_expires": now + lease}
+    connection = session.connection()  # the statements are made once: the ORM's handling of them cost more
     for takeover in (False, True):
-        result = session.execute(_claim_statement(takeover), values)
-        if result.rowcount == 1:  # type: ignore[attr-defined]
+        result = connection.execute(_claim_statement(takeover), values)
+        if result.rowcount == 1:
             claimed, taken_over = True, takeover
             break
     if claimed and taken_over:
@@ -175,13 +176,14 @@ def claim_twin(
     lease = _check_lease(lease_s)
     now = now or database_now(session)
     _lock_pair(session, match_id)
-    twin_id = session.scalar(_twin_statement(), {"held_id": match_id, "held_worker": worker})
+    connection = session.connection()  # as in `claim_match`
+    twin_id = connection.scalar(_twin_statement(), {"held_id": match_id, "held_worker": worker})
     claimed = False
     if twin_id is not None:
         # A paused league's pair in play is finished (as its matches in hand are), and a twin that failed is tried
         # once more: left for later, it could be played by another worker while this one's processes run.
         values = {"twin_id": twin_id, "claim_worker": worker, "claim_now": now, "claim_expires": now + lease}
-        claimed = session.execute(_claim_twin_statement(), values).rowcount == 1  # type: ignore[attr-defined]
+        claimed = connection.execute(_claim_twin_statement(), values).rowcount == 1
     elif session.scalar(sa.select(col(Match.id)).where(col(Match.id) == match_id)) is None:
         session.commit()
         raise NotFound(f"no match with id {match_id}")
