@@ -93,12 +93,14 @@ def _fact_is_true(sena: Sena, facts: HandFacts, truth: SenaTruth) -> bool:
     raise AssertionError(f"not a hand-fact seña: {sena}")
 
 
-_HAND_FACTS = tuple(sena for sena in Sena if sena not in INTENTIONS and sena is not Sena.CIEGO)
+_SENAS = tuple(Sena)
+"""Every seña in table order, as a tuple: iterating the enum itself cost more than the checks it feeds."""
+_HAND_FACTS = tuple(sena for sena in _SENAS if sena not in INTENTIONS and sena is not Sena.CIEGO)
 
 
 def vocabulary(rules: Rules) -> tuple[Sena, ...]:
     """The señas these rules allow at all: la_bonita only with `sena_la_bonita` (rules §12.1)."""
-    return tuple(sena for sena in Sena if sena is not Sena.LA_BONITA or rules.sena_la_bonita)
+    return tuple(sena for sena in _SENAS if sena is not Sena.LA_BONITA or rules.sena_la_bonita)
 
 
 def sena_rejection(sena: Sena, facts: HandFacts, rules: Rules, lance: Lance | None) -> SenaRejection | None:
@@ -146,12 +148,12 @@ def _accepted(
     facts: HandFacts, mode: SenasMode, truth: SenaTruth, la_bonita: bool, lance: Lance | None
 ) -> tuple[Sena, ...]:
     """Cached as a whole: the referee lists these at every seña decision, and one lookup beats one per seña."""
-    return tuple(sena for sena in Sena if _rejection(sena, facts, mode, truth, la_bonita, lance) is None)
+    return tuple(sena for sena in _SENAS if _rejection(sena, facts, mode, truth, la_bonita, lance) is None)
 
 
 def true_hand_senas(facts: HandFacts, rules: Rules, lance: Lance | None) -> tuple[Sena, ...]:
     """The hand-fact señas (ciego included, intentions not) that are true and allowed now, in table order."""
-    return tuple(sena for sena in Sena if sena not in INTENTIONS and sena_rejection(sena, facts, rules, lance) is None)
+    return tuple(sena for sena in _SENAS if sena not in INTENTIONS and sena_rejection(sena, facts, rules, lance) is None)
 
 
 def sena_verdicts(
