@@ -115,7 +115,7 @@ def hands(record: dict[str, Any]) -> list[HandFacts]:
 
 
 def test_first_hand_shows_each_seats_dealt_cards_as_in_the_record(viewer: Viewer, hands: list[HandFacts]) -> None:
-    assert viewer.text("#hand-counter") == f"Hand 1 / {len(hands)}"
+    assert viewer.text("#hand-counter") == f"Hand 0 (1 of {len(hands)})"
     for seat in range(4):
         assert viewer.cards(seat) == hands[0].dealt[seat]
     assert viewer.text("#score") == score_text(hands[0].score_at_start)
@@ -123,16 +123,16 @@ def test_first_hand_shows_each_seats_dealt_cards_as_in_the_record(viewer: Viewer
     assert faces.locator(".corner").first.inner_text() == hands[0].dealt[0][0][:-1]
 
 
-def test_next_hand_three_times_shows_hand_4_and_the_score_after_hand_3(viewer: Viewer, hands: list[HandFacts]) -> None:
+def test_next_hand_three_times_shows_hand_3_and_the_score_after_hand_2(viewer: Viewer, hands: list[HandFacts]) -> None:
     expected = hands[2].score_at_end()
-    assert hands[3].score_at_start == expected != (0, 0), "the seed should carry a score from hand 3 into hand 4"
+    assert hands[3].score_at_start == expected != (0, 0), "the seed should carry a score from hand 2 into hand 3"
     viewer.click("next-hand", 3)
-    assert viewer.text("#hand-counter") == f"Hand 4 / {len(hands)}"
+    assert viewer.text("#hand-counter") == f"Hand 3 (4 of {len(hands)})"
     for seat in range(4):
         assert viewer.cards(seat) == hands[3].dealt[seat]
     assert viewer.text("#score") == score_text(expected)
     viewer.click("prev-hand")
-    assert viewer.text("#hand-counter") == f"Hand 3 / {len(hands)}"
+    assert viewer.text("#hand-counter") == f"Hand 2 (3 of {len(hands)})"
     for seat in range(4):
         assert viewer.cards(seat) == hands[2].dealt[seat]
     assert viewer.text("#score") == score_text(hands[2].score_at_start)
@@ -152,7 +152,7 @@ def test_stepping_shows_a_lances_bets_one_by_one_as_in_the_record(viewer: Viewer
         if len(shown) == len(expected):
             break
     assert shown == expected
-    assert viewer.text("#hand-counter") == f"Hand 1 / {len(hands)}"
+    assert viewer.text("#hand-counter") == f"Hand 0 (1 of {len(hands)})"
     bubble = viewer.page.locator(f'.seat[data-seat="{expected[-1][0]}"] .bubble')
     assert bubble.inner_text().startswith(expected[-1][1].replace("_", " "))
     viewer.click("next-step")
@@ -173,7 +173,7 @@ def test_every_hands_end_shows_each_lances_points_and_the_score_as_scored(
 ) -> None:
     for index, hand in enumerate(hands):
         viewer.click("hand-end")
-        assert viewer.text("#hand-counter") == f"Hand {index + 1} / {len(hands)}"
+        assert viewer.text("#hand-counter") == f"Hand {index} ({index + 1} of {len(hands)})"
         scored = [event for event in hand.events if event["kind"] == "points_scored"]
         for lance in {event["lance"] for event in scored}:
             mine = [event for event in scored if event["lance"] == lance]
@@ -195,10 +195,10 @@ def test_arrow_keys_step_and_change_hands(viewer: Viewer, hands: list[HandFacts]
     viewer.page.keyboard.press("ArrowRight")
     assert viewer.text("#step-counter").startswith("step 2 /")
     viewer.page.keyboard.press("ArrowDown")
-    assert viewer.text("#hand-counter") == f"Hand 2 / {len(hands)}"
+    assert viewer.text("#hand-counter") == f"Hand 1 (2 of {len(hands)})"
     assert viewer.cards(0) == hands[1].dealt[0]
     viewer.page.keyboard.press("ArrowLeft")
-    assert viewer.text("#hand-counter") == f"Hand 1 / {len(hands)}"
+    assert viewer.text("#hand-counter") == f"Hand 0 (1 of {len(hands)})"
     viewer.page.keyboard.press("ArrowUp")
     assert viewer.text("#step-counter").startswith("step 1 /")
 

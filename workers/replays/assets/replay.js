@@ -373,7 +373,7 @@
       case "game_started":
         return "Vaca " + (e.vaca + 1) + ", game " + (e.game + 1) + " starts at " + e.score[0] + " – " + e.score[1];
       case "hand_started":
-        return "Hand " + (e.hand + 1) + ": mano seat " + e.mano + ", dealer seat " + e.dealer;
+        return "Hand " + e.hand + ": mano seat " + e.mano + ", dealer seat " + e.dealer;
       case "cards_dealt":
         return "Seat " + e.seat + " is dealt " + e.cards;
       case "mus_called":
@@ -412,7 +412,7 @@
       case "lance_decided":
         return "Órdago in " + e.lance + " won by seat " + e.seat + " (" + teamName(e.team) + ")";
       case "hand_ended":
-        return "Hand " + (e.hand + 1) + " ends";
+        return "Hand " + e.hand + " ends";
       case "game_ended":
         return gameEndedText(e);
       case "vaca_ended":
@@ -480,7 +480,9 @@
   function render() {
     const hand = hands[view.hand];
     const st = stateAt(hand, view.step);
-    document.getElementById("hand-counter").textContent = "Hand " + (view.hand + 1) + " / " + hands.length;
+    // The match's own hand numbers (from 0), as `mus replay show` and its --hand option count them.
+    document.getElementById("hand-counter").textContent =
+      "Hand " + hand.number + " (" + (view.hand + 1) + " of " + hands.length + ")";
     document.getElementById("step-counter").textContent = "step " + (view.step + 1) + " / " + hand.steps.length;
     document.getElementById("game-label").textContent = "Vaca " + (st.vaca + 1) + " · Game " + (st.game + 1);
     document.getElementById("score").textContent = st.score[0] + " – " + st.score[1];
