@@ -153,7 +153,9 @@ def _accepted(
 
 def true_hand_senas(facts: HandFacts, rules: Rules, lance: Lance | None) -> tuple[Sena, ...]:
     """The hand-fact señas (ciego included, intentions not) that are true and allowed now, in table order."""
-    return tuple(sena for sena in _SENAS if sena not in INTENTIONS and sena_rejection(sena, facts, rules, lance) is None)
+    return tuple(
+        sena for sena in _SENAS if sena not in INTENTIONS and sena_rejection(sena, facts, rules, lance) is None
+    )
 
 
 def sena_verdicts(
