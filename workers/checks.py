@@ -260,6 +260,15 @@ class _SeatRecord:
     """How its process ended, when it ended before the match did."""
     log: Path | None = None
 
+    def request(self, decision_id: int) -> str:
+        """A decision as the seat's program can find it: "request 5 (decision 17, bet)". The seat's count of its
+        requests, from 1, is the `number` a stdio program is given (docs/stdio.md) and the how-manieth call of an
+        SDK bot's `decide`; the decision id is the table's, which a stdio program never sees."""
+        asked = self.asked.get(decision_id)
+        if asked is None:
+            return f"decision {decision_id}"
+        return f"request {list(self.asked).index(decision_id) + 1} (decision {decision_id}, {asked.kind})"
+
 
 @dataclass(slots=True)
 class _Stream:
@@ -943,18 +952,16 @@ def _match_problems(played: _Played, decision_timeout_s: float) -> list[str]:
         record = watch.seats[seat]
         if cause == "illegal_action" and illegal[seat]:
             rejection = illegal[seat].pop(0)
-            asked = record.asked.get(rejection.decision_id)
-            kind = f" ({asked.kind})" if asked else ""
             code = play_pb2.RejectionCode.Name(rejection.code).removeprefix("REJECTION_CODE_")
-            problems.append(f"{where}: seat {seat}, decision {rejection.decision_id}{kind}: {code}: {rejection.reason}")
+            problems.append(
+                f"{where}: seat {seat}, {record.request(rejection.decision_id)}: {code}: {rejection.reason}"
+            )
         elif cause == "timeout" and timeouts[seat]:
             decision_id = timeouts[seat].pop(0)
-            asked = record.asked.get(decision_id)
-            kind = f" ({asked.kind})" if asked else ""
             late = record.answers.get(decision_id)
             answer = f"answered after {_seconds(late)}" if late is not None else "no answer"
             problems.append(
-                f"{where}: seat {seat}, decision {decision_id}{kind}: timed out ({answer}; decision_timeout_s ="
+                f"{where}: seat {seat}, {record.request(decision_id)}: timed out ({answer}; decision_timeout_s ="
                 f" {decision_timeout_s:g} s)"
             )
         else:
@@ -1001,10 +1008,10 @@ def _deadline(played: Sequence[_Played], decision_timeout_s: float) -> tuple[Che
             seconds += record.answers.values()
             for decision_id, took in record.answers.items():
                 if took > decision_timeout_s:
-                    late.append(f"match {one.label}, seat {seat}, decision {decision_id}: {_seconds(took)}")
+                    late.append(f"match {one.label}, seat {seat}, {record.request(decision_id)}: {_seconds(took)}")
             for decision_id in record.timeouts:
                 if decision_id not in record.answers:
-                    silent.append(f"match {one.label}, seat {seat}, decision {decision_id}")
+                    silent.append(f"match {one.label}, seat {seat}, {record.request(decision_id)}")
             unanswered_senas += sum(
                 1
                 for asked in record.asked.values()

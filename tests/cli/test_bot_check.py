@@ -163,7 +163,7 @@ def test_a_bot_that_plays_an_illegal_action_every_time_fails_legal_play_with_the
     assert found["handshake"][0] == "pass"
     status, summary = found["legal_play:defaults"]
     assert status == "fail"
-    assert summary.startswith("match 01-defaults (seed 1): seat 0, decision ") and ": ILLEGAL_ACTION: " in summary
+    assert summary.startswith("match 01-defaults (seed 1): seat 0, request ") and ": ILLEGAL_ACTION: " in summary
     assert summary.endswith("(and 2 more)"), "three illegal actions: the team forfeits"
 
 
@@ -185,6 +185,29 @@ def test_a_bot_broken_over_the_frames_it_is_offered_fails_legal_play_in_those_ma
     assert not any("02-defaults" in line for line in legal["details"]), "the second match, over gRPC alone, passed"
 
 
+THIRD_REQUEST_ILLEGAL = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message["type"] == "request":
+        wrong = message["number"] == 3 and message["attempt"] == 1
+        answer = {"kind": "envido", "amount": -1} if wrong else message["legal"][0]
+        print(json.dumps(answer), flush=True)
+"""
+"""A stdio program that answers its request number 3 with an action never legal, the rest with the first legal."""
+
+
+@pytest.mark.slow
+def test_a_failure_names_the_request_by_the_number_a_stdio_program_is_given() -> None:
+    """The decision id is the table's, which a stdio program never sees (newcomer walkthrough, stop 34)."""
+    result, report = check(*ONE_VARIANT, "--stdio", "--", sys.executable, "-c", THIRD_REQUEST_ILLEGAL)
+    assert result.exit_code == 1, result.output
+    status, summary = verdicts(report)["legal_play:defaults"]
+    assert status == "fail" and re.match(
+        r"match 01-defaults \(seed 1\): seat 0, request 3 \(decision \d+, \w+\): ILLEGAL_ACTION: ", summary
+    ), summary
+
+
 @pytest.mark.slow
 def test_a_bot_that_crashes_mid_match_fails_legal_play_naming_the_crash_first() -> None:
     """Its decisions then time out: the summary led with "a fault (timeout)", and the crash that caused it came
@@ -198,7 +221,7 @@ def test_a_bot_too_slow_for_its_clock_fails_the_deadline_with_its_times() -> Non
     found = broken("slow", "--matches", "1", "--decision-timeout", "0.3", "--variant", "defaults",
                    module="tests.support.misbehaving")  # fmt: skip
     status, summary = found["deadline"]
-    assert status == "fail" and "past decision_timeout_s (first: match 01-defaults, seat 0, decision " in summary
+    assert status == "fail" and "past decision_timeout_s (first: match 01-defaults, seat 0, request " in summary
     assert "(decision_timeout_s = 0.3 s)" in summary and "median " in summary and "max " in summary
     status, summary = found["legal_play:defaults"]
     assert status == "fail" and "timed out (answered after " in summary
