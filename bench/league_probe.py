@@ -107,7 +107,7 @@ def probe_match(
             match_id,
             PROBE_WORKER,
             outcome,
-            played.record,
+            played.record_json,
             fault_records(played.match),
             [list(seconds) for seconds in played.decision_seconds],
             incidents=incident_records(played.incidents),

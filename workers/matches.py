@@ -77,8 +77,9 @@ class PlayedMatch:
     match: Match
     """The match: re-simulated from a standalone referee's replay record (rules, seed, steps), or the one the
     referee in this process played. Its outcome is the match's."""
-    record: dict[str, Any]
-    """The referee's replay record (`match_record`); a standalone referee's is checked against the re-simulation."""
+    record_json: str
+    """The referee's replay record (`match_record`) as it wrote it (`dumps_record`), stored as is; a standalone
+    referee's is checked against the re-simulation."""
     incidents: tuple[Incident, ...]
     """The referee's incidents, in the order recorded (`incident_records`); the faults are the match's."""
     decision_seconds: tuple[tuple[float, ...], ...]
@@ -628,11 +629,11 @@ async def _play(
     for seat, before in cpu_before.items():
         after = cpu_after[seat]
         counted.append(after - before if after is not None and before is not None else None)
-    match, record = _resimulated(replay) if local is None else _finished(local, replay)
+    match, record_json = _resimulated(replay) if local is None else _finished(local, replay)
     return PlayedMatch(
         table_id,
         match,
-        record,
+        record_json,
         incidents,
         _decision_seconds(replay),
         _joined_as(final),
@@ -815,7 +816,7 @@ async def _call(
             raise RefereeFailure(f"{name}: the referee ({address}) {what} ({code.name}: {error.details()})") from None
 
 
-def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:
+def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, str]:
     """The fetched replay record, re-simulated: a record that does not replay to itself is the referee's failure."""
     record = _record(replay)
     match = replay_record(record)
@@ -825,18 +826,19 @@ def _resimulated(replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[
     # version's key order) may still hold the same record.
     if dumps_record(match) != replay.record_json and json.loads(json.dumps(match_record(match))) != record:
         raise RefereeFailure(f"table {replay.table_id}: the replay record does not re-simulate to itself")
-    return match, record
+    return match, replay.record_json
 
 
-def _finished(local: Referee, replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, dict[str, Any]]:
+def _finished(local: Referee, replay: admin_pb2.GetTableReplayResponse) -> tuple[Match, str]:
     """A finished table of the referee in this process: its match as the referee played it (the same engine
-    re-simulating it would prove nothing), and its record as the replay holds it. The referee then forgets the
-    table: nothing asks it again, and a worker's referee kept a thousand, all walked by its garbage collector."""
+    re-simulating it would prove nothing), and its record as the replay holds it, not read here: the database
+    stores the text as it is (`record_result` reads it once). The referee then forgets the table: nothing asks it
+    again, and a worker's referee kept a thousand, all walked by its garbage collector."""
     table = local.tables.get(replay.table_id)  # a thousand later tables would have evicted it
     if table is None or table.match is None or table.match.outcome is None:
         raise RefereeFailure(f"table {replay.table_id}: the referee in this process no longer holds its match")
     local.forget(replay.table_id)
-    return table.match, _record(replay)
+    return table.match, replay.record_json
 
 
 def _record(replay: admin_pb2.GetTableReplayResponse) -> dict[str, Any]:

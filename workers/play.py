@@ -103,7 +103,8 @@ class _Played:
     """What a played match leaves to store."""
 
     outcome: MatchOutcome
-    record: dict[str, Any]
+    record_json: str
+    """The replay record as the referee wrote it (`PlayedMatch.record_json`)."""
     faults: list[dict[str, Any]]
     """The rules' faults, in order (`fault_records`)."""
     incidents: list[dict[str, Any]]
@@ -231,7 +232,7 @@ def _play_claimed(
             match_id,
             worker,
             played.outcome,
-            played.record,
+            played.record_json,
             played.faults,
             played.decision_seconds,
             incidents=played.incidents,
@@ -456,7 +457,7 @@ def _to_store(played: PlayedMatch) -> _Played:
     assert outcome is not None  # a finished match's (`_resimulated` and `_finished` refuse any other)
     return _Played(
         outcome,
-        played.record,
+        played.record_json,
         fault_records(played.match),
         incident_records(played.incidents),
         [list(seconds) for seconds in played.decision_seconds],

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import math
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +200,23 @@ def test_an_outcome_mapping_is_stored_like_the_outcome(engine: Engine, match_ids
         assert len(session.exec(select(VacaResult)).all()) == len(outcome.vaca_results)
 
 
+def _text(record: dict[str, Any]) -> str:
+    """A record as the referee writes it (`dumps_record`), NaN let through as Python's json writes it."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_a_replay_given_as_the_referees_text_is_stored_as_is(engine: Engine, match_ids: list[int]) -> None:
+    """A worker hands on the text the referee wrote, not written again: the stored bytes are that text's."""
+    outcome, record = _claim(engine, match_ids[0])
+    text = _text(record)
+    with session_scope(engine) as session:
+        assert repo.record_result(session, match_ids[0], "host:1", outcome, text, FAULTS, DECISIONS)
+    with session_scope(engine) as session:
+        stored = session.exec(select(Replay)).one()
+        assert zlib.decompress(stored.data).decode() == text and stored.size == len(text.encode())
+        assert repo.get_replay(session, match_ids[0]) == record
+
+
 def _broken_outcome(outcome: Any) -> dict[str, Any]:
     data = repo.outcome_record(outcome)
     data["games"] = [*data["games"], data["games"][0]]
@@ -218,6 +238,10 @@ BAD_RECORDS: dict[str, tuple[Any, str]] = {
     "replay of another seed": (lambda o, r: (o, {**r, "seed": r["seed"] + 1}, [], []), "seed"),
     "replay without format": (lambda o, r: (o, {k: v for k, v in r.items() if k != "format"}, [], []), "format"),
     "replay not JSON": (lambda o, r: (o, {**r, "extra": object()}, [], []), "not JSON"),
+    "replay text of another seed": (lambda o, r: (o, _text({**r, "seed": r["seed"] + 1}), [], []), "seed"),
+    "replay text not JSON": (lambda o, r: (o, _text(r)[:-1], [], []), "not JSON"),
+    "replay text not an object": (lambda o, r: (o, json.dumps([r]), [], []), "not a JSON object"),
+    "replay text with NaN": (lambda o, r: (o, _text({**r, "extra": math.nan}), [], []), "NaN is not JSON"),
     "fault on seat 4": (lambda o, r: (o, r, [{"seat": 4, "cause": "timeout"}], []), "seat"),
     "fault without cause": (lambda o, r: (o, r, [{"seat": 1}], []), "cause"),
     "an incident among the faults": (lambda o, r: (o, r, [{"seat": 1, "cause": "crash"}], []), "faults have one of"),

@@ -15,20 +15,38 @@ from workers.db.repo.common import LeagueRef
 from workers.db.repo.leagues import get_match, league_id_of
 
 
-def pack_replay(record: Mapping[str, Any], seed: int) -> tuple[str, bytes, int]:
+def pack_replay(record: Mapping[str, Any], seed: int, *, text: str | None = None) -> tuple[str, bytes, int]:
     """A match's replay record as stored: (format, zlib-compressed JSON, uncompressed size); it must name its
-    format, be of the match's seed and be JSON."""
+    format, be of the match's seed and be JSON. `text`: the record as JSON already (`parse_record` read it from
+    it), stored as is rather than written again."""
     replay_format = record.get("format")
     if not isinstance(replay_format, str) or not replay_format or len(replay_format) > 64:
         raise InvalidInput(f"the replay record has no valid format, got {replay_format!r}")
     if "seed" in record and record["seed"] != seed:
         raise InvalidInput(f"the replay's seed {record['seed']!r} is not the match's seed {seed}")
-    try:
-        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(f"the replay record is not JSON: {error}") from None
+    if text is None:
+        try:
+            text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidInput(f"the replay record is not JSON: {error}") from None
     data = text.encode()
     return replay_format, zlib.compress(data, 6), len(data)
+
+
+def parse_record(text: str) -> dict[str, Any]:
+    """A replay record given as JSON text (as the referee writes it, `dumps_record`): a JSON object, with no NaN
+    or infinity (which `pack_replay` refuses in a record given as values), else `InvalidInput`."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    try:
+        record = json.loads(text, parse_constant=refuse)
+    except ValueError as error:
+        raise InvalidInput(f"the replay record is not JSON: {error}") from None
+    if not isinstance(record, dict):
+        raise InvalidInput("the replay record is not a JSON object")
+    return record
 
 
 def get_replay(session: Session, match_id: int) -> dict[str, Any]:

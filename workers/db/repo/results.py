@@ -27,7 +27,7 @@ from workers.db.models import Bot, BotVersion, GameResult, Match, MatchResult, M
 from workers.db.repo.common import LeagueRef, database_now, row_id
 from workers.db.repo.leagues import get_match, league_id_of
 from workers.db.repo.leases import check_worker
-from workers.db.repo.replays import pack_replay
+from workers.db.repo.replays import pack_replay, parse_record
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def record_result(
     match_id: int,
     worker: str,
     outcome: MatchOutcome | Mapping[str, Any],
-    replay: Mapping[str, Any],
+    replay: Mapping[str, Any] | str,
     faults: Sequence[Mapping[str, Any]],
     decision_seconds: Sequence[Sequence[float]],
     *,
@@ -115,7 +115,8 @@ def record_result(
     still accepted if it comes first and the match is still on the deal it played; once the match has moved to
     a fresh deal (requeued, or taken over), such a stale result returns False and is not written.
 
-    `outcome` is the engine's `MatchOutcome` or its `outcome_record` mapping; `replay` the `match_record`;
+    `outcome` is the engine's `MatchOutcome` or its `outcome_record` mapping; `replay` the `match_record`, or its
+    JSON text as the referee wrote it (`dumps_record`: stored as is, once read as a record, not written again);
     `faults` every fault charged (rules §13: illegal_action, timeout, limit), in order, as {seat, cause, detail};
     `incidents` what the referee recorded of the seats' connections and processes (protocol_error, disconnect,
     crash, stall, absent), in order, in the same shape; `decision_seconds` each seat's decision times, stored as a
@@ -127,7 +128,8 @@ def record_result(
     if match.status is MatchStatus.FINISHED or match.result_id is not None:
         session.rollback()
         return False
-    stale_seed = "seed" in replay and replay["seed"] != match.seed
+    text, record = (replay, parse_record(replay)) if isinstance(replay, str) else (None, replay)
+    stale_seed = "seed" in record and record["seed"] != match.seed
     if stale_seed and not (match.status is MatchStatus.RUNNING and match.worker == worker):
         # An attempt that lost its lease, on a deal the match has since left: its result is not this deal's.
         session.rollback()
@@ -137,7 +139,7 @@ def record_result(
     fault_rows = _parse_causes(faults, "fault", FAULT_CAUSES)
     incident_rows = _parse_causes(incidents, "incident", INCIDENT_CAUSES)
     summaries = decision_summary(decision_seconds)
-    replay_format, replay_data, replay_size = pack_replay(replay, match.seed)
+    replay_format, replay_data, replay_size = pack_replay(record, match.seed, text=text)
     now = now or database_now(session)
     games = [game for game in parsed.games if game.winner is not None]
     # Written as rows of values by statements made once (one INSERT each table, an UPDATE of the match) on the
