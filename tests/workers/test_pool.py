@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from workers.launcher import (
     FREEZE,
     IDLE_FREEZE_S,
     INSTALL_HINT,
+    Alarms,
     BotProgram,
     Limits,
     TurnGate,
@@ -308,6 +310,18 @@ def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_fram
         loop.close()
     assert pool.started == 4, "run_main kept each process for the second match"
     assert served == [2, 2, 2, 2], "each process played both its seats over frames (the seat line's socket)"
+
+
+def test_the_pools_alarms_run_when_due_in_order_on_one_thread_and_a_cancelled_one_never_runs() -> None:
+    """What freezes a pooled process after its match (`PooledProcess.idle`), for every process of the worker."""
+    alarms, ran, done = Alarms(), [], threading.Event()
+    alarms.call_later(0.05, lambda alarm: ran.append(("late", threading.current_thread())))
+    alarms.call_later(0.01, lambda alarm: ran.append(("early", threading.current_thread())))
+    alarms.call_later(0.02, lambda alarm: ran.append(("cancelled", threading.current_thread()))).cancel()
+    alarms.call_later(0.06, lambda alarm: done.set())
+    assert done.wait(5)
+    assert [name for name, _ in ran] == ["early", "late"]
+    assert len({thread for _, thread in ran}) == 1 and ran[0][1] is not threading.current_thread()
 
 
 def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:
