@@ -12,7 +12,7 @@ from typing import TypeAlias
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
 
 from workers.db.errors import Conflict, InvalidInput
 from workers.db.models import Bot, BotVersion, League, Match, utc_now
@@ -27,6 +27,15 @@ MAX_SEED = 2**63 - 1
 
 LeagueRef: TypeAlias = League | int | str
 """A league given as a row, an id or a name."""
+
+
+def core_table(model: type[SQLModel]) -> sa.Table:
+    """A model's Core table, for the statements a worker runs around every match (claim, set-up, result): made
+    once and run on the session's connection, they skip the ORM's handling of a statement and its objects, which
+    cost more than running them."""
+    table = sa.inspect(model).local_table
+    assert isinstance(table, sa.Table)
+    return table
 
 
 def row_id(row: Bot | BotVersion | League | Match) -> int:

@@ -15,7 +15,6 @@ from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from referee.engine.errors import RulesError
@@ -38,6 +37,7 @@ from workers.db.repo.common import (
     check_int,
     check_name,
     check_seed,
+    core_table,
     database_now,
     flush_or_conflict,
     row_id,
@@ -510,56 +510,82 @@ def get_match(session: Session, match_id: int) -> Match:
 
 def match_setup(session: Session, match_id: int) -> MatchSetup:
     """What a worker needs to play the match: rules, seed, and each team's program. One query (the match, its
-    league, and each team's version and bot), run before every match."""
-    row = session.execute(_setup_statement(), {"setup_match_id": match_id}).first()
+    league, and each team's version and bot), run before every match, read as columns (`core_table`)."""
+    row = session.connection().execute(_setup_statement(), {"setup_match_id": match_id}).first()
     if row is None:
         raise NotFound(f"no match with id {match_id}")
-    match, league, version0, bot0, version1, bot1 = row
+    found = row._mapping
     return MatchSetup(
         match_id=match_id,
-        league_id=row_id(league),
-        league_name=league.name,
-        index=match.index,
-        seed=match.seed,
-        duplicate_pair=match.duplicate_pair,
-        rules=dict(league.rules),
-        absent_limit_s=league.absent_limit_s,
-        status=match.status,
-        attempt=match.attempt,
-        teams=(_team_setup(version0, bot0), _team_setup(version1, bot1)),
-        sandbox=league.sandbox,
+        league_id=found["league_id"],
+        league_name=found["league_name"],
+        index=found["index"],
+        seed=found["seed"],
+        duplicate_pair=found["duplicate_pair"],
+        rules=dict(found["rules"]),
+        absent_limit_s=found["absent_limit_s"],
+        status=found["status"],
+        attempt=found["attempt"],
+        teams=(_team_setup(found, 0), _team_setup(found, 1)),
+        sandbox=found["sandbox"],
     )
+
+
+_TEAM_BOT = ("name", "id", "remote", "language")
+_TEAM_VERSION = ("id", "number", "command", "folder", "content_hash", "persistent")
 
 
 @cache
-def _setup_statement() -> sa.Select[Match, League, BotVersion, Bot, BotVersion, Bot]:
-    """`match_setup`'s query, made once (its aliases cost more to build than the query to run)."""
-    versions = (aliased(BotVersion), aliased(BotVersion))
-    bots = (aliased(Bot), aliased(Bot))
+def _setup_statement() -> sa.Select[Any]:
+    """`match_setup`'s query, made once (its aliases cost more to build than the query to run); each team's
+    columns are labelled `bot{team}_{column}` and `version{team}_{column}`."""
+    match, league = core_table(Match), core_table(League)
+    versions = [core_table(BotVersion).alias(f"version{team}") for team in (0, 1)]
+    bots = [core_table(Bot).alias(f"bot{team}") for team in (0, 1)]
+    teams = [
+        column.label(f"{table.name}_{column.name}")
+        for team in (0, 1)
+        for table, names in ((bots[team], _TEAM_BOT), (versions[team], _TEAM_VERSION))
+        for column in (table.c[name] for name in names)
+    ]
     return (
-        sa.select(Match, League, versions[0], bots[0], versions[1], bots[1])
-        .join(League, col(League.id) == col(Match.league_id))
-        .join(versions[0], col(versions[0].id) == col(Match.team0_version_id))
-        .join(bots[0], col(bots[0].id) == col(versions[0].bot_id))
-        .join(versions[1], col(versions[1].id) == col(Match.team1_version_id))
-        .join(bots[1], col(bots[1].id) == col(versions[1].bot_id))
-        .where(col(Match.id) == sa.bindparam("setup_match_id"))
-        .execution_options(populate_existing=True)
+        sa.select(
+            match.c.index,
+            match.c.seed,
+            match.c.duplicate_pair,
+            match.c.status,
+            match.c.attempt,
+            league.c.id.label("league_id"),
+            league.c.name.label("league_name"),
+            league.c.rules,
+            league.c.absent_limit_s,
+            league.c.sandbox,
+            *teams,
+        )
+        .select_from(
+            match.join(league, league.c.id == match.c.league_id)
+            .join(versions[0], versions[0].c.id == match.c.team0_version_id)
+            .join(bots[0], bots[0].c.id == versions[0].c.bot_id)
+            .join(versions[1], versions[1].c.id == match.c.team1_version_id)
+            .join(bots[1], bots[1].c.id == versions[1].c.bot_id)
+        )
+        .where(match.c.id == sa.bindparam("setup_match_id"))
     )
 
 
-def _team_setup(version: BotVersion, bot: Bot) -> TeamSetup:
+def _team_setup(found: sa.RowMapping, team: int) -> TeamSetup:
+    bot, version = f"bot{team}_", f"version{team}_"
     return TeamSetup(
-        bot_name=bot.name,
-        bot_id=row_id(bot),
-        remote=bot.remote,
-        language=bot.language,
-        version_id=row_id(version),
-        version_number=version.number,
-        command=tuple(version.command),
-        folder=version.folder,
-        content_hash=version.content_hash,
-        persistent=version.persistent,
+        bot_name=found[bot + "name"],
+        bot_id=found[bot + "id"],
+        remote=found[bot + "remote"],
+        language=found[bot + "language"],
+        version_id=found[version + "id"],
+        version_number=found[version + "number"],
+        command=tuple(found[version + "command"]),
+        folder=found[version + "folder"],
+        content_hash=found[version + "content_hash"],
+        persistent=found[version + "persistent"],
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
 from referee.causes import IncidentCause
 from referee.engine.outcome import FaultCause, GameTermination, MatchOutcome, MatchTermination
@@ -24,7 +24,7 @@ from referee.engine.outcome import GameResult as EngineGameResult
 from referee.engine.outcome import VacaResult as EngineVacaResult
 from workers.db.errors import InvalidInput, NotFound
 from workers.db.models import Bot, BotVersion, GameResult, Match, MatchResult, MatchStatus, Replay, VacaResult
-from workers.db.repo.common import LeagueRef, database_now, row_id
+from workers.db.repo.common import LeagueRef, core_table, database_now, row_id
 from workers.db.repo.leagues import get_match, league_id_of
 from workers.db.repo.leases import check_worker
 from workers.db.repo.replays import pack_replay, parse_record
@@ -218,15 +218,8 @@ def record_result(
     return True
 
 
-def _table(model: type[SQLModel]) -> sa.Table:
-    """A model's Core table, for the statements that skip the ORM."""
-    table = sa.inspect(model).local_table
-    assert isinstance(table, sa.Table)
-    return table
-
-
-_MATCH = _table(Match)
-_RESULT = _table(MatchResult)
+_MATCH = core_table(Match)
+_RESULT = core_table(MatchResult)
 _STORED: sa.Select[Any] = (
     sa.select(
         _MATCH.c.status,
@@ -241,9 +234,9 @@ _STORED: sa.Select[Any] = (
 )
 """`record_result`'s read of the match and the id of its result if any; bound per call (stored_id)."""
 _INSERT_RESULT = sa.insert(_RESULT)
-_INSERT_GAMES = sa.insert(_table(GameResult))
-_INSERT_VACAS = sa.insert(_table(VacaResult))
-_INSERT_REPLAY = sa.insert(_table(Replay))
+_INSERT_GAMES = sa.insert(core_table(GameResult))
+_INSERT_VACAS = sa.insert(core_table(VacaResult))
+_INSERT_REPLAY = sa.insert(core_table(Replay))
 _FINISH = (
     sa.update(_MATCH)
     .where(_MATCH.c.id == sa.bindparam("finished_id"))
