@@ -1110,6 +1110,8 @@ class Freezer:
         self.frozen = False
         self.stuck = False
         """Killed by `TurnGate` for not stopping within FREEZE_LIMIT_S of its turn's end."""
+        self._still = False
+        """Seen frozen since it was last frozen: it stays so until it is thawed (`settled` reads nothing)."""
 
     @classmethod
     def of(cls, cgroups: Sequence[Path]) -> Freezer | None:
@@ -1127,16 +1129,18 @@ class Freezer:
     def thaw(self) -> None:
         if self.frozen:
             self._write(b"0")
-            self.frozen = False
+            self.frozen = self._still = False
 
     def settled(self) -> bool:
         """Whether every process of the cgroup is frozen now (cgroup.events `frozen 1`), or killed."""
-        if self._events < 0 or self.stuck:
+        if self._events < 0 or self.stuck or self._still:
             return True
         try:
-            return b"frozen 1" in os.pread(self._events, 256, 0)
+            still = b"frozen 1" in os.pread(self._events, 256, 0)
         except OSError:
             return True  # the cgroup is gone, and its processes with it
+        self._still = still and self.frozen
+        return still
 
     def kill(self) -> None:
         """Kill every process of the cgroup: a task with SIGKILL pending never runs its own code again, so the
@@ -1160,6 +1164,26 @@ class Freezer:
         self._state = self._events = -1
 
 
+async def stop_all(freezers: Sequence[Freezer]) -> None:
+    """Freeze every one, and return once all are seen frozen; one that is not within BYSTANDER_LIMIT_S (a task
+    inside a long system call) is killed. For the worker's pooled processes before each of its matches: no process
+    of the match may run beside one that played its twin (docs/pool.md)."""
+    for freezer in freezers:
+        freezer.freeze()
+    began = time.monotonic()
+    waiting = [freezer for freezer in freezers if not freezer.settled()]
+    while waiting and time.monotonic() < began + FROZEN_SPIN_S:
+        waiting = [freezer for freezer in waiting if not freezer.settled()]
+    while waiting:
+        if time.monotonic() > began + BYSTANDER_LIMIT_S:
+            for freezer in waiting:
+                log.warning("a pooled process between its seats did not stop within %g s: killed", BYSTANDER_LIMIT_S)
+                freezer.kill()
+            return
+        await asyncio.sleep(FREEZE_POLL_S)
+        waiting = [freezer for freezer in waiting if not freezer.settled()]
+
+
 class TurnGate:
     """Which hosted seats of one table may run: set by the table (`Table.turns`) whenever that changes.
 
@@ -1174,8 +1198,8 @@ class TurnGate:
     def __init__(self) -> None:
         self._seats: dict[int, Freezer] = {}
         self._bystanders: list[Freezer] = []
-        """The worker's other pooled processes, between their seats: frozen with the seats before the deal, and
-        left frozen (their pool thaws them: `PooledProcess.hold`)."""
+        """The worker's other pooled processes, between their seats: frozen before any process of the match runs
+        (`stop_all`), and kept so while it is played (their pool thaws them: `PooledProcess.hold`)."""
         self.running: frozenset[int] = frozenset(range(4))
         self._held: asyncio.Future[None] | None = None
         """While the table is held: done when the asked seats run."""
@@ -1188,9 +1212,8 @@ class TurnGate:
             self(self.running)
 
     def stand_by(self, freezer: Freezer) -> None:
-        """Stop a pooled process of the worker's that plays no seat here when the seats are stopped before the
-        deal: one that has just played a match runs until it is frozen as idle (IDLE_FREEZE_S), and it may have
-        played this match's twin (docs/leagues.md)."""
+        """Keep a pooled process of the worker's that plays no seat here frozen while the match is played: one that
+        has just played a match may have played this match's twin (docs/leagues.md)."""
         self._bystanders.append(freezer)
         self(self.running)
 
@@ -1198,9 +1221,8 @@ class TurnGate:
         return bool(self._seats)
 
     def _stopping(self) -> list[Freezer]:
-        """Those that must not run now: the seats not running, and the bystanders unless all four seats run."""
-        stopping = [freezer for seat, freezer in self._seats.items() if seat not in self.running]
-        return stopping if len(self.running) == 4 else [*stopping, *self._bystanders]
+        """Those that must not run now: the seats not running, and the bystanders."""
+        return [*(freezer for seat, freezer in self._seats.items() if seat not in self.running), *self._bystanders]
 
     def __call__(self, running: frozenset[int]) -> asyncio.Future[None] | None:
         """Let `running` run once the others are frozen: now (None), or when the returned future is done."""
@@ -1468,8 +1490,8 @@ class PooledProcess:
                 self.freezer.freeze()
 
     def hold(self) -> bool:
-        """Another match of its worker begins: stop counting its time to exit (`idle`); the match's gate freezes it
-        before the deal (`TurnGate.stand_by`). True if it had time left, which `resume` gives back once after
+        """Another match of its worker begins: stop counting its time to exit (`idle`); the worker freezes it before
+        any process of that match runs (`stop_all`). True if it had time left, which `resume` gives back once after
         the match (a process that ends after its seat then exits, and is replaced instead of given a seat it
         cannot take); later matches leave it frozen until its next seat."""
         with self._freezing:

@@ -50,6 +50,7 @@ from workers.launcher import (
     TurnGate,
     launch_bot,
     open_to_seat,
+    stop_all,
 )
 from workers.pool import BotPool, place
 from workers.relay import SeatRelay, open_relay
@@ -281,8 +282,15 @@ async def play_programs(
     embedded = EmbeddedReferee() if referee is None else referee
     members: dict[int, PooledProcess] = {}
     frames: dict[int, SeatFrames] = {}
+    held: list[PooledProcess] = []
     try:
-        # Pooled seats: a live process of the bot's for each, served in its own folder.
+        if pool is not None:
+            # No process of this match runs beside one of the worker's pooled processes, frozen first: one that
+            # has just played may have played this match's twin, and would pass its deal on through the CPU
+            # while this match's seats join (a security review, stop 35).
+            held = [member for member in pool.processes() if member.freezer is not None and member.hold()]
+            await stop_all([member.freezer for member in pool.processes() if member.freezer is not None])
+        # Pooled seats: a live process of the bot's for each, served in its own folder (thawed for its seat).
         meets_itself = programs[0].name == programs[1].name
         for seat in range(4):
             if pool is not None and pool.accepts(programs[seat % 2]):
@@ -318,6 +326,9 @@ async def play_programs(
         )
     finally:
         await asyncio.gather(*(own_frames.close() for own_frames in frames.values()))
+        for member in held:
+            if member not in members.values():  # a seat's process was given its time again when it was released
+                member.resume()
         if own:
             await embedded.close()
         elif pool is not None:
@@ -557,7 +568,6 @@ async def _play(
             gate = TurnGate()
             seated = {member for member, *_ in pooled.values()}
             bystanders = [member for member in pool.processes() if member not in seated] if pool is not None else []
-            resumed = [member for member in bystanders if member.freezer is not None and member.hold()]
             for member in bystanders:
                 if member.freezer is not None:
                     gate.stand_by(member.freezer)
@@ -608,8 +618,6 @@ async def _play(
             finally:
                 if follower is not None:
                     follower.cancel()
-                for member in resumed:
-                    member.resume()
                 await _stop(watchers, processes)
                 if not ended:
                     with contextlib.suppress(Exception):

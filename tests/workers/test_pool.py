@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,8 +32,10 @@ from workers.launcher import (
     Alarms,
     BotProgram,
     Limits,
+    PooledProcess,
     TurnGate,
     _usable_hierarchies,
+    launch_bot,
     own_seat_uids,
     sandbox_available,
 )
@@ -225,6 +228,50 @@ def test_a_pooled_process_between_its_seats_is_frozen_before_the_next_match_is_d
     assert second.match.outcome is not None and not second.incidents
     play_s = second.ended_at - second.started_at
     assert len(seen) == 2 and seen[1] - seen[0] < 0.01, f"CPU-seconds taken in a match of {play_s:.2f} s: {seen}"
+
+
+def test_a_pooled_process_that_has_just_played_is_frozen_before_any_process_of_the_next_match_runs(
+    pool: BotPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next match may be its twin, whose deal it has just seen: running while that match's seats join, it
+    passed a rival's hand to them through the CPU before the deal (a security review, stop 35). So it is frozen
+    before any process of the next match is started, given its seat or launched."""
+    if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
+        pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
+    burner = persistent_script(tmp_path, "burner", BURNER)
+    first = play_match((burner, instant("b")), 1, pool)
+    assert first.match.outcome is not None and not first.incidents
+    members = [member for member in pool.processes() if member.program.name == "burner"]
+    seen: list[tuple[str, list[str]]] = []  # at each process of the next match: the burners' cgroup.events
+
+    def look(what: str) -> None:
+        seen.append(
+            (what, [(member.freezer.cgroup / "cgroup.events").read_text() for member in members if member.freezer])
+        )
+
+    acquire, offer, launch = BotPool.acquire, PooledProcess.offer, launch_bot
+
+    def acquiring(self: BotPool, *args: Any) -> Any:
+        look("acquire")
+        return acquire(self, *args)
+
+    def offering(self: Any, *args: Any, **kwargs: Any) -> None:
+        look("offer")
+        offer(self, *args, **kwargs)
+
+    async def launching(*args: Any, **kwargs: Any) -> Any:
+        look("launch")
+        return await launch(*args, **kwargs)
+
+    monkeypatch.setattr(BotPool, "acquire", acquiring)
+    monkeypatch.setattr(PooledProcess, "offer", offering)
+    monkeypatch.setattr(matches, "launch_bot", launching)
+    launched = BotProgram("e", BOT_COMMAND, BOT_SCRIPT.parent, version="1")  # a bot launched for the match
+    second = play_match((instant("c"), launched), 2, pool)  # at once, as a worker plays a pair's twin
+    assert second.match.outcome is not None and not second.incidents
+    assert {what for what, _ in seen} == {"acquire", "offer", "launch"}
+    assert all(len(states) == len(members) == 2 for _, states in seen)
+    assert all("frozen 1" in events for _, states in seen for events in states), seen
 
 
 STUFFER = """\
