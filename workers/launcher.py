@@ -1502,6 +1502,17 @@ class PooledProcess:
             self._held = True
             return True
 
+    def freeze_now(self) -> None:
+        """After its match, when the worker plays that match's twin next: frozen at once, with none of its time to
+        exit (`idle`) until `resume` gives it, after the twin (it knows the twin's deal)."""
+        with self._freezing:
+            if self._idle is not None:
+                self._idle.cancel()
+                self._idle = None
+            self._held = True
+            if self.freezer is not None:
+                self.freezer.freeze()
+
     def resume(self) -> None:
         """After the match that held it (`hold`): its time to exit, again."""
         if self.freezer is not None:

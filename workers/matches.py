@@ -261,6 +261,7 @@ async def play_programs(
     pool: BotPool | None = None,
     referee: EmbeddedReferee | None = None,
     half: int = 0,
+    twin_next: bool = False,
 ) -> PlayedMatch:
     """Play the match on a referee in this process (`referee`, or one made for this match alone) as on the
     standalone referee (`play_on_referee`, the same code): the table is created, watched and fetched through the
@@ -276,7 +277,9 @@ async def play_programs(
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
     live processes (`workers.pool`) instead of launched: the referee listens on a socket in each such process's
     own folder, which only that process's sandbox binds. `half` is which half of its duplicate pair the match is
-    (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes."""
+    (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes. `twin_next`:
+    the caller plays the match's twin next, so its pooled processes stay frozen until that one has ended
+    (`BotPool.release`)."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     own = referee is None
     embedded = EmbeddedReferee() if referee is None else referee
@@ -288,7 +291,7 @@ async def play_programs(
             # No process of this match runs beside one of the worker's pooled processes, frozen first: one that
             # has just played may have played this match's twin, and would pass its deal on through the CPU
             # while this match's seats join (a security review, stop 35).
-            held = [member for member in pool.processes() if member.freezer is not None and member.hold()]
+            held = pool.hold_all()
             await stop_all([member.freezer for member in pool.processes() if member.freezer is not None])
         # Pooled seats: a live process of the bot's for each, served in its own folder (thawed for its seat).
         meets_itself = programs[0].name == programs[1].name
@@ -320,6 +323,7 @@ async def play_programs(
             ],
             pool=pool,
             pooled=pooled,
+            twin_next=twin_next,
             referees={seat: own.referee_address(confined) for seat, own in frames.items()},
             frames={seat: own.address(confined) for seat, own in frames.items()},
             local=embedded.referee,
@@ -510,6 +514,7 @@ async def _play(
     pool: BotPool | None,
     pooled: Mapping[int, tuple[PooledProcess, str, str]],
     referees: Mapping[int, str],
+    twin_next: bool = False,
     frames: Mapping[int, str] | None = None,
     local: Referee | None = None,
 ) -> PlayedMatch:
@@ -632,7 +637,7 @@ async def _play(
             member.cpu_seen = cpu_after[seat]
         if pool is not None:
             for seat, (member, *_) in pooled.items():
-                pool.release(member, healthy=seat in healthy, cpu_s=cpu_after[seat])
+                pool.release(member, healthy=seat in healthy, cpu_s=cpu_after[seat], twin_next=twin_next)
     counted: list[float | None] = [process.cpu_s for process in processes]
     for seat, before in cpu_before.items():
         after = cpu_after[seat]

@@ -408,6 +408,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
             pool=pool,
             referee=referee,
             half=repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id),
+            twin_next=_chains_twin(setup),  # (or it was the twin: its processes are then frozen one match longer)
         )
     )
     return _to_store(played)

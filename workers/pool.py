@@ -82,6 +82,8 @@ class BotPool:
         self.retired = 0
         self._processes: OrderedDict[tuple[str, int, int], PooledProcess] = OrderedDict()
         """By bot, half and place (`place`), least recently used first."""
+        self._owed: list[PooledProcess] = []
+        """Frozen after a match whose twin came next, with their time to exit owed (`hold_all`)."""
         self._start_cpu_s: dict[str, float] = {}
         """By bot: the CPU-seconds its last new process had used by the end of its first match (`start_cost_s`)."""
 
@@ -118,9 +120,23 @@ class BotPool:
         current.take()
         return current
 
-    def release(self, process: PooledProcess, *, healthy: bool, cpu_s: float | None = None) -> None:
+    def hold_all(self) -> list[PooledProcess]:
+        """Before a match: every process's time to exit stops (`PooledProcess.hold`). Returns those owed some, to
+        be given it (`PooledProcess.resume`) once the match has ended: those frozen before their time was up, now
+        or by an earlier match that kept its seats frozen for its twin (`release`)."""
+        owed = [member for member in self._processes.values() if member.freezer is not None and member.hold()]
+        owed += [member for member in self._owed if member not in owed and member in self._processes.values()]
+        self._owed = []
+        return owed
+
+    def release(
+        self, process: PooledProcess, *, healthy: bool, cpu_s: float | None = None, twin_next: bool = False
+    ) -> None:
         """After a match: count the seat, and replace the process if it is not `healthy` or has played enough.
-        `cpu_s`: its CPU-seconds so far, when the caller has just read them (else they are read here)."""
+        `cpu_s`: its CPU-seconds so far, when the caller has just read them (else they are read here). With
+        `twin_next` (the worker plays the match's twin next) it is frozen at once, until the next match has ended:
+        it knows the twin's deal, and its time to exit would let it run beside the twin's processes while the worker
+        records this match (a security review, stop 35)."""
         process.seats_played += 1
         if process.seats_played == 1 and cpu_s is not None:
             self._start_cpu_s[process.program.name] = cpu_s
@@ -132,7 +148,11 @@ class BotPool:
             while sum(self._memory.values()) > self.max_memory_bytes:
                 self._retire(max(self._memory, key=self._memory.__getitem__))
         if key is not None and key in self._processes:
-            process.idle()
+            if twin_next:
+                process.freeze_now()
+                self._owed.append(process)
+            else:
+                process.idle()
 
     def _usable(self, process: PooledProcess, program: BotProgram) -> bool:
         """Whether `process` may play `program`'s next seat, or has to be replaced first (see the module)."""

@@ -21,7 +21,7 @@ import tests.support.hostile_seats
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
 from tests.workers.conftest import Deployment
-from workers import matches, play
+from workers import launcher, matches, play
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import (
@@ -274,6 +274,36 @@ def test_a_pooled_process_that_has_just_played_is_frozen_before_any_process_of_t
     assert all("frozen 1" in events for _, states in seen for events in states), seen
 
 
+def test_the_processes_of_a_match_whose_twin_comes_next_stay_frozen_until_the_next_match_has_ended(
+    pool: BotPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They know the twin's deal: given their time to exit at once, they ran beside the twin's processes while the
+    worker recorded the first match and claimed the twin (a security review, stop 35). They get it after the next
+    match."""
+    if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
+        pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
+    burner = persistent_script(tmp_path, "burner", BURNER)
+    monkeypatch.setattr(launcher, "IDLE_FREEZE_S", 60.0)  # a time to exit that does not run out in the test
+
+    def burners_frozen() -> list[bool]:
+        """Whether each is frozen, once a freeze asked for has had time to take (a spinning thread stops at its
+        next tick)."""
+        members = [member for member in pool.processes() if member.program.name == "burner"]
+        freezers = [member.freezer for member in members if member.freezer is not None]
+        assert len(freezers) == 2
+        deadline = time.monotonic() + 1.0
+        while any(freezer.frozen and not freezer.settled() for freezer in freezers) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return ["frozen 1" in (freezer.cgroup / "cgroup.events").read_text() for freezer in freezers]
+
+    first = play_match((burner, instant("b")), 1, pool)
+    assert first.match.outcome is not None and burners_frozen() == [False, False], "their time to exit"
+    pair = play_match((burner, instant("b")), 3, pool, twin_next=True)
+    assert pair.match.outcome is not None and burners_frozen() == [True, True]
+    twin = play_match((instant("c"), instant("d")), 2, pool)
+    assert twin.match.outcome is not None and burners_frozen() == [False, False], "their time to exit, now"
+
+
 STUFFER = """\
 import os, sys, time
 from clients.bots.passive_bot import PassiveBot
@@ -462,7 +492,7 @@ def test_a_pooled_process_sees_and_reaches_no_referee_socket_but_its_own_seats(p
 
 
 def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_others(
-    deployment: Deployment,
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     league_id = deployment.league(
         "pooled",
@@ -476,10 +506,19 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
     )
     with session_scope(deployment.engine) as session:
         match_ids = [match.id for match in repo.list_matches(session, league_id) if match.id is not None]
+    twin_next: list[bool] = []
+    played = play_programs
+
+    async def playing(*args: Any, **kwargs: Any) -> PlayedMatch:
+        twin_next.append(kwargs["twin_next"])
+        return await played(*args, **kwargs)
+
+    monkeypatch.setattr(play, "play_programs", playing)
     play.database.cache_clear()
     try:
         outcomes = [play.play_league_match(match_id) for match_id in match_ids]
         assert sorted(outcomes) == ["finished"] * 2 + ["skipped"] * 2, "each pair's twin played right after it"
+        assert twin_next == [True] * 4, "the pool keeps each match's processes frozen until the next has ended"
         pooled = worker_pool(LIMITS).processes()
         assert sorted((member.program.name, member.seats_played) for member in pooled) == [("keeper", 2)] * 4, (
             "keeper's four seat processes each played both of their seats; starter was launched per match"
