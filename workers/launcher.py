@@ -1291,6 +1291,10 @@ reads one JSON line per seat, `{"referee": ADDRESS, "seat_token": TOKEN, "frames
 play the seat over frames instead of gRPC), plays it, then reads the next; it exits at the end of its input."""
 
 
+IDLE_MEMORY_SLACK = 32 * 1024**2
+"""What a pooled process may take between its seats beyond what it held after its match (`confine_memory`): room
+for a bot that finishes its seat (its log, a collection)."""
+
 IDLE_FREEZE_S = 0.25
 """How long a pooled process runs after its match before it is frozen until its next seat (`PooledProcess.idle`):
 time for one that ends after its seat to exit (a Python process takes tens of milliseconds)."""
@@ -1368,9 +1372,13 @@ class PooledProcess:
         log_path: Path | None,
         output_bytes: int,
         socket_dir: Path,
+        *,
+        memory_limit: int = Limits().memory_bytes,
     ) -> None:
         self.program = program
         self.process = process
+        self.memory_limit = memory_limit
+        """Its seats' memory limit (`Limits.memory_bytes`), given back when it takes a seat (`confine_memory`)."""
         self.socket_dir = socket_dir
         """This process's own folder (bound at SOCKET_DIR in its sandbox): each of its matches' referees listens
         on a socket in it, for this process alone."""
@@ -1519,8 +1527,23 @@ class PooledProcess:
             self.freezer.thaw()
         self.idle()
 
+    def confine_memory(self, held: int) -> None:
+        """Between its seats: its memory limit lowered to what it holds, plus IDLE_MEMORY_SLACK, until `take`. Its
+        pool counts it by what it held after its match (`BotPool.release`): a security review's process took 800 MB
+        just after that, and its pool's processes held 6.2 GB frozen, past the pool's cap. One that needs more is
+        killed by the kernel, between its seats: its pool replaces it, nothing charged."""
+        self._limit_memory(held + IDLE_MEMORY_SLACK)
+
+    def _limit_memory(self, limit: int) -> None:
+        for cgroup in self.cgroups:
+            for name in ("memory.max", "memory.limit_in_bytes"):
+                with contextlib.suppress(OSError):  # not a memory cgroup, or gone with the process
+                    (cgroup / name).write_text(str(limit))
+                    return
+
     def take(self) -> None:
-        """Thaw it for its next seat."""
+        """Thaw it for its next seat, with its seat's memory limit."""
+        self._limit_memory(self.memory_limit)
         with self._freezing:
             self._held = False
             if self._idle is not None:
@@ -1623,4 +1646,13 @@ def _start_pooled(
         for cgroup in cgroups:
             _remove_cgroup(cgroup)
         raise LaunchError(f"cannot start {program.name}: {error.strerror}") from error
-    return PooledProcess(program, process, cgroups, sandbox is not None, log_path, limits.output_bytes, socket_dir)
+    return PooledProcess(
+        program,
+        process,
+        cgroups,
+        sandbox is not None,
+        log_path,
+        limits.output_bytes,
+        socket_dir,
+        memory_limit=limits.memory_bytes,
+    )

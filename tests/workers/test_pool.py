@@ -606,6 +606,44 @@ def test_a_temporary_folder_the_referee_accepts_also_fits_every_pooled_process_s
         shutil.rmtree(base, ignore_errors=True)
 
 
+GRABBER = """\
+import sys, time
+from clients.bots.passive_bot import PassiveBot
+from clients.sdk.runner import SeatOffer, run_bot
+held = []
+for line in sys.stdin:
+    held.clear()
+    offer = SeatOffer.from_line(line)
+    run_bot(PassiveBot(), offer.referee, offer.seat_token)
+    time.sleep(0.05)  # its pool has counted its memory by now
+    held.append(b"x" * (200 * 1024 * 1024))  # touched: it counts in the process's memory cgroup
+    print("GRABBED", flush=True)
+"""
+"""A persistent bot that takes 200 MB just after its pool has counted its memory, and lets go of it when it is
+given its next seat (a review's held 800 MB each this way, frozen, past the pool's cap)."""
+
+
+def test_a_pooled_process_between_its_seats_cannot_take_more_memory_than_its_pool_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(launcher, "IDLE_FREEZE_S", 5.0)  # time enough to take it before it is frozen
+    grabber = persistent_script(tmp_path, "grabber", GRABBER)
+    pool = BotPool(LIMITS)
+    try:
+        played = play_match((grabber, instant("b")), 1, pool)
+        assert played.match.outcome is not None and not played.incidents
+        members = [member for member in pool.processes() if member.program.name == "grabber"]
+        if any(member.memory_bytes() is None for member in members):
+            pytest.skip("no memory cgroup counts the pooled processes here")
+        time.sleep(1.0)
+        held = [(member.alive, member.memory_bytes() or 0) for member in members]
+        assert all(not alive or memory < 100 * 1024 * 1024 for alive, memory in held), held
+        again = play_match((grabber, instant("b")), 2, pool)  # a killed one is replaced, nothing charged
+        assert again.match.outcome is not None and not again.incidents
+    finally:
+        pool.close()
+
+
 HOG = """\
 import sys
 held = b"x" * (150 * 1024 * 1024)  # touched: it counts in the process's memory cgroup
