@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.cli.helpers import error_of
 from workers.cli.main import app
 
 runner = CliRunner()
@@ -43,6 +45,22 @@ def test_demo_registers_the_example_bots_plays_the_league_and_prints_standings(f
     assert ("puts it on your PATH" in result.stdout) == (shutil.which("mus") is None), "where `mus` is, if not on PATH"
     verify = runner.invoke(app, ["replay", "verify", "--league", "demo"])
     assert verify.exit_code == 0, verify.output
+
+
+def test_a_worker_without_the_leagues_database_refuses_to_start_and_makes_none(
+    fresh_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review's worker with a wrong MUS_DATABASE_URL took matches and dropped each one while its league waited;
+    one with none made a mus.db of its own and dropped them as unknown."""
+    assert "there is no database at" in error_of(runner.invoke(app, ["worker"]))
+    assert not (fresh_folder / "mus.db").exists()
+    monkeypatch.setenv("MUS_DATABASE_URL", "postgresql+psycopg://postgres:secret@127.0.0.1:1/leagues")
+    refused = error_of(runner.invoke(app, ["worker"]))
+    assert "cannot use the database postgresql+psycopg://postgres:***@127.0.0.1:1/leagues" in refused, refused
+    empty = fresh_folder / "empty.db"
+    sqlite3.connect(empty).close()
+    monkeypatch.setenv("MUS_DATABASE_URL", f"sqlite:///{empty}")
+    assert "holds no leagues: create one there first" in error_of(runner.invoke(app, ["worker"]))
 
 
 def test_league_run_of_an_unknown_league_is_a_one_line_error(fresh_folder: Path) -> None:

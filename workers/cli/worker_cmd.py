@@ -6,9 +6,15 @@ import logging
 import os
 from typing import Annotated
 
+import sqlalchemy as sa
 import typer
 
 from workers.app import broker_dir, is_embedded, make_app, worker_queues
+from workers.cli.db import one_line
+from workers.cli.errors import fail
+from workers.db.models import Match
+from workers.db.repo.common import core_table
+from workers.db.session import database_url, make_engine, sqlite_file
 from workers.launcher import INSTALL_HINT, sandbox_available
 from workers.league_run import default_worker_count
 
@@ -31,6 +37,7 @@ def worker_command(
 ) -> None:
     """Play the matches queued on MUS_BROKER_URL (or, without it, on the embedded broker of this folder)."""
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    check_database()
     if is_embedded():
         typer.echo(f"no MUS_BROKER_URL: serving the embedded broker in {broker_dir()}", err=True)
     if not sandbox_available():
@@ -48,3 +55,26 @@ def worker_command(
             f"--queues={worker_queues(prefer_half)}",
         ]
     )
+
+
+def check_database() -> None:
+    """Refuse to start without the leagues' database: a worker plays the matches it is sent, as their database
+    says. A review's worker with a wrong MUS_DATABASE_URL took matches and dropped each one with an error while
+    its league waited; one with none made a `mus.db` of its own in its folder and dropped them as unknown."""
+    path = sqlite_file()
+    if path is not None and not path.exists():
+        fail(
+            f"there is no database at {path} (MUS_DATABASE_URL, default ./mus.db): a worker plays the matches of"
+            " the leagues in it. Run it from the folder where the leagues were created, or set MUS_DATABASE_URL"
+            " to their database (on every machine of a distributed league)."
+        )
+    engine = make_engine(database_url())
+    shown = engine.url.render_as_string(hide_password=True)
+    try:
+        with engine.connect() as connection:
+            if not sa.inspect(connection).has_table(core_table(Match).name):
+                fail(f"the database {shown} holds no leagues: create one there first (mus league create)")
+    except sa.exc.OperationalError as error:
+        fail(one_line(f"cannot use the database {shown}: {error.orig}"))
+    finally:
+        engine.dispose()
