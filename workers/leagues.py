@@ -26,7 +26,7 @@ from sqlmodel import Session
 
 from referee.engine.seats import team_of
 from workers.db import repo
-from workers.db.models import DealMode, League, Match, MatchStatus
+from workers.db.models import DealMode, League, LeagueStatus, Match, MatchStatus
 from workers.tournament import MatchScore, StandingRow, fit_elo, schedule_round_robin, standings
 
 DEFAULT_MATCHES_PER_PAIRING = 8
@@ -141,15 +141,20 @@ def entrants_json(entrants: Sequence[repo.Entrant]) -> list[dict[str, Any]]:
 
 
 def match_rows(
-    planned: Sequence[Match], entrants: Sequence[repo.Entrant], results: Mapping[int, repo.FinishedMatch]
+    planned: Sequence[Match],
+    entrants: Sequence[repo.Entrant],
+    results: Mapping[int, repo.FinishedMatch],
+    *,
+    cancelled: bool = False,
 ) -> list[dict[str, Any]]:
     """Every match of the plan with its teams and, once finished, its result, as JSON.
 
     A match's seed is shown only once every match played on that deal has finished (`published_seed`): before,
-    it would tell a bot the deals of a match it has yet to play.
+    it would tell a bot the deals of a match it has yet to play. In a `cancelled` league no match is played again,
+    and its secret is published: every finished match's seed is shown.
     """
     teams = {entrant.version_id: (entrant.bot_name, entrant.version_number) for entrant in entrants}
-    unplayed = unplayed_deals(planned)
+    unplayed = set() if cancelled else unplayed_deals(planned)
     rows: list[dict[str, Any]] = []
     for match in planned:
         assert match.id is not None
@@ -269,7 +274,9 @@ def export_document(session: Session, league: repo.LeagueRef) -> dict[str, Any]:
         "progress": progress,
         "standings": [row.to_json() for row in table.rows],
         "rating_reference": table.reference,
-        "matches": match_rows(planned, table.entrants, results),
+        "matches": match_rows(
+            planned, table.entrants, results, cancelled=table.league.status is LeagueStatus.CANCELLED
+        ),
     }
 
 

@@ -21,7 +21,7 @@ from referee.engine.replay import match_record
 from referee.engine.rules import Rules
 from referee.engine.selfplay import play_random_match
 from tests.cli.helpers import error_of, row_counts, use_database_copy
-from workers.cli import league_cmd
+from workers.cli import league_cmd, replay_cmd
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
 
@@ -368,9 +368,20 @@ def test_cancel_ends_a_league_that_cannot_finish_for_good(database: str, tmp_pat
     """A newcomer edited a bot entered in a league: its matches failed, `run` said to run again, and nothing could
     end the league or free the bot (newcomer walkthrough, stop 33)."""
     ok("create", "cup", "--bots", "alpha,beta", "--matches-per-pairing", "2")
-    play(database, "cup", 1)
+    (played,) = play(database, "cup", 1)
+
+    def seed_shown() -> object:
+        rows = json.loads(ok("status", "cup", "--matches", "--json").stdout)["matches"]
+        return next(row["seed"] for row in rows if row["match_id"] == played)
+
+    assert seed_shown() is None, "its twin, on the same deal, is still to be played"
     said = " ".join(ok("cancel", "cup").stdout.split())
     assert "league cup cancelled: 1 of 2 matches played, the others never will be" in said
+    # Its twin never will be, and the secret is published: the played match's deal is no secret (an operator
+    # could not open the replays of the matches its standings count, a review, stop 35).
+    assert seed_shown() is not None
+    shown = runner.invoke(replay_cmd.app, ["show", str(played)])
+    assert shown.exit_code == 0 and "--- Hand 0:" in shown.stdout, shown.output
     status = json.loads(ok("status", "cup", "--json").stdout)
     assert (status["status"], status["finished"], status["queued"]) == ("cancelled", 1, 1)
     assert status["secret"] is not None, "published: the league plays no more"

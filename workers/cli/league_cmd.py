@@ -244,7 +244,8 @@ def status_command(
         }
         for match in with_errors[: max(errors, 0)]
     ]
-    listed = leagues.match_rows(planned, entrants, results) if matches else []
+    cancelled = league.status is LeagueStatus.CANCELLED
+    listed = leagues.match_rows(planned, entrants, results, cancelled=cancelled) if matches else []
     if json_output:
         data = {**leagues.league_json(league), **progress, "entrants": leagues.entrants_json(entrants), "errors": shown}
         if matches:

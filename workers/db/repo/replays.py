@@ -10,7 +10,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from workers.db.errors import InvalidInput, NotFound
-from workers.db.models import Match, MatchStatus, Replay
+from workers.db.models import League, LeagueStatus, Match, MatchStatus, Replay
 from workers.db.repo.common import LeagueRef
 from workers.db.repo.leagues import get_match, league_id_of
 
@@ -74,9 +74,12 @@ def replay_match_ids(session: Session, league: LeagueRef) -> list[int]:
 
 def unplayed_twin(session: Session, match_id: int) -> Match | None:
     """The match's duplicate twin if it is dealt the same cards and has not finished yet: until it has, the
-    match's replay (and its seed) would show the twin's bots the deals they are about to play."""
+    match's replay (and its seed) would show the twin's bots the deals they are about to play. None in a cancelled
+    league: its twins are never played, and its secret is published."""
     match = get_match(session, match_id)
     if match.duplicate_pair is None:
+        return None
+    if session.scalar(select(League.status).where(col(League.id) == match.league_id)) is LeagueStatus.CANCELLED:
         return None
     return session.exec(
         select(Match).where(
