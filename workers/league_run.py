@@ -164,7 +164,8 @@ def run_league(
     """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`;
     `on_start()` before any worker starts. A league that has ended starts nothing: a finished one reports its
     counts, a cancelled one is refused (Conflict), as is an unknown name (NotFound) and, on the embedded broker,
-    a league with remote bots and no standalone referee to play them on."""
+    a league with remote bots and no standalone referee to play them on; a `MUS_BROKER_URL` that cannot be reached
+    raises kombu's OperationalError before anything is changed."""
     with session_scope(engine) as session:
         league = repo.get_league(session, league_name)
         if league.status is LeagueStatus.CANCELLED:
@@ -184,6 +185,10 @@ def run_league(
                 f" referee, so set {REFEREE_ADDRESS_VARIABLE} and {ADMIN_TOKEN_VARIABLE} (README, remote bots), or"
                 f" `mus league cancel {league_name}`"
             )
+    if not is_embedded() and send is None:
+        # A broker that cannot be reached fails here (kombu's OperationalError), before the league is started.
+        with make_app().connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1)
     with _one_run(league_name) if is_embedded() else contextlib.nullcontext():
         on_start()
         return _run(engine, league_name, workers, on_progress, send)

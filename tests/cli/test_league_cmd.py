@@ -439,6 +439,11 @@ def test_a_run_with_failed_matches_says_why_and_how_to_end_the_league(capsys: py
     assert "6 x cause 0" in said and "4 x cause 2" in said and "cause 3" not in said
     assert "and 1 other cause(s): `mus league status cup`" in said
     assert "`mus league cancel cup` ends the league" in " ".join(said.split())
+    assert "The worker logs are in " in said and ".mus-broker" in said
+    with pytest.raises(typer.Exit):  # on a cluster: not this folder's .mus-broker, which does not exist there
+        run_cmd.summarize("cup", RunReport(counts, completed=False, failures=causes), embedded=False)
+    said = " ".join(capsys.readouterr().err.split())
+    assert ".mus-broker" not in said and "their matches' logs (MUS_LOG_DIR" in said and "are on their machines" in said
 
 
 def test_league_run_refuses_remote_bots_with_no_referee_to_play_them_on(

@@ -63,6 +63,22 @@ def test_a_worker_without_the_leagues_database_refuses_to_start_and_makes_none(
     assert "holds no leagues: create one there first" in error_of(runner.invoke(app, ["worker"]))
 
 
+def test_league_run_on_a_broker_it_cannot_reach_is_a_one_line_error_and_starts_nothing(
+    fresh_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It printed a 155-line traceback, and the league was left 'running' (an operator's review, stop 35)."""
+    bots = Path(__file__).resolve().parents[2] / "clients" / "bots"
+    for bot in ("random", "passive"):
+        added = runner.invoke(app, ["bot", "add", bot, "--dir", str(bots), "--", "python", "-m", f"clients.bots.{bot}"])
+        assert added.exit_code == 0, added.output
+    assert runner.invoke(app, ["league", "create", "bx", "--bots", "random,passive"]).exit_code == 0
+    monkeypatch.setenv("MUS_BROKER_URL", "redis://:secret@127.0.0.1:1/7")
+    refused = error_of(runner.invoke(app, ["league", "run", "bx"]))
+    assert "cannot reach the broker redis://:**@127.0.0.1:1/7 (MUS_BROKER_URL): " in refused, refused
+    status = json.loads(runner.invoke(app, ["league", "status", "bx", "--json"]).stdout)
+    assert status["status"] == "created"
+
+
 def test_league_run_of_an_unknown_league_is_a_one_line_error(fresh_folder: Path) -> None:
     result = runner.invoke(app, ["league", "run", "nope"])
     assert result.exit_code == 1

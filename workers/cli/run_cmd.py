@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Annotated
 
+import kombu.exceptions
 import typer
+from kombu.utils.url import maybe_sanitize_url
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from workers.app import broker_dir, is_embedded
-from workers.cli.db import domain_errors
+from workers.cli.db import domain_errors, one_line
 from workers.cli.errors import fail
 from workers.db.session import ensure_schema, make_engine, sqlite_file
 from workers.league_run import RunReport, default_worker_count, run_league
@@ -71,10 +74,23 @@ def run_command(
     try:
         with domain_errors():
             report = run_league(engine, name, workers=count if embedded else None, on_progress=show, on_start=start)
+    except kombu.exceptions.OperationalError as error:
+        shown = maybe_sanitize_url(os.environ.get("MUS_BROKER_URL", ""))
+        fail(one_line(f"cannot reach the broker {shown} (MUS_BROKER_URL): {error}"))
     finally:
         if progress.live.is_started:  # stopping one never started prints a blank line
             progress.stop()
     summarize(name, report, embedded=embedded)
+
+
+def where_logs(embedded: bool) -> str:
+    """Where the logs of the workers that played the league are: this folder's, or their own machines'."""
+    if embedded:
+        return f"The worker logs are in {broker_dir()}."
+    return (
+        "The mus workers' output, and their matches' logs (MUS_LOG_DIR, default .mus-logs in the folder each was"
+        " started from), are on their machines."
+    )
 
 
 MAX_CAUSES_SHOWN = 3
@@ -119,7 +135,7 @@ def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
         typer.echo(
             f"{counts['failed']} match(es) failed for reasons outside the bots, charged to no bot:{causes}\n"
             f"Fix the cause, then `mus league run {name}` plays them again; or `mus league cancel {name}` ends the"
-            f" league with the matches it has played. The worker logs are in {broker_dir()}.",
+            f" league with the matches it has played. {where_logs(embedded)}",
             err=True,
         )
         raise typer.Exit(1)
