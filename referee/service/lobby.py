@@ -260,6 +260,23 @@ class Lobby:
         offer = self._by_seat.get((table, seat))
         return offer is not None and not offer.confirmed
 
+    def busy(self, table: Table, seat: int) -> bool:
+        """Whether the seat's bot is online but has no room for it: its seat is offered and not taken, and every
+        session of the bot is full, one at least with a match that has begun (sessions full of tables still
+        waiting for their seats could wait on each other for ever)."""
+        offer = self._by_seat.get((table, seat))
+        if offer is None or offer.confirmed:
+            return False
+        sessions = self._sessions.get(table.seats[seat].name, [])
+        if not sessions or any(session.has_room_for(table.table_id) for session in sessions):
+            return False
+        return any(
+            other.confirmed and other.table.status is TableStatus.RUNNING
+            for session in sessions
+            for assignment_id in session.busy
+            if (other := self._offers.get(assignment_id)) is not None
+        )
+
     def accept(self, session: LobbySession, assignment_id: str) -> lobby_pb2.ConnectResponse | None:
         offer = self._offers.get(assignment_id)
         if offer is None or offer.session is not session or offer.confirmed:

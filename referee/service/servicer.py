@@ -12,6 +12,7 @@ import hmac
 import logging
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn, Protocol, TypeVar
 
@@ -187,6 +188,8 @@ class Referee:
             self._tokens[state.token] = (table, seat)
         for seat in sorted(remote_seats):
             self.lobby.offer(table, seat)
+        if remote_seats:
+            table.excused = partial(self.lobby.busy, table)
         return table
 
     async def table_or_abort(self, table_id: str, context: Context) -> Table:

@@ -338,6 +338,10 @@ class Table:
         """An upper bound on the JSON of the events published past `_events_measured` (EVENT_JSON_FACTOR)."""
         self._events_measured = 0
         self._steps_counted = 0
+        self.join_timeout_s = join_timeout_s
+        self.excused: Callable[[int], bool] | None = None
+        """Whether a seat missing at the join deadline is excused: its remote bot is online but busy playing its
+        other matches (`Lobby.busy`). The deadline then moves on by `join_timeout_s`, with nothing recorded."""
         self._join_timer = self.clock.call_later(join_timeout_s, self._join_timeout)
 
     # ------------------------------------------------------------------ seats and streams
@@ -573,13 +577,20 @@ class Table:
         return True
 
     def _join_timeout(self) -> None:
-        """Seats that never joined are absent: the match starts and their decisions time out at once."""
+        """Seats that never joined are absent: the match starts and their decisions time out at once. Unless one
+        is excused (`excused`): a remote bot busy with its other matches is not absent, and the table waits on
+        (an operator's review, stop 35: two workers began two matches of a bot that plays one at a time, and the
+        second recorded it absent while it played the first)."""
         if self.status is not TableStatus.WAITING or self._starting:
             return
-        for seat, state in enumerate(self.seats):
-            if state.outbox is None and not state.gone:
-                self.record_incident(seat, IncidentCause.ABSENT, "not at the table at the join deadline")
-                state.gone = True
+        missing = [seat for seat, state in enumerate(self.seats) if state.outbox is None and not state.gone]
+        excused = self.excused
+        if excused is not None and any(excused(seat) for seat in missing):
+            self._join_timer = self.clock.call_later(self.join_timeout_s, self._join_timeout)
+            return
+        for seat in missing:
+            self.record_incident(seat, IncidentCause.ABSENT, "not at the table at the join deadline")
+            self.seats[seat].gone = True
         self._start()
 
     # ------------------------------------------------------------------ the match

@@ -123,6 +123,51 @@ def test_a_declined_offer_goes_to_another_session_and_an_untaken_seat_is_absent(
     with_referee(scenario)
 
 
+def test_a_remote_bot_busy_with_its_other_match_is_not_absent_the_table_waits_for_it() -> None:
+    """Two workers began two matches of a bot that plays one at a time: the second recorded it absent while it
+    played the first, and its team forfeited (an operator's review, stop 35)."""
+
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await stub.RegisterRemoteBot(
+            admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("secret")), metadata=auth
+        )
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "secret", capacity=1)
+            await lobby.read()
+            playing = await stub.CreateTable(remote_table_request({1}), metadata=auth)
+            offer = (await lobby.read()).assignment
+            lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=offer.assignment_id)))
+            assert (await lobby.read()).confirmed.assignment_id == offer.assignment_id
+            tokens = list(playing.seat_tokens)
+            tokens[1] = offer.seat_token
+            streams = [PlayStream(channel, f"seat {seat}") for seat in range(4)]  # they join, then never answer
+            for stream, token in zip(streams, tokens, strict=True):
+                assert await stream.join(token)
+            first = running.referee.tables[playing.table_id]
+            while first.status.value != "running":
+                await asyncio.sleep(0.01)
+            request = remote_table_request({1})
+            request.join_timeout_s = 0.5
+            waiting = await stub.CreateTable(request, metadata=auth)
+            second = running.referee.tables[waiting.table_id]
+            await asyncio.sleep(2.0)  # four join deadlines
+            assert second.status.value == "waiting" and second.incidents == [], "busy, not absent"
+            await stub.CancelTable(
+                admin_pb2.CancelTableRequest(table_id=playing.table_id, reason="over"), metadata=auth
+            )
+            assert (await lobby.read()).assignment.table_id == waiting.table_id, "offered once the bot has room"
+            await asyncio.sleep(1.0)  # now free, it takes no seat: absent at the next deadline
+            assert {(incident.seat, incident.cause) for incident in second.incidents} == {
+                (seat, "absent") for seat in range(4)
+            }, "no seat joined it"
+            for stream in streams:
+                stream.call.cancel()
+            lobby.send(None)
+
+    with_referee(scenario)
+
+
 @pytest.mark.parametrize(("token", "code"), [("wrong", grpc.StatusCode.UNAUTHENTICATED)])
 def test_a_lobby_hello_with_an_unknown_token_is_refused(token: str, code: grpc.StatusCode) -> None:
     async def scenario(running: Running) -> None:
