@@ -446,6 +446,19 @@ def test_a_run_with_failed_matches_says_why_and_how_to_end_the_league(capsys: py
     assert ".mus-broker" not in said and "their matches' logs (MUS_LOG_DIR" in said and "are on their machines" in said
 
 
+def test_a_paused_runs_last_line_counts_the_matches_still_being_played(capsys: pytest.CaptureFixture[str]) -> None:
+    """An operator read a pause's '1/6 finished' while its second match was still being played."""
+    from workers.cli import run_cmd
+    from workers.league_run import RunReport
+
+    counts = {"total": 6, "finished": 1, "running": 1, "queued": 4}
+    with pytest.raises(typer.Exit) as ended:
+        run_cmd.summarize("cup", RunReport(counts, completed=False, paused=True), embedded=False)
+    assert ended.value.exit_code == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert said.startswith("paused: 1/6 matches finished, 1 still being played (they finish); no worker takes"), said
+
+
 def test_league_run_refuses_remote_bots_with_no_referee_to_play_them_on(
     database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

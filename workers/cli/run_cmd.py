@@ -93,6 +93,13 @@ def where_logs(embedded: bool) -> str:
     )
 
 
+def playing(counts: dict[str, int]) -> str:
+    """What a paused league's workers are still playing: they finish the matches in hand (an operator read a
+    pause's '1/6 finished' while its second match was still being played)."""
+    running = counts.get("running", 0)
+    return f", {running} still being played (they finish)" if running else ""
+
+
 MAX_CAUSES_SHOWN = 3
 """How many distinct failure causes `mus league run` prints when matches failed (the rest: `mus league status`)."""
 
@@ -110,8 +117,8 @@ def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
         raise typer.Exit(0)
     if report.paused:
         typer.echo(
-            f"paused: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; no worker takes a match"
-            f" of {name} until `mus league run {name}` resumes it"
+            f"paused: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished{playing(counts)}; no"
+            f" worker takes a match of {name} until `mus league run {name}` resumes it"
         )
         raise typer.Exit(0)
     if report.interrupted and not embedded:
