@@ -519,6 +519,7 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
         outcomes = [play.play_league_match(match_id) for match_id in match_ids]
         assert sorted(outcomes) == ["finished"] * 2 + ["skipped"] * 2, "each pair's twin played right after it"
         assert twin_next == [True] * 4, "the pool keeps each match's processes frozen until the next has ended"
+        assert worker_pool(LIMITS)._owed == [], "no twin followed the last: its processes got their time to exit"
         pooled = worker_pool(LIMITS).processes()
         assert sorted((member.program.name, member.seats_played) for member in pooled) == [("keeper", 2)] * 4, (
             "keeper's four seat processes each played both of their seats; starter was launched per match"
