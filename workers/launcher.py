@@ -1527,19 +1527,28 @@ class PooledProcess:
             self.freezer.thaw()
         self.idle()
 
-    def confine_memory(self, held: int) -> None:
+    def confine_memory(self, held: int) -> bool:
         """Between its seats: its memory limit lowered to what it holds, plus IDLE_MEMORY_SLACK, until `take`. Its
         pool counts it by what it held after its match (`BotPool.release`): a security review's process took 800 MB
         just after that, and its pool's processes held 6.2 GB frozen, past the pool's cap. One that needs more is
-        killed by the kernel, between its seats: its pool replaces it, nothing charged."""
-        self._limit_memory(held + IDLE_MEMORY_SLACK)
+        killed by the kernel, between its seats: its pool replaces it, nothing charged. False where the limit could
+        not be set (a v1 memory cgroup refuses, EBUSY, one below what the process has taken since it was counted):
+        its pool then retires it."""
+        return self._limit_memory(held + IDLE_MEMORY_SLACK) is not False
 
-    def _limit_memory(self, limit: int) -> None:
+    def _limit_memory(self, limit: int) -> bool | None:
+        """Set the memory limit: True, False where the kernel refused it, None where there is no memory cgroup."""
         for cgroup in self.cgroups:
             for name in ("memory.max", "memory.limit_in_bytes"):
-                with contextlib.suppress(OSError):  # not a memory cgroup, or gone with the process
-                    (cgroup / name).write_text(str(limit))
-                    return
+                path = cgroup / name
+                if not path.exists():
+                    continue
+                try:
+                    path.write_text(str(limit))
+                except OSError:
+                    return False if self.alive else None  # a process gone has nothing left to hold
+                return True
+        return None
 
     def take(self) -> None:
         """Thaw it for its next seat, with its seat's memory limit."""

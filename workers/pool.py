@@ -153,7 +153,8 @@ class BotPool:
             self._retire(key)
         elif key is not None and (held := process.memory_bytes()) is not None:
             self._memory[key] = held
-            process.confine_memory(held)  # what it is counted by, until its next seat
+            if not process.confine_memory(held):  # what it is counted by, until its next seat
+                self._retire(key)
             while sum(self._memory.values()) > self.max_memory_bytes:
                 self._retire(max(self._memory, key=self._memory.__getitem__))
         if key is not None and key in self._processes:

@@ -386,7 +386,10 @@ class Lobby:
         if offer.confirmed or offer.session is None:
             return
         log.info("offer %s lapsed on a session of %s", offer.assignment_id, offer.table.seats[offer.seat].name)
-        offer.declined_by.add(offer.session)
-        name = offer.session.bot_name
+        session = offer.session
+        offer.declined_by.add(session)
         self._requeue(offer)
-        self._dispatch(name)
+        # As after a decline: passed over for DECLINE_RETRY_S only. For good, the offer at the head of the bot's
+        # queue waited on its other sessions alone, and every later offer behind it (a review, stop 35).
+        offer.table.loop.call_later(DECLINE_RETRY_S, self._reconsider, offer, session)
+        self._dispatch(session.bot_name)

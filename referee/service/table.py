@@ -49,6 +49,11 @@ MAX_TABLE_EVENTS = 100_000
 """The most engine events a table keeps. The longest of 20 random matches of 3 vacas of 3 games has under 900;
 a flood past this cap forfeits the seat whose message crosses it (FAULT_CAUSE_LIMIT)."""
 
+MAX_EXCUSES = 4
+"""How many times a table's join deadline moves on for a remote bot busy with its other matches (`Table.excused`):
+a table waits at most five join timeouts in all, so a bot that plays slowly holds the workers waiting on it that
+long at most."""
+
 MAX_RECORD_BYTES = 6 * 1024 * 1024
 """The most bytes of replay record (its steps and events as JSON, plus incidents and decision times) a table
 may grow to before the seat whose message crosses it forfeits (FAULT_CAUSE_LIMIT). The worker fetches a
@@ -341,7 +346,9 @@ class Table:
         self.join_timeout_s = join_timeout_s
         self.excused: Callable[[int], bool] | None = None
         """Whether a seat missing at the join deadline is excused: its remote bot is online but busy playing its
-        other matches (`Lobby.busy`). The deadline then moves on by `join_timeout_s`, with nothing recorded."""
+        other matches (`Lobby.busy`). The deadline then moves on by `join_timeout_s`, with nothing recorded, at most
+        MAX_EXCUSES times."""
+        self._excuses = 0
         self._join_timer = self.clock.call_later(join_timeout_s, self._join_timeout)
 
     # ------------------------------------------------------------------ seats and streams
@@ -585,7 +592,8 @@ class Table:
             return
         missing = [seat for seat, state in enumerate(self.seats) if state.outbox is None and not state.gone]
         excused = self.excused
-        if excused is not None and any(excused(seat) for seat in missing):
+        if excused is not None and self._excuses < MAX_EXCUSES and any(excused(seat) for seat in missing):
+            self._excuses += 1
             self._join_timer = self.clock.call_later(self.join_timeout_s, self._join_timeout)
             return
         for seat in missing:

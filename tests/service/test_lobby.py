@@ -10,6 +10,7 @@ import grpc
 import pytest
 
 from mus.v1 import admin_pb2, admin_pb2_grpc, lobby_pb2, lobby_pb2_grpc
+from referee.service import lobby as lobby_module
 from referee.service.lobby import MAX_SESSIONS_PER_BOT, token_sha256
 from tests.service.conftest import Running, with_referee
 from tests.support.stream import PlayStream, StreamResult
@@ -123,9 +124,10 @@ def test_a_declined_offer_goes_to_another_session_and_an_untaken_seat_is_absent(
     with_referee(scenario)
 
 
-def test_a_remote_bot_busy_with_its_other_match_is_not_absent_the_table_waits_for_it() -> None:
+def test_a_remote_bot_busy_with_its_other_match_is_not_absent_the_table_waits_for_it_a_while() -> None:
     """Two workers began two matches of a bot that plays one at a time: the second recorded it absent while it
-    played the first, and its team forfeited (an operator's review, stop 35)."""
+    played the first, and its team forfeited (an operator's review, stop 35). The table waits MAX_EXCUSES join
+    timeouts more at most: a bot that plays slowly holds a worker waiting on it that long."""
 
     async def scenario(running: Running) -> None:
         stub, auth = admin(running)
@@ -148,21 +150,44 @@ def test_a_remote_bot_busy_with_its_other_match_is_not_absent_the_table_waits_fo
             while first.status.value != "running":
                 await asyncio.sleep(0.01)
             request = remote_table_request({1})
-            request.join_timeout_s = 0.5
+            request.join_timeout_s = 0.4
             waiting = await stub.CreateTable(request, metadata=auth)
             second = running.referee.tables[waiting.table_id]
-            await asyncio.sleep(2.0)  # four join deadlines
+            await asyncio.sleep(1.0)  # two join deadlines
             assert second.status.value == "waiting" and second.incidents == [], "busy, not absent"
-            await stub.CancelTable(
-                admin_pb2.CancelTableRequest(table_id=playing.table_id, reason="over"), metadata=auth
-            )
-            assert (await lobby.read()).assignment.table_id == waiting.table_id, "offered once the bot has room"
-            await asyncio.sleep(1.0)  # now free, it takes no seat: absent at the next deadline
+            await asyncio.sleep(1.4)  # the fifth deadline, at 2.0 s: MAX_EXCUSES = 4
+            assert first.status.value == "running", "still busy"
             assert {(incident.seat, incident.cause) for incident in second.incidents} == {
                 (seat, "absent") for seat in range(4)
             }, "no seat joined it"
+            await stub.CancelTable(
+                admin_pb2.CancelTableRequest(table_id=playing.table_id, reason="over"), metadata=auth
+            )
             for stream in streams:
                 stream.call.cancel()
+            lobby.send(None)
+
+    with_referee(scenario)
+
+
+def test_an_offer_a_session_let_lapse_is_offered_to_it_again_a_moment_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lapsed offer passed its session over for good: with one session, the bot was never offered its seat again,
+    nor any later one behind it, and was recorded absent (a review, stop 35)."""
+    monkeypatch.setattr(lobby_module, "OFFER_RESPONSE_S", 0.2)
+
+    async def scenario(running: Running) -> None:
+        stub, auth = admin(running)
+        await stub.RegisterRemoteBot(
+            admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("secret")), metadata=auth
+        )
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            lobby = LobbyClient(channel, "secret")
+            await lobby.read()
+            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
+            first = (await lobby.read()).assignment  # not answered
+            assert (await lobby.read()).withdrawn.assignment_id == first.assignment_id
+            again = (await lobby.read()).assignment
+            assert again.table_id == created.table_id and again.seat == 1 and again.seat_token != first.seat_token
             lobby.send(None)
 
     with_referee(scenario)
