@@ -516,7 +516,8 @@ def reclaim_expired(engine: Engine, send: Callable[[int, int], None]) -> list[in
 def start_reclaimer(
     engine: Engine, send: Callable[[int, int], None], every_s: float = RECLAIM_EVERY_S
 ) -> threading.Event:
-    """Run `reclaim_expired` every `every_s` seconds on a daemon thread, until the returned event is set."""
+    """Run `reclaim_expired` every `every_s` seconds on a daemon thread, until the returned event is set, and finish
+    the leagues whose matches have all finished (`repo.finish_complete_leagues`)."""
     stop = threading.Event()
 
     def loop() -> None:
@@ -528,6 +529,14 @@ def start_reclaimer(
                 continue
             if reclaimed:
                 log.warning("requeued and sent again match(es) %s: their worker's lease expired", reclaimed)
+            try:
+                with session_scope(engine) as session:
+                    finished = repo.finish_complete_leagues(session)
+            except Exception:
+                log.exception("finishing complete leagues failed; trying again in %.1f s", every_s)
+                continue
+            for name in finished:
+                log.info("league %s finished: every match has its result (its secret is published)", name)
 
     threading.Thread(target=loop, name="mus-reclaimer", daemon=True).start()
     return stop

@@ -178,3 +178,23 @@ def test_queued_matches_lists_only_the_queued_ones_in_plan_order_with_their_atte
         assert [(match.attempt, match.index, match.duplicate_pair) for match in queued] == [
             (match.attempt, match.index, match.duplicate_pair) for match in rest
         ]
+
+
+def test_a_worker_finishes_the_running_leagues_whose_matches_have_all_finished(engine: Engine, tmp_path: Path) -> None:
+    """Played by workers that no `mus league run` followed, a league stayed 'running', its secret unpublished (an
+    operator's review, stop 35): a worker's reclaimer now finishes it (`finish_complete_leagues`)."""
+    with session_scope(engine) as session:
+        add_bots(session, tmp_path, "alpha", "bravo")
+        for name in ("done", "half"):
+            make_league(session, name, ["alpha", "bravo"])
+            repo.start_league(session, name)
+    with session_scope(engine) as session:
+        for name, played_here in (("done", 2), ("half", 1)):
+            for match_id in repo.unfinished_match_ids(session, name)[:played_here]:
+                assert finish(session, match_id)
+    with session_scope(engine) as session:
+        assert repo.finish_complete_leagues(session) == ["done"]
+    with session_scope(engine) as session:
+        statuses = {name: repo.get_league(session, name).status for name in ("done", "half")}
+        assert statuses == {"done": LeagueStatus.FINISHED, "half": LeagueStatus.RUNNING}
+        assert repo.finish_complete_leagues(session) == []

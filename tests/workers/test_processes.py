@@ -18,7 +18,7 @@ import pytest
 from tests.workers.conftest import Deployment
 from workers import play
 from workers.db import repo
-from workers.db.models import MatchStatus
+from workers.db.models import LeagueStatus, MatchStatus
 from workers.db.session import session_scope
 from workers.launcher import INSTALL_HINT, sandbox_available
 
@@ -64,6 +64,23 @@ def test_any_live_worker_requeues_and_resends_a_match_whose_lease_expired(deploy
         assert sent == [(match_id, repo.half_of(match.team0_version_id, match.team1_version_id))], "to its half's queue"
     assert play.play_league_match(match_id) == "finished", "the message it sent is played like any other"
     assert play.reclaim_expired(deployment.engine, send) == [], "nothing left to reclaim"
+    # Played out, with no `mus league run` to follow it to its end, the league is finished by the reclaimer.
+    with session_scope(deployment.engine) as session:
+        repo.start_league(session, league_id)
+        rest = repo.unfinished_match_ids(session, league_id)
+    assert [play.play_league_match(match_id) for match_id in rest] == ["finished"] * len(rest)
+    stop = play.start_reclaimer(deployment.engine, send, every_s=0.05)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with session_scope(deployment.engine) as session:
+                if repo.get_league(session, league_id).status is LeagueStatus.FINISHED:
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the reclaimer did not finish the played-out league")
+    finally:
+        stop.set()
 
 
 def descendants(root: int) -> set[int]:

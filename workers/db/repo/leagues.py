@@ -419,6 +419,19 @@ def finish_league_if_complete(session: Session, league: LeagueRef) -> bool:
     return True
 
 
+def finish_complete_leagues(session: Session) -> list[str]:
+    """Finish every running league whose matches have all finished (`finish_league_if_complete`); their names.
+    A worker does it now and then: a league played by workers that no `mus league run` follows to its end stayed
+    'running', its secret unpublished, until someone ran it again (an operator's review, stop 35)."""
+    unfinished = (
+        sa.select(col(Match.id))
+        .where(col(Match.league_id) == col(League.id), col(Match.status) != MatchStatus.FINISHED)
+        .exists()
+    )
+    complete = session.exec(select(League).where(col(League.status) == LeagueStatus.RUNNING, ~unfinished)).all()
+    return [league.name for league in complete if finish_league_if_complete(session, league)]
+
+
 def league_progress(session: Session, league: LeagueRef) -> dict[str, int]:
     """How many matches the league has, and how many are in each status: {total, finished, queued, ...}."""
     league_id = league_id_of(session, league)
