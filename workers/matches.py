@@ -57,6 +57,10 @@ from workers.relay import SeatRelay, open_relay
 
 log = logging.getLogger(__name__)
 
+WARM_JOIN_S = 10.0
+"""A match's join timeout when all four seats go to pooled processes that have played before (`play_programs`):
+they join within milliseconds; one that does not join within this is absent."""
+
 EXIT_WAIT_S = 5.0
 """How long bot processes get to exit on their own after the match before they are killed."""
 
@@ -308,6 +312,10 @@ async def play_programs(
             if seat not in members:  # launched: its own folder of sockets, bound at SOCKET_DIR in its sandbox
                 frames[seat] = await embedded.open_seat()
         confined = sandbox is not None
+        if len(members) == 4 and all(member.seats_played for member in members.values()):
+            # Four processes that have played before, each given its seat while it waits for one: it joins at once.
+            # A broken one held its worker for the whole join timeout in every match (a review, stop 35).
+            join_timeout_s = min(join_timeout_s, WARM_JOIN_S)
         return await _play(
             programs,
             rules,

@@ -658,6 +658,39 @@ def test_a_pooled_process_whose_memory_limit_cannot_be_set_after_its_match_is_re
     assert pool.retired == 4 and pool.processes() == []
 
 
+ONE_SEAT = """\
+import sys, time
+from clients.bots.passive_bot import PassiveBot
+from clients.sdk.runner import SeatOffer, run_bot
+offer = SeatOffer.from_line(sys.stdin.readline())
+run_bot(PassiveBot(), offer.referee, offer.seat_token)
+time.sleep(600)  # alive, and never reads another seat
+"""
+"""A persistent program that plays its first seat, then never another (a review's closed its input)."""
+
+
+def test_pooled_processes_that_have_played_before_have_a_short_join_timeout(
+    pool: BotPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They join within milliseconds: a broken one held its worker for the whole join timeout, 30 s, in every
+    match (a review, stop 35)."""
+    monkeypatch.setattr(matches, "WARM_JOIN_S", 1.0)
+    timeouts: list[float] = []
+    original = matches._play
+
+    async def playing(*args: Any, **kwargs: Any) -> PlayedMatch:
+        timeouts.append(kwargs["join_timeout_s"])
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(matches, "_play", playing)
+    stuck = persistent_script(tmp_path, "stuck", ONE_SEAT)
+    first = play_match((stuck, instant("b")), 1, pool, join_timeout_s=5.0)
+    assert first.match.outcome is not None and not first.incidents
+    second = play_match((stuck, instant("b")), 2, pool, join_timeout_s=5.0)
+    assert timeouts == [5.0, 1.0], "the first match's processes were started for it"
+    assert {(incident.seat, incident.cause) for incident in second.incidents} >= {(0, "absent"), (2, "absent")}
+
+
 HOG = """\
 import sys
 held = b"x" * (150 * 1024 * 1024)  # touched: it counts in the process's memory cgroup
