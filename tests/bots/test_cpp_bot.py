@@ -28,7 +28,7 @@ from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
 from tests.support.frames_seat import refused_over_frames
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
-from tests.support.proxy import DropOnceProxy, play_table, refuse_first_joins
+from tests.support.proxy import DropOnceProxy, play_refused, play_table
 from workers.cli.main import app
 from workers.launcher import BotProgram, resolve_program
 from workers.matches import PlayedMatch, play_programs
@@ -157,22 +157,8 @@ def test_a_join_refused_as_resource_exhausted_is_tried_again(
 ) -> None:
     """A referee full of streams waiting to join refuses a new one RESOURCE_EXHAUSTED and closes its oldest to make
     room: the bot joins again instead of exiting (a review's flood turned that into a crash and a forfeit)."""
-    refusals = refuse_first_joins(monkeypatch)
-
-    async def run() -> tuple[list[int | None], Table, tuple[Path, ...]]:
-        referee = Referee()
-        server, port = await start_server(referee, "127.0.0.1:0")
-        program = _reporting(cpp_bot)
-        table = referee.create_table(Rules(), 23, [program.name] * 4)
-        refusals.update({table.seats[0].token: 2})
-        logs = tuple(tmp_path / f"seat{seat}-cpp-random.log" for seat in range(4))
-        try:
-            codes = await play_table(table, [program] * 4, [f"127.0.0.1:{port}"] * 4, logs)
-        finally:
-            await server.stop(grace=1.0)
-        return codes, table, logs
-
-    codes, table, logs = asyncio.run(run())
+    logs = tuple(tmp_path / f"seat{seat}-cpp-random.log" for seat in range(4))
+    codes, table, refusals = play_refused(monkeypatch, Rules(), 23, [_reporting(cpp_bot)] * 4, [0], logs)
     assert codes == [0, 0, 0, 0] and table.status is TableStatus.FINISHED
     assert not any(refusals.values()), "seat 0 was refused twice"
     assert "stream ended (RESOURCE_EXHAUSTED" in logs[0].read_text()

@@ -34,7 +34,7 @@ from referee.service.servicer import Referee
 from referee.service.table import Incident, Table, TableStatus
 from tests.support.frames_seat import refused_over_frames
 from tests.support.pooled_seats import check_two_clean_seats_per_process, two_seats_in_a_row
-from tests.support.proxy import DropOnceProxy, play_table, refuse_first_joins
+from tests.support.proxy import DropOnceProxy, play_refused, play_table
 from workers.cli.main import app
 from workers.launcher import BotProcess, BotProgram, launch_bot, resolve_program
 from workers.matches import PlayedMatch, play_programs
@@ -191,23 +191,9 @@ def test_a_join_refused_as_resource_exhausted_is_tried_again(
 ) -> None:
     """A referee full of streams waiting to join refuses a new one RESOURCE_EXHAUSTED and closes its oldest to make
     room: the bot joins again instead of exiting (a review's flood turned that into a crash and a forfeit)."""
-    refusals = refuse_first_joins(monkeypatch)
-
-    async def run() -> tuple[list[int | None], Table, tuple[Path, ...]]:
-        referee = Referee()
-        server, port = await start_server(referee, "127.0.0.1:0")
-        table = referee.create_table(Rules.from_options(QUICK), 22, ["js-bot", "rules"] * 2)
-        refusals.update({table.seats[seat].token: 2 for seat in (0, 2)})
-        logs = tuple(tmp_path / f"seat{seat}.log" for seat in range(4))
-        try:
-            codes = await play_table(
-                table, [_reporting(node), resolve_program("rules")] * 2, [f"127.0.0.1:{port}"] * 4, logs
-            )
-        finally:
-            await server.stop(grace=1.0)
-        return codes, table, logs
-
-    codes, table, logs = asyncio.run(run())
+    logs = tuple(tmp_path / f"seat{seat}.log" for seat in range(4))
+    programs = [_reporting(node), resolve_program("rules")] * 2
+    codes, table, refusals = play_refused(monkeypatch, Rules.from_options(QUICK), 22, programs, [0, 2], logs)
     assert codes == [0, 0, 0, 0] and table.status is TableStatus.FINISHED
     assert not any(refusals.values()), "each JS seat was refused twice"
     assert "stream ended (RESOURCE_EXHAUSTED" in logs[0].read_text()

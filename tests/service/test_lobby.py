@@ -131,14 +131,9 @@ def test_a_remote_bot_busy_with_its_other_match_is_not_absent_the_table_waits_fo
 
     async def scenario(running: Running) -> None:
         stub, auth = admin(running)
-        await stub.RegisterRemoteBot(
-            admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("secret")), metadata=auth
-        )
+        await register(running, "secret")
         async with grpc.aio.insecure_channel(running.address) as channel:
-            lobby = LobbyClient(channel, "secret", capacity=1)
-            await lobby.read()
-            playing = await stub.CreateTable(remote_table_request({1}), metadata=auth)
-            offer = (await lobby.read()).assignment
+            lobby, playing, offer = await offered(running, channel, "secret")  # a session with room for one match
             lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=offer.assignment_id)))
             assert (await lobby.read()).confirmed.assignment_id == offer.assignment_id
             tokens = list(playing.seat_tokens)
@@ -176,15 +171,9 @@ def test_an_offer_a_session_let_lapse_is_offered_to_it_again_a_moment_later(monk
     monkeypatch.setattr(lobby_module, "OFFER_RESPONSE_S", 0.2)
 
     async def scenario(running: Running) -> None:
-        stub, auth = admin(running)
-        await stub.RegisterRemoteBot(
-            admin_pb2.RegisterRemoteBotRequest(bot_name="far", token_sha256=token_sha256("secret")), metadata=auth
-        )
+        await register(running, "secret")
         async with grpc.aio.insecure_channel(running.address) as channel:
-            lobby = LobbyClient(channel, "secret")
-            await lobby.read()
-            created = await stub.CreateTable(remote_table_request({1}), metadata=auth)
-            first = (await lobby.read()).assignment  # not answered
+            lobby, created, first = await offered(running, channel, "secret")  # not answered
             assert (await lobby.read()).withdrawn.assignment_id == first.assignment_id
             again = (await lobby.read()).assignment
             assert again.table_id == created.table_id and again.seat == 1 and again.seat_token != first.seat_token

@@ -13,7 +13,9 @@ from typing import Any
 import grpc
 
 from mus.v1 import play_pb2
-from referee.service.servicer import PlayServicer
+from referee.engine.rules import Rules
+from referee.service.server import start_server
+from referee.service.servicer import PlayServicer, Referee
 from referee.service.table import Table
 from workers.launcher import BotProcess, BotProgram, launch_bot
 
@@ -102,3 +104,30 @@ async def play_table(
                 process.kill()
                 await process.wait()
     return [process.returncode for process in processes]
+
+
+def play_refused(
+    monkeypatch: Any,
+    rules: Rules,
+    seed: int,
+    programs: Sequence[BotProgram],
+    refused_seats: Sequence[int],
+    logs: Sequence[Path],
+) -> tuple[list[int | None], Table, dict[str, int]]:
+    """Play the four `programs` on a new referee that refuses the first two joins of each of `refused_seats`
+    RESOURCE_EXHAUSTED (`refuse_first_joins`): their exit codes, the table, and the refusals left by seat token
+    (none, once every refused seat has joined again)."""
+    refusals = refuse_first_joins(monkeypatch)
+
+    async def run() -> tuple[list[int | None], Table]:
+        referee = Referee()
+        server, port = await start_server(referee, "127.0.0.1:0")
+        table = referee.create_table(rules, seed, [program.name for program in programs])
+        refusals.update({table.seats[seat].token: 2 for seat in refused_seats})
+        try:
+            return await play_table(table, programs, [f"127.0.0.1:{port}"] * 4, logs), table
+        finally:
+            await server.stop(grace=1.0)
+
+    codes, table = asyncio.run(run())
+    return codes, table, refusals

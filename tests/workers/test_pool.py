@@ -179,13 +179,22 @@ for line in sys.stdin:
 take a core from the matches played meanwhile (a review slowed an innocent league from 2.2 s to 4.8 s so)."""
 
 
-def test_a_pooled_process_is_frozen_between_its_seats_and_plays_its_next_one(pool: BotPool, tmp_path: Path) -> None:
+def skip_unless_frozen() -> None:
     if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
         pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
+
+
+def played_burners(pool: BotPool, tmp_path: Path) -> tuple[BotProgram, list[PooledProcess]]:
+    """A BURNER bot and its pool's two processes, which have just played a match (skipped where nothing freezes)."""
+    skip_unless_frozen()
     burner = persistent_script(tmp_path, "burner", BURNER)
     first = play_match((burner, instant("b")), 1, pool)
     assert first.match.outcome is not None and not first.incidents
-    members = [member for member in pool.processes() if member.program.name == "burner"]
+    return burner, [member for member in pool.processes() if member.program.name == "burner"]
+
+
+def test_a_pooled_process_is_frozen_between_its_seats_and_plays_its_next_one(pool: BotPool, tmp_path: Path) -> None:
+    burner, members = played_burners(pool, tmp_path)
     time.sleep(IDLE_FREEZE_S + 0.2)
     before = [member.cpu_s() or 0.0 for member in members]
     time.sleep(1.0)
@@ -205,8 +214,7 @@ def test_a_pooled_process_between_its_seats_is_frozen_before_the_next_match_is_d
     """A process that has just played runs until it is frozen as idle (IDLE_FREEZE_S), and it may have played
     the next match's twin: the worker freezes it with the next match's seats, before the deal. Without that, it
     spins through the next match's first quarter second."""
-    if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
-        pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
+    skip_unless_frozen()
     burner = persistent_script(tmp_path, "burner", BURNER)
     warm = play_match((instant("c"), instant("d")), 3, pool)  # the next match's processes start no more
     first = play_match((burner, instant("b")), 1, pool)
@@ -236,12 +244,7 @@ def test_a_pooled_process_that_has_just_played_is_frozen_before_any_process_of_t
     """The next match may be its twin, whose deal it has just seen: running while that match's seats join, it
     passed a rival's hand to them through the CPU before the deal (a security review, stop 35). So it is frozen
     before any process of the next match is started, given its seat or launched."""
-    if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
-        pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
-    burner = persistent_script(tmp_path, "burner", BURNER)
-    first = play_match((burner, instant("b")), 1, pool)
-    assert first.match.outcome is not None and not first.incidents
-    members = [member for member in pool.processes() if member.program.name == "burner"]
+    _, members = played_burners(pool, tmp_path)
     seen: list[tuple[str, list[str]]] = []  # at each process of the next match: the burners' cgroup.events
 
     def look(what: str) -> None:
@@ -280,8 +283,7 @@ def test_the_processes_of_a_match_whose_twin_comes_next_stay_frozen_until_the_ne
     """They know the twin's deal: given their time to exit at once, they ran beside the twin's processes while the
     worker recorded the first match and claimed the twin (a security review, stop 35). They get it after the next
     match."""
-    if LIMITS is None or FREEZE not in {name for hierarchy in _usable_hierarchies() for name in hierarchy.controllers}:
-        pytest.skip("no sandbox or no cgroup v2 here: pooled processes are not frozen (docs/pool.md)")
+    skip_unless_frozen()
     burner = persistent_script(tmp_path, "burner", BURNER)
     monkeypatch.setattr(launcher, "IDLE_FREEZE_S", 60.0)  # a time to exit that does not run out in the test
 
