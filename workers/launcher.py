@@ -1164,26 +1164,6 @@ class Freezer:
         self._state = self._events = -1
 
 
-async def stop_all(freezers: Sequence[Freezer]) -> None:
-    """Freeze every one, and return once all are seen frozen; one that is not within BYSTANDER_LIMIT_S (a task
-    inside a long system call) is killed. For the worker's pooled processes before each of its matches: no process
-    of the match may run beside one that played its twin (docs/pool.md)."""
-    for freezer in freezers:
-        freezer.freeze()
-    began = time.monotonic()
-    waiting = [freezer for freezer in freezers if not freezer.settled()]
-    while waiting and time.monotonic() < began + FROZEN_SPIN_S:
-        waiting = [freezer for freezer in waiting if not freezer.settled()]
-    while waiting:
-        if time.monotonic() > began + BYSTANDER_LIMIT_S:
-            for freezer in waiting:
-                log.warning("a pooled process between its seats did not stop within %g s: killed", BYSTANDER_LIMIT_S)
-                freezer.kill()
-            return
-        await asyncio.sleep(FREEZE_POLL_S)
-        waiting = [freezer for freezer in waiting if not freezer.settled()]
-
-
 class TurnGate:
     """Which hosted seats of one table may run: set by the table (`Table.turns`) whenever that changes.
 
@@ -1227,9 +1207,9 @@ class TurnGate:
     def __call__(self, running: frozenset[int]) -> asyncio.Future[None] | None:
         """Let `running` run once the others are frozen: now (None), or when the returned future is done."""
         self.running = running
-        stopping = [freezer for freezer in self._stopping() if not freezer.frozen]  # those stopped before are seen
+        stopping = self._stopping()
         for freezer in stopping:
-            freezer.freeze()
+            freezer.freeze()  # nothing to do for one frozen before, but it is waited for if it is not yet still
         if self._held is None:
             deadline = time.monotonic() + FROZEN_SPIN_S
             stopping = [freezer for freezer in stopping if not freezer.settled()]
@@ -1276,6 +1256,18 @@ class TurnGate:
         for seat, freezer in self._seats.items():
             if seat in self.running:
                 freezer.thaw()
+
+
+async def stop_all(freezers: Sequence[Freezer]) -> None:
+    """Freeze every one, and return once all are seen frozen; one that is not within BYSTANDER_LIMIT_S (a task
+    inside a long system call) is killed. For the worker's pooled processes before each of its matches: no process
+    of the match may run beside one that played its twin (docs/pool.md). A gate with them as its bystanders and no
+    seat does exactly that (`TurnGate`)."""
+    gate = TurnGate()
+    gate._bystanders.extend(freezers)
+    held = gate(gate.running)
+    if held is not None:
+        await held
 
 
 def command_line(words: Sequence[str]) -> str:
