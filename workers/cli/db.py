@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import sqlalchemy as sa
 import typer
@@ -92,12 +92,21 @@ def open_session(*, reads: bool = False) -> Iterator[Session]:
         except DOMAIN_ERRORS as error:
             fail(one_line(str(error)))
         except sa.exc.OperationalError as error:
-            shown = engine.url.render_as_string(hide_password=True)
-            fail(one_line(f"cannot use the database {shown}: {error.orig}"))
+            unusable(engine, error)
     finally:
         engine.dispose()
         if refused and created is not None:
             _remove_database(created)
+
+
+def shown_url(engine: sa.Engine) -> str:
+    """The engine's database URL as the CLI shows it: its password masked."""
+    return engine.url.render_as_string(hide_password=True)
+
+
+def unusable(engine: sa.Engine, error: sa.exc.OperationalError) -> NoReturn:
+    """The one-line error of a database that cannot be reached or opened, and exit code 1."""
+    fail(one_line(f"cannot use the database {shown_url(engine)}: {error.orig}"))
 
 
 def _remove_database(path: Path) -> None:

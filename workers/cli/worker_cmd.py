@@ -10,7 +10,7 @@ import sqlalchemy as sa
 import typer
 
 from workers.app import broker_dir, is_embedded, make_app, worker_queues
-from workers.cli.db import one_line
+from workers.cli.db import shown_url, unusable
 from workers.cli.errors import fail
 from workers.db.models import Match
 from workers.db.repo.common import core_table
@@ -69,12 +69,11 @@ def check_database() -> None:
             " to their database (on every machine of a distributed league)."
         )
     engine = make_engine(database_url())
-    shown = engine.url.render_as_string(hide_password=True)
     try:
         with engine.connect() as connection:
             if not sa.inspect(connection).has_table(core_table(Match).name):
-                fail(f"the database {shown} holds no leagues: create one there first (mus league create)")
+                fail(f"the database {shown_url(engine)} holds no leagues: create one there first (mus league create)")
     except sa.exc.OperationalError as error:
-        fail(one_line(f"cannot use the database {shown}: {error.orig}"))
+        unusable(engine, error)
     finally:
         engine.dispose()
