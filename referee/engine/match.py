@@ -348,6 +348,12 @@ class Match:
             assert betting is not None
             betting.check_amount(action, self.rules)
             return
+        if kind is DecisionKind.DISCARD or kind is DecisionKind.DECLARE:
+            # Judged by the entry, not by listing: a discard's list is up to 15 actions made for each new hand.
+            judged = self.legal(seat)
+            if action not in judged:
+                raise Refusal(f"{action} is not legal for seat {seat} now ({kind.value} decision);", judged.expand())
+            return
         legal = self.legal_actions(seat)
         if action not in legal:
             raise Refusal(f"{action} is not legal for seat {seat} now ({kind.value} decision);", legal)

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from referee.engine.actions import Action, ActionKind
+from referee.engine.cards import FULL_DECK
 from referee.engine.legal import LegalActions
 from referee.engine.match import Match
 from referee.engine.rules import Rules
@@ -22,6 +23,11 @@ VARIANTS = [
     {"response_mode": "both_answer_most_aggressive", "max_total_stake": 10},
     {"senas_mode": "automatic", "discard_submission": "sequential"},
 ]
+
+
+ORDAGO = ActionKind.ORDAGO
+LISTED_WHOLE = (ActionKind.DISCARD, ActionKind.DECLARE)
+"""Kinds whose every legal action `expand` lists (no señas ride on them, no amount runs past the list)."""
 
 
 def near_misses(action: Action) -> list[Action]:
@@ -55,6 +61,14 @@ def test_membership_is_the_engines_check_and_the_expansion_its_list(options: dic
             candidates = [*listed, *(Action(kind) for kind in ActionKind)]
             for action in listed[:: max(len(listed) // 6, 1)]:
                 candidates += near_misses(action)
+                if action.cards:  # a discard of a card the seat does not hold
+                    foreign = next(card for card in FULL_DECK if card not in match.hands[seat])
+                    candidates.append(Action.discard((*action.cards[:-1], foreign)))
             for candidate in candidates:
                 assert (candidate in legal) is match.is_legal(seat, candidate), (seat, candidate, legal)
-            match.apply(seat, random_action(rng, listed))
+                if candidate.kind in LISTED_WHOLE:  # `check` judges these by membership: the listing is the witness
+                    # (señas riding on them are rejected on their own, rules §12.3)
+                    listed_too = candidate.without_senas() in listed
+                    assert listed_too is match.is_legal(seat, candidate), (seat, candidate, listed)
+            # No órdago: a match of hands, discards among them, not one decided at its first bet.
+            match.apply(seat, random_action(rng, [action for action in listed if action.kind is not ORDAGO] or listed))
