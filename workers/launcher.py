@@ -1325,11 +1325,13 @@ class Alarms:
         alarm = _Alarm(callback)
         with self._changed:
             self._made += 1
-            heapq.heappush(self._due, (time.monotonic() + delay, self._made, alarm))
+            entry = (time.monotonic() + delay, self._made, alarm)
+            heapq.heappush(self._due, entry)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="pool-alarms", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            if self._due[0] is entry:  # a later one is already waited for: waking the thread would change nothing
+                self._changed.notify()
         return alarm
 
     def _run(self) -> None:
@@ -1375,6 +1377,9 @@ class PooledProcess:
         """This process's own folder (bound at SOCKET_DIR in its sandbox): each of its matches' referees listens
         on a socket in it, for this process alone."""
         self.cgroups = cgroups
+        memory_files = (cgroup / name for cgroup in cgroups for name in ("memory.max", "memory.limit_in_bytes"))
+        self._memory_file = next((path for path in memory_files if path.exists()), None)
+        """Its memory limit's file (v2, else v1), found once: the limit is set twice a match (`confine_memory`)."""
         self.freezer = Freezer.of(cgroups)
         """Stops and resumes its processes: in its seats' turns (`TurnGate`), and between its seats, when it is
         frozen (`idle`). None where it has no v2 cgroup."""
@@ -1530,17 +1535,17 @@ class PooledProcess:
 
     def _limit_memory(self, limit: int) -> bool | None:
         """Set the memory limit: True, False where the kernel refused it, None where there is no memory cgroup."""
-        for cgroup in self.cgroups:
-            for name in ("memory.max", "memory.limit_in_bytes"):
-                path = cgroup / name
-                if not path.exists():
-                    continue
-                try:
-                    path.write_text(str(limit))
-                except OSError:
-                    return False if self.alive else None  # a process gone has nothing left to hold
-                return True
-        return None
+        if self._memory_file is None:
+            return None
+        try:
+            fd = os.open(self._memory_file, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, str(limit).encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            return False if self.alive else None  # a process gone has nothing left to hold
+        return True
 
     def take(self) -> None:
         """Thaw it for its next seat, with its seat's memory limit."""
