@@ -341,6 +341,11 @@ class Table:
         and the decision times (`MAX_RECORD_BYTES`)."""
         self._record_bound = 0
         """An upper bound on the JSON of the events published past `_events_measured` (EVENT_JSON_FACTOR)."""
+        self._flooded = [0, 0, 0, 0]
+        """Per seat, how much the record (known and bound) grew with its flagged messages and its incidents: who is
+        charged when a cap is crossed (`_check_limits`). A legal match's whole record is under 100 KiB."""
+        self._record_charged = 0
+        """The record's known and bound bytes after the last message `_check_limits` saw."""
         self._events_measured = 0
         self._steps_counted = 0
         self.join_timeout_s = join_timeout_s
@@ -496,14 +501,17 @@ class Table:
         if self.status in (TableStatus.FINISHED, TableStatus.CANCELLED):
             return
         self.record_incident(seat, IncidentCause.PROTOCOL_ERROR, detail)
-        self._check_limits(seat)
+        self._check_limits(seat, flagged=True)
 
     def record_incident(self, seat: int, cause: IncidentCause, detail: str) -> None:
         log.info("table %s seat %d: %s (%s)", self.table_id, seat, cause.value, detail)
         if len(self.incidents) >= MAX_INCIDENTS:
             return  # counted as over the cap by `_check_limits`; nothing more is kept
         self.incidents.append(Incident(seat, cause, detail))
-        self._record_known += len(detail.encode()) + 32
+        added = len(detail.encode()) + 32
+        self._record_known += added
+        self._flooded[seat] += added  # charged to the seat it is about, whoever's message comes next
+        self._record_charged += added
 
     def act_problem(self, message: pb.Action) -> str | None:
         """Why an Act's action breaks the protocol before any rule is asked (more señas than a window takes, more
@@ -552,15 +560,25 @@ class Table:
             return f"the table recorded {len(self.incidents)} incidents: the cap is {MAX_INCIDENTS}"
         return None
 
-    def _check_limits(self, seat: int) -> None:
-        """The seat whose message made the table outgrow its caps forfeits the match (FAULT_CAUSE_LIMIT)."""
+    def _check_limits(self, seat: int, *, flagged: bool) -> None:
+        """After a message of `seat`: when the table outgrows a cap, the seat whose `flagged` messages (with
+        rejected señas, illegal, or a protocol error) and incidents made its record grow the most forfeits the
+        match (FAULT_CAUSE_LIMIT); where there are none, the seat whose message crossed it. Not simply that seat: a
+        flooder could bring the record to the brink and leave an honest seat's next legal action to cross it."""
         if self.status is not TableStatus.RUNNING or self.match is None or self.match.is_over:
             return
         reason = self._over_limit()
+        total = self._record_known + self._record_bound
+        if flagged:
+            self._flooded[seat] += max(total - self._record_charged, 0)
+        self._record_charged = total
         if reason is None:
             return
-        log.info("table %s seat %d: forfeits for a limit (%s)", self.table_id, seat, reason)
-        self.match.forfeit_for_limit(seat, reason)
+        culprit = max(range(4), key=lambda other: (self._flooded[other], other == seat))
+        if self._flooded[culprit]:
+            reason = f"{reason}; seat {culprit}'s flagged messages grew it the most ({self._flooded[culprit]} bytes)"
+        log.info("table %s seat %d: forfeits for a limit (%s)", self.table_id, culprit, reason)
+        self.match.forfeit_for_limit(culprit, reason)
         self._sync()
 
     def _drop(self, seat: int) -> None:
@@ -869,7 +887,8 @@ class Table:
             return None
         try:
             # The engine checks first: an illegal action changes nothing. The rejected señas of one Act are one event.
-            match.apply(seat, wire.action_from_proto(message), wire.unknown_senas(message))
+            unknown = wire.unknown_senas(message)
+            step = match.apply(seat, wire.action_from_proto(message), unknown)
         except (MalformedError, IllegalActionError) as error:
             self._illegal(seat, decision_id, str(error), play_pb2.REJECTION_CODE_ILLEGAL_ACTION)
             return None
@@ -878,7 +897,7 @@ class Table:
         self._record_known += 12  # one double of GetTableReplayResponse.decision_times
         del self.decisions[seat]
         self._sync()
-        self._check_limits(seat)
+        self._check_limits(seat, flagged=bool(unknown or step.rejected_senas))
         return None
 
     def _illegal(self, seat: int, decision_id: int, reason: str, code: play_pb2.RejectionCode.ValueType) -> None:
@@ -908,7 +927,7 @@ class Table:
             rejection.bank_time_left_ms = int(bank * 1000)
         self._reply(seat, rejection)  # before the Fault event and, on a forfeit, before the stream closes
         self._sync()
-        self._check_limits(seat)
+        self._check_limits(seat, flagged=True)
         return None
 
     def _reply(self, seat: int, rejection: play_pb2.ActionRejected) -> None:

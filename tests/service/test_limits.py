@@ -1,4 +1,5 @@
-"""What one seat's messages can make a table keep is capped (issue 9): past the cap, that seat forfeits.
+"""What one seat's messages can make a table keep is capped (issue 9): past the cap, the seat whose messages made
+the record grow the most forfeits.
 
 The table is driven in-process (its outboxes are plain queues): the cap is lowered to just above what the table
 already holds right before the flooding seat's message, so the seat that crosses it is known.
@@ -101,6 +102,28 @@ def test_the_seat_whose_message_crosses_the_tables_cap_forfeits_with_cause_limit
         return table
 
     assert_flooder_forfeits_for_limit(asyncio.run(scenario()))
+
+
+def test_an_honest_seat_whose_legal_action_crosses_the_cap_a_flooder_filled_does_not_forfeit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The seat charged is the one whose messages made the record grow the most, not the one whose message crosses
+    the cap: a flooder could bring the record to the brink and leave an honest seat's next action to cross it."""
+
+    async def scenario() -> Table:
+        table = await running_table()
+        await play_until_flooder_asked(table, 12)
+        table.act(FLOODER, table.decisions[FLOODER].decision_id, stray_senas_action(table, FLOODER))
+        honest = sorted(table.decisions)[0]
+        assert honest != FLOODER
+        monkeypatch.setattr(table_module, "MAX_RECORD_BYTES", table.record_bytes)  # its next message crosses it
+        legal = wire.action_to_proto(match_of(table).legal_actions(honest)[0])
+        table.act(honest, table.decisions[honest].decision_id, legal)
+        return table
+
+    table = asyncio.run(scenario())
+    assert_flooder_forfeits_for_limit(table)
+    assert "seat 1's flagged messages grew it the most" in match_of(table).log[-1].reason
 
 
 def test_the_replay_a_table_produces_stays_within_its_counted_bytes() -> None:
