@@ -34,6 +34,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * len(os.sched_getaffinity(0))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Each test process (xdist worker) its own host play lock (workers.host_lock), inherited by the workers and
+    referees it starts: the matches of one test process are played one at a time as on a machine, but never wait
+    on another test process's (one waiting out a join timeout would hold them all, and their timings)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.environ["MUS_HOST_LOCK"] = str(Path(tempfile.gettempdir()) / f"mus-arena-play-test-{os.getpid()}-{worker}.lock")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Keep the cyclic garbage collector off what collection imported, and let it run less often.
 

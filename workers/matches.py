@@ -38,6 +38,7 @@ from referee.service.frames import FrameServer
 from referee.service.server import start_server
 from referee.service.servicer import InProcessAdmin, PlayServicer, Referee
 from referee.service.table import Incident
+from workers.host_lock import host_play_lock
 from workers.launcher import (
     FRAMES_DIR,
     SOCKET_DIR,
@@ -284,7 +285,35 @@ async def play_programs(
     (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes. `twin_next`:
     the caller plays the match's twin next, so its pooled processes stay frozen until that one has ended
     (`BotPool.release`)."""
-    log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
+    # No process of another match of this machine runs beside this one's (unconfined bots are confined by nothing).
+    async with host_play_lock() if sandbox is not None else contextlib.nullcontext():
+        return await _play_programs(
+            programs,
+            rules,
+            seed,
+            log_dir=log_dir or Path(tempfile.mkdtemp(prefix="mus-match-")),
+            sandbox=sandbox,
+            join_timeout_s=join_timeout_s,
+            pool=pool,
+            referee=referee,
+            half=half,
+            twin_next=twin_next,
+        )
+
+
+async def _play_programs(
+    programs: tuple[BotProgram, BotProgram],
+    rules: Rules,
+    seed: int,
+    *,
+    log_dir: Path,
+    sandbox: Limits | None,
+    join_timeout_s: float,
+    pool: BotPool | None,
+    referee: EmbeddedReferee | None,
+    half: int,
+    twin_next: bool,
+) -> PlayedMatch:
     own = referee is None
     embedded = EmbeddedReferee() if referee is None else referee
     members: dict[int, PooledProcess] = {}
@@ -341,6 +370,10 @@ async def play_programs(
         for member in held:
             if member not in members.values():  # a seat's process was given its time again when it was released
                 member.resume()
+        if pool is not None:
+            # Its time to exit ends here: no pooled process runs while this worker does not hold the host's play
+            # lock, where another worker's match may be played (a security review, stop 36).
+            await stop_all([member.freezer for member in pool.processes() if member.freezer is not None])
         if own:
             await embedded.close()
         elif pool is not None:
@@ -471,6 +504,36 @@ async def play_on_referee(
     """
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     hosted = [seat for seat in range(4) if isinstance(teams[seat % 2], BotProgram)]
+    async with host_play_lock() if hosted and sandbox is not None else contextlib.nullcontext():  # as `play_programs`
+        return await _play_on_referee(
+            teams,
+            rules,
+            seed,
+            hosted,
+            address=address,
+            admin_token=admin_token,
+            admin_address=admin_address,
+            external_id=external_id,
+            join_timeout_s=join_timeout_s,
+            log_dir=log_dir,
+            sandbox=sandbox,
+        )
+
+
+async def _play_on_referee(
+    teams: tuple[BotProgram | RemoteBot, BotProgram | RemoteBot],
+    rules: Rules,
+    seed: int,
+    hosted: list[int],
+    *,
+    address: str,
+    admin_token: str,
+    admin_address: str | None,
+    external_id: str,
+    join_timeout_s: float,
+    log_dir: Path,
+    sandbox: Limits | None,
+) -> PlayedMatch:
     sandboxes: list[Sandbox | None] = [None] * 4
     relays: list[SeatRelay] = []
     socket_dirs: list[Path] = []

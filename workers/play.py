@@ -60,7 +60,7 @@ from workers.matches import (
     play_programs,
     run_on_worker_referee,
 )
-from workers.pool import existing_pool, resume_owed, started_here, worker_pool
+from workers.pool import existing_pool, started_here, worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,6 @@ def _play_claimed(
     except Exception as error:
         stop.set()
         log.exception("match_id=%s failed outside the bots: voided", match_id)
-        resume_owed()  # its twin moves to a fresh deal, and is not played next
         with session_scope(engine) as session:
             repo.void_match(session, match_id, worker, _why_void(error), max_attempts=MAX_ATTEMPTS)
         return "void"
@@ -227,8 +226,6 @@ def _play_claimed(
     if _chains_twin(setup):
         with session_scope(engine) as session:
             twin = repo.claim_twin(session, match_id, worker, lease_s)
-    if twin is None:
-        resume_owed()  # no twin follows: the processes kept frozen for one get their time to exit
     with session_scope(engine) as session:
         stored = repo.record_result(
             session,
@@ -411,7 +408,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
             pool=pool,
             referee=referee,
             half=repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id),
-            twin_next=_chains_twin(setup),  # its twin, if it has one to play, comes next (else `resume_owed`)
+            twin_next=_chains_twin(setup),  # its twin, if it has one to play, comes next
         )
     )
     return _to_store(played)

@@ -129,14 +129,6 @@ class BotPool:
         self._owed = []
         return owed
 
-    def resume_owed(self) -> None:
-        """No twin follows after all (it had finished, or could not be claimed): the processes kept frozen for it
-        (`release` with `twin_next`) get their time to exit now."""
-        owed, self._owed = self._owed, []
-        for member in owed:
-            if member in self._processes.values():
-                member.resume()
-
     def release(
         self, process: PooledProcess, *, healthy: bool, cpu_s: float | None = None, twin_next: bool = False
     ) -> None:
@@ -231,12 +223,6 @@ def worker_pool(limits: Limits | None, log_dir: Path | None = None) -> BotPool:
     if pool is None:
         pool = _POOLS[limits] = BotPool(limits, log_dir=log_dir)
     return pool
-
-
-def resume_owed() -> None:
-    """`BotPool.resume_owed` of each of this worker process's pools."""
-    for pool in _POOLS.values():
-        pool.resume_owed()
 
 
 def existing_pool(limits: Limits | None) -> BotPool | None:
