@@ -56,7 +56,9 @@ Pinning (`--pin`, the default where there are at least as many cores as workers)
 core of its own (`sched_setaffinity` on every thread of an embedded Celery worker as soon as it appears, or on
 a `mus worker` before its exec), and everything it starts inherits the core: its embedded referee runs in it,
 its bots and their sandboxes are its children. "2 workers over 1" then compares two cores with one, which is
-what more machines would give; `pinned_cores` says which. `--no-pin` leaves placement to the kernel.
+what more machines would give; `pinned_cores` says which. A pinned worker stands for a machine of its own, so it
+also has a host play lock of its own (`workers.host_lock`: one machine plays one match's bots at a time, whatever
+worker plays it). `--no-pin` leaves placement to the kernel, and the workers share this machine's lock.
 
 Efficiency: before and after each configuration's league, the engine plays random legal matches by itself
 (`bench.engine.self_play_rate`) in one process per worker, pinned like the workers, for `engine_s` seconds;
@@ -98,7 +100,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -117,6 +119,7 @@ from workers.app import match_queues
 from workers.cpu_log import CPU_LOG_VARIABLE
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.host_lock import HOST_LOCK_VARIABLE
 from workers.launcher import EXAMPLE_BOTS, BotProgram
 from workers.league_run import run_league
 from workers.pool import BotPool
@@ -295,10 +298,24 @@ def redis_url(settings: Settings) -> tuple[str | None, str]:
     return url, url
 
 
-def start_mus_workers(count: int, root: Path, cores: Sequence[int] | None = None) -> list[subprocess.Popen[bytes]]:
+def host_of(root: Path, cores: Sequence[int] | None) -> Callable[[int], dict[str, str]]:
+    """The environment of the `index`th worker: pinned, a worker stands for a machine of its own (what more machines
+    would give), so it has a host play lock of its own (`workers.host_lock`); unpinned, they share this machine's."""
+    if cores is None:
+        return lambda index: {}
+    return lambda index: {HOST_LOCK_VARIABLE: str(root / f"host-{index}.lock")}
+
+
+def start_mus_workers(
+    count: int,
+    root: Path,
+    cores: Sequence[int] | None = None,
+    environment: Callable[[int], Mapping[str, str]] = lambda index: {},
+) -> list[subprocess.Popen[bytes]]:
     """`mus worker --concurrency 1` processes on this environment's broker, each in its own process group, the
-    `index`th pinned to `cores[index]` when cores are given (its pool child and its bots inherit it), and
-    preferring half `index % 2` of the duplicate pairs, as `mus league run` starts its embedded workers."""
+    `index`th pinned to `cores[index]` when cores are given (its pool child and its bots inherit it), with
+    `environment(index)` added to this one, and preferring half `index % 2` of the duplicate pairs, as `mus league
+    run` starts its embedded workers."""
     workers = []
     for index in range(count):
         core = cores[index] if cores else None
@@ -309,7 +326,7 @@ def start_mus_workers(count: int, root: Path, cores: Sequence[int] | None = None
                         *(sys.executable, "-m", "workers.cli.main", "worker", "--concurrency", "1"),
                         *("--loglevel", "WARNING", "--prefer-half", str(index % 2)),
                     ],
-                    env=dict(os.environ),
+                    env={**os.environ, **environment(index)},
                     cwd=root,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -600,9 +617,11 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
         self_before = cpu_seconds(RUSAGE_SELF)
         started = time.monotonic()
         if broker == "redis":
-            mus_workers.extend(start_mus_workers(workers, root, cores))
+            mus_workers.extend(start_mus_workers(workers, root, cores, host_of(root, cores)))
         try:
-            report = run_league(engine, LEAGUE, workers=workers, on_progress=watch)
+            report = run_league(
+                engine, LEAGUE, workers=workers, on_progress=watch, worker_environment=host_of(root, cores)
+            )
         finally:
             stop_mus_workers(mus_workers)
             if broker == "redis" and url is not None:
@@ -779,9 +798,10 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
         "database": "SQLite (WAL), a new file for every configuration and round, Redis runs included",
         "redis": redis_note,
         "pinning": (
-            "each worker, with its embedded referee and its bots (children inherit affinity), on a core of its own"
+            "each worker, with its embedded referee and its bots (children inherit affinity), on a core of its own,"
+            " with a host play lock of its own: a machine of its own"
             if settings.pin
-            else "off (--no-pin): the kernel places every process"
+            else "off (--no-pin): the kernel places every process; the workers share this machine's host play lock"
         ),
         "what_cpu_s_per_match_means": (
             "getrusage: bots = the worker's reaped children (sandboxes, bots) per match; referee and database = "

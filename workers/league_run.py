@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -49,6 +49,8 @@ class EmbeddedWorkers:
     """Celery worker processes started for one `mus league run` on the embedded broker."""
 
     count: int
+    environment: Callable[[int], Mapping[str, str]] = lambda index: {}
+    """What the `index`th worker's environment adds to this process's (`mus bench league`: a host play lock each)."""
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     restarts: int = 0
 
@@ -76,7 +78,7 @@ class EmbeddedWorkers:
             self.processes.append(self._spawn(index))
 
     def _spawn(self, index: int) -> subprocess.Popen[bytes]:
-        env = dict(os.environ)
+        env = {**os.environ, **self.environment(index)}
         env["MUS_DATABASE_URL"] = database_url()
         env["MUS_BROKER_DIR"] = str(broker_dir())
         log_file = broker_dir() / f"worker-{index}.log"
@@ -160,9 +162,11 @@ def run_league(
     on_progress: Callable[[dict[str, int]], None] = lambda progress: None,
     send: Callable[[int, int], None] | None = None,
     on_start: Callable[[], None] = lambda: None,
+    worker_environment: Callable[[int], Mapping[str, str]] = lambda index: {},
 ) -> RunReport:
     """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`;
-    `on_start()` before any worker starts. A league that has ended starts nothing: a finished one reports its
+    `on_start()` before any worker starts; `worker_environment(index)`: what the embedded broker's `index`th
+    worker's environment adds to this process's. A league that has ended starts nothing: a finished one reports its
     counts, a cancelled one is refused (Conflict), as is an unknown name (NotFound) and, on the embedded broker,
     a league with remote bots and no standalone referee to play them on; a `MUS_BROKER_URL` that cannot be reached
     raises kombu's OperationalError before anything is changed."""
@@ -191,7 +195,7 @@ def run_league(
             connection.ensure_connection(max_retries=1)
     with _one_run(league_name) if is_embedded() else contextlib.nullcontext():
         on_start()
-        return _run(engine, league_name, workers, on_progress, send)
+        return _run(engine, league_name, workers, on_progress, send, worker_environment)
 
 
 def _run(
@@ -200,6 +204,7 @@ def _run(
     workers: int | None,
     on_progress: Callable[[dict[str, int]], None],
     send: Callable[[int, int], None] | None,
+    worker_environment: Callable[[int], Mapping[str, str]],
 ) -> RunReport:
     app = make_app()  # configured from this moment's environment (the broker a test or a user points at)
     send = send or (lambda match_id, half: send_match(app, match_id, half))
@@ -215,7 +220,7 @@ def _run(
         repo.start_league(session, league)
         repo.requeue_failed(session, league)
     _register_remote(remote)
-    embedded = EmbeddedWorkers(workers or default_worker_count()) if is_embedded() else None
+    embedded = EmbeddedWorkers(workers or default_worker_count(), worker_environment) if is_embedded() else None
     if embedded is not None:
         _purge_embedded_queue()
         with session_scope(engine) as session:
