@@ -1477,10 +1477,11 @@ class PooledProcess:
         return self.refused or f"the pooled bot process exited with code {code}"
 
     def idle(self) -> None:
-        """Between its seats: frozen IDLE_FREEZE_S after its match, so that it takes no CPU from the matches played
-        meanwhile, nor passes through the CPU what it remembers to the processes playing its twin (`take` thaws it).
-        The delay lets a process that ends after its seat exit first: it is replaced, not given a seat it cannot
-        take."""
+        """Between its seats: frozen IDLE_FREEZE_S after its match, or sooner when its worker's match ends
+        (`workers.matches.play_programs` freezes the whole pool then, before the machine's next match may begin), so
+        that it takes no CPU from the matches played meanwhile, nor passes through the CPU what it remembers to the
+        processes playing its twin (`take` thaws it). The delay lets a process that ends after its seat exit first:
+        it is replaced, not given a seat it cannot take."""
         if self.freezer is None:
             return
         with self._freezing:
