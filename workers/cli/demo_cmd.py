@@ -60,7 +60,7 @@ def demo_command(
     if not is_embedded():
         broker = os.environ["MUS_BROKER_URL"]
         typer.echo(f"MUS_BROKER_URL is set: the matches are played by `mus worker` processes on {broker}")
-    run_command(DEMO_LEAGUE, workers=workers or default_worker_count())  # its own bots: pairs on every core
+    run_command(DEMO_LEAGUE, workers=workers or default_worker_count(sandboxed=sandbox_available()))
     league_cmd.standings_command(name=DEMO_LEAGUE)
     typer.echo(
         f"\nResults and replays are in {database_url()}. `mus league status demo --matches` lists the matches;"

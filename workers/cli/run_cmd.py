@@ -14,7 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from workers.app import broker_dir, is_embedded
 from workers.cli.db import domain_errors, one_line
 from workers.cli.errors import fail
-from workers.db.session import ensure_schema, make_engine, sqlite_file
+from workers.db import repo
+from workers.db.session import ensure_schema, make_engine, session_scope, sqlite_file
 from workers.league_run import RunReport, default_worker_count, run_league
 
 
@@ -22,7 +23,13 @@ def run_command(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The league to run (or resume).")],
     workers: Annotated[
         int | None,
-        typer.Option(min=1, help="Embedded worker processes (default: one per core). Ignored with MUS_BROKER_URL."),
+        typer.Option(
+            min=1,
+            help=(
+                "Embedded worker processes (default: 1, one a core for a --no-sandbox league: one machine plays one"
+                " match's bots at a time, docs/pool.md). Ignored with MUS_BROKER_URL."
+            ),
+        ),
     ] = None,
 ) -> None:
     """Play every unfinished match of a league; Ctrl-C stops cleanly and running it again resumes (a paused league
@@ -36,7 +43,10 @@ def run_command(
         engine = make_engine()
         ensure_schema(engine)
     embedded = is_embedded()
-    count = workers or default_worker_count()
+    count = workers
+    if embedded and count is None:
+        with domain_errors(), session_scope(engine) as session:
+            count = default_worker_count(sandboxed=repo.get_league(session, name).sandbox)
     where = f"{count} embedded worker process(es)" if embedded else "the mus workers listening on MUS_BROKER_URL"
     columns = (
         TextColumn("[bold]{task.description}"),

@@ -21,7 +21,12 @@ from workers.league_run import default_worker_count
 
 def worker_command(
     concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Matches played at once (default: one per core).")
+        int | None,
+        typer.Option(
+            min=1,
+            help="Worker processes, each playing a match at a time (default: 1: one machine plays one match's bots at"
+            " a time, docs/pool.md).",
+        ),
     ] = None,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
     prefer_half: Annotated[
