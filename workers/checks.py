@@ -45,6 +45,7 @@ from referee.engine.rules import Rules
 from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, StreamContext
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus, reported_name
+from workers.host_lock import host_play_lock
 from workers.launcher import (
     EXAMPLE_BOTS,
     SOCKET_DIR,
@@ -772,7 +773,37 @@ async def _play(
     """One match of the bot (team `bot_team`) against the reference bot on a referee of its own, over a unix
     socket in a private folder; it stops early when the handshake fails or the probes are done. With `frames`
     each of the bot's seats is also offered frames on a socket of its own (MUS_FRAMES), as a league worker's
-    referee offers them; without, it has gRPC alone, as on the standalone referee."""
+    referee offers them; without, it has gRPC alone, as on the standalone referee.
+
+    Confined, it holds the host's play lock as a league's match does (`workers.host_lock`): a bot checked on a
+    league's machine ran beside its matches for minutes, and took a league seat's cards through the CPU (a
+    security review, stop 36). So `--jobs` overlaps the matches' set-up, not their bots."""
+    async with host_play_lock() if config.sandbox is not None else contextlib.nullcontext():
+        return await _play_alone(
+            program,
+            rules,
+            seed,
+            bot_team=bot_team,
+            probe=probe,
+            label=label,
+            config=config,
+            log_dir=log_dir,
+            frames=frames,
+        )
+
+
+async def _play_alone(
+    program: BotProgram,
+    rules: Rules,
+    seed: int,
+    *,
+    bot_team: int,
+    probe: bool,
+    label: str,
+    config: CheckConfig,
+    log_dir: Path,
+    frames: bool,
+) -> _Played:
     socket_dir = open_to_seat(Path(tempfile.mkdtemp(prefix="mus-check-")))
     referee = Referee(reconnect_grace_s=config.reconnect_grace_s)
     bot_seats = (bot_team, bot_team + 2)
@@ -1122,7 +1153,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
             ]
         started = pool.started
     finally:
-        pool.close()
+        await asyncio.to_thread(pool.close)  # it waits for the host's play lock: another job's match may hold it
         await referee.close()
     if not problems and started > 2:
         problems.append(

@@ -8,7 +8,8 @@ cards it was dealt, through a process of the same author's in the other worker's
 (the duplicate deal, seats swapped) and to its partner, about 22 bits a second.
 
 So a worker holds this lock from before any process of a match may run until every process of the match has
-exited or is frozen (`workers.matches.play_programs`, `play_on_referee`): the matches of one machine's workers
+exited or is frozen (`workers.matches.play_programs`, `play_on_referee`; `mus bot check`'s matches too), and
+while it thaws its pooled processes for them to exit (`BotPool.close`): the matches of one machine's workers
 are played one at a time, and their other work (claims, results, replays, starting the next table) overlaps.
 More workers on one machine still share its bookkeeping; more machines play more matches at once.
 
@@ -24,7 +25,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 HOST_LOCK_VARIABLE = "MUS_HOST_LOCK"
@@ -44,15 +45,19 @@ def lock_path() -> Path:
     return Path(os.environ.get(HOST_LOCK_VARIABLE) or default_lock_path())
 
 
+def _open_lock() -> int:
+    fd = os.open(lock_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    with contextlib.suppress(OSError):  # another user's file: it is theirs to open to all
+        os.fchmod(fd, 0o666)  # every user's workers of the machine take the same lock
+    return fd
+
+
 @contextlib.asynccontextmanager
 async def host_play_lock() -> AsyncIterator[None]:
     """Hold the machine's play lock for the block, waiting (without blocking the event loop) while another match
     of this machine holds it."""
-    path = lock_path()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    fd = _open_lock()
     try:
-        with contextlib.suppress(OSError):  # another user's file: it is theirs to open to all
-            os.fchmod(fd, 0o666)  # every user's workers of the machine take the same lock
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -62,3 +67,14 @@ async def host_play_lock() -> AsyncIterator[None]:
         yield
     finally:
         os.close(fd)  # the lock goes with the file's last descriptor
+
+
+@contextlib.contextmanager
+def holding_host_play_lock() -> Iterator[None]:
+    """`host_play_lock` for code that runs no event loop (a pool closed at a worker's exit): it blocks meanwhile."""
+    fd = _open_lock()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ import pytest
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
 from workers import host_lock
+from workers.checks import VARIANT_NAMES, CheckConfig, CheckReport, run_check
 from workers.launcher import BotProgram, Limits, sandbox_available
 from workers.matches import PlayedMatch, play_programs
+from workers.pool import BotPool
 
 LIMITS = Limits() if sandbox_available() else None
 FAST = Rules.from_options({"games_to_win_vaca": 1, "vacas_to_win_match": 1})
@@ -76,3 +79,50 @@ def test_every_worker_of_a_machine_takes_the_same_lock_by_default(monkeypatch: p
     monkeypatch.delenv(host_lock.HOST_LOCK_VARIABLE)
     assert host_lock.lock_path() == host_lock.default_lock_path()
     assert host_lock.default_lock_path().parent in (Path("/dev/shm"), Path(tempfile.gettempdir()))
+
+
+def test_a_bot_check_match_waits_for_the_lock_like_a_league_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bot checked on a league's machine ran beside its matches for minutes, and took a league seat's cards through
+    the CPU (a security review, stop 36)."""
+    confined_only()
+    path = tmp_path / "play.lock"
+    monkeypatch.setenv(host_lock.HOST_LOCK_VARIABLE, str(path))
+    other = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    logs = tmp_path / "check"
+    config = CheckConfig(matches=1, variants=VARIANT_NAMES[:1], sandbox=LIMITS, log_dir=logs)
+
+    async def scenario() -> tuple[bool, CheckReport]:
+        check = asyncio.create_task(run_check(launched("checked"), config))
+        try:
+            await asyncio.sleep(0.5)
+            ran = any(logs.rglob("*.log"))
+        finally:
+            os.close(other)
+        return ran, await asyncio.wait_for(check, 300)
+
+    ran, report = asyncio.run(scenario())
+    assert not ran, "a seat of the check ran while another match held the lock"
+    assert report.results
+
+
+def test_a_confined_pool_thaws_its_processes_to_exit_only_while_it_holds_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a worker's exit its pool thaws every process so that it can exit: a review's processes that ignored the
+    end of their input ran up to 4 s beside another worker's match (stop 36). It waits for that match first."""
+    confined_only()
+    path = tmp_path / "play.lock"
+    monkeypatch.setenv(host_lock.HOST_LOCK_VARIABLE, str(path))
+    other = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    closing = threading.Thread(target=BotPool(LIMITS, log_dir=tmp_path / "pool").close)
+    closing.start()
+    closing.join(0.5)
+    waited = closing.is_alive()
+    os.close(other)
+    closing.join(10)
+    assert waited, "the pool closed while another match held the lock"
+    assert not closing.is_alive()
