@@ -777,99 +777,74 @@ async def _play(
 
     Confined, it holds the host's play lock as a league's match does (`workers.host_lock`): a bot checked on a
     league's machine ran beside its matches for minutes, and took a league seat's cards through the CPU (a
-    security review, stop 36). So `--jobs` overlaps the matches' set-up, not their bots."""
+    security review, stop 36). So, confined, `--jobs` matches are played one at a time."""
     async with host_play_lock() if config.sandbox is not None else contextlib.nullcontext():
-        return await _play_alone(
-            program,
-            rules,
-            seed,
-            bot_team=bot_team,
-            probe=probe,
-            label=label,
-            config=config,
-            log_dir=log_dir,
-            frames=frames,
-        )
-
-
-async def _play_alone(
-    program: BotProgram,
-    rules: Rules,
-    seed: int,
-    *,
-    bot_team: int,
-    probe: bool,
-    label: str,
-    config: CheckConfig,
-    log_dir: Path,
-    frames: bool,
-) -> _Played:
-    socket_dir = open_to_seat(Path(tempfile.mkdtemp(prefix="mus-check-")))
-    referee = Referee(reconnect_grace_s=config.reconnect_grace_s)
-    bot_seats = (bot_team, bot_team + 2)
-    watch = _Watch(referee, bot_seats, bot_team if probe else None, config.reconnect_grace_s)
-    server = grpc.aio.server(options=SERVER_OPTIONS)
-    servicer = _CheckServicer(referee, watch)
-    servicer.add_to_server(server)
-    host_address = f"unix:{socket_dir / 'referee.sock'}"
-    if server.add_insecure_port(host_address) == 0:
-        shutil.rmtree(socket_dir, ignore_errors=True)
-        raise LaunchError(f"cannot listen on {host_address}")
-    await server.start()
-    open_to_seat(socket_dir / "referee.sock")
-    sandbox = Sandbox(socket_dir, config.sandbox) if config.sandbox is not None else None
-    address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else host_address
-    names = [program.name if seat in bot_seats else REFERENCE.name for seat in range(4)]
-    table = referee.create_table(rules, seed, names, join_timeout_s=config.join_timeout_s + MARGIN_S)
-    watch.table = table
-    processes: list[BotProcess] = []
-    tasks: list[asyncio.Task[Any]] = []
-    frames_dir = Path(tempfile.mkdtemp(prefix="mus-check-frames-"))
-    """Each of the bot's seats gets a folder of its own in it, which its partner's sandbox does not bind."""
-    seat_frames: list[SeatFrames] = []
-    try:
-        for seat in range(4):
-            token = table.seats[seat].token
-            if seat not in bot_seats:
-                tasks.append(asyncio.create_task(_reference_seat(referee, watch, token, seed * 4 + seat)))
-                continue
-            path = log_dir / f"{label}-seat{seat}-{program.name}.log"
-            seat_sandbox, frames_address = sandbox, None
-            if frames:
-                seat_frames.append(await SeatFrames.open(referee, frames_dir, servicer))
-                frames_address = seat_frames[-1].address(confined=sandbox is not None)
-                if sandbox is not None:
-                    seat_sandbox = replace(sandbox, frames_dir=seat_frames[-1].folder)
-            watch.seats[seat].launched_at = time.monotonic()
-            watch.seats[seat].log = path
-            process = await launch_bot(
-                program, address, token, log_path=path, sandbox=seat_sandbox, frames=frames_address
-            )
-            processes.append(process)
-            tasks.append(asyncio.create_task(_watch_process(table, watch, seat, process)))
-        tasks.append(asyncio.create_task(_join_deadline(watch, config.join_timeout_s)))
-        ending = asyncio.create_task(table.finished.wait())
-        stopped = asyncio.create_task(watch.stop.wait())
-        tasks += [ending, stopped]
-        await asyncio.wait([ending, stopped], return_when=asyncio.FIRST_COMPLETED)
-        if watch.infrastructure:
-            raise LaunchError(watch.infrastructure)
-        if table.status is not TableStatus.FINISHED:
-            table.cancel(watch.stop_reason or "the check stopped")
-        watch.finish(_ending(table))
-    finally:
-        for task in tasks:
-            task.cancel()
-        if table.status is not TableStatus.FINISHED:
-            table.cancel("the check stopped")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 2.0)
-        for process in processes:
-            await process.close()
-        await asyncio.gather(server.stop(grace=0.5), *(own.close() for own in seat_frames))
-        for folder in (socket_dir, frames_dir):
-            shutil.rmtree(folder, ignore_errors=True)
-    return _Played(label, seed, bot_seats, table, watch)
+        socket_dir = open_to_seat(Path(tempfile.mkdtemp(prefix="mus-check-")))
+        referee = Referee(reconnect_grace_s=config.reconnect_grace_s)
+        bot_seats = (bot_team, bot_team + 2)
+        watch = _Watch(referee, bot_seats, bot_team if probe else None, config.reconnect_grace_s)
+        server = grpc.aio.server(options=SERVER_OPTIONS)
+        servicer = _CheckServicer(referee, watch)
+        servicer.add_to_server(server)
+        host_address = f"unix:{socket_dir / 'referee.sock'}"
+        if server.add_insecure_port(host_address) == 0:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise LaunchError(f"cannot listen on {host_address}")
+        await server.start()
+        open_to_seat(socket_dir / "referee.sock")
+        sandbox = Sandbox(socket_dir, config.sandbox) if config.sandbox is not None else None
+        address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else host_address
+        names = [program.name if seat in bot_seats else REFERENCE.name for seat in range(4)]
+        table = referee.create_table(rules, seed, names, join_timeout_s=config.join_timeout_s + MARGIN_S)
+        watch.table = table
+        processes: list[BotProcess] = []
+        tasks: list[asyncio.Task[Any]] = []
+        frames_dir = Path(tempfile.mkdtemp(prefix="mus-check-frames-"))
+        """Each of the bot's seats gets a folder of its own in it, which its partner's sandbox does not bind."""
+        seat_frames: list[SeatFrames] = []
+        try:
+            for seat in range(4):
+                token = table.seats[seat].token
+                if seat not in bot_seats:
+                    tasks.append(asyncio.create_task(_reference_seat(referee, watch, token, seed * 4 + seat)))
+                    continue
+                path = log_dir / f"{label}-seat{seat}-{program.name}.log"
+                seat_sandbox, frames_address = sandbox, None
+                if frames:
+                    seat_frames.append(await SeatFrames.open(referee, frames_dir, servicer))
+                    frames_address = seat_frames[-1].address(confined=sandbox is not None)
+                    if sandbox is not None:
+                        seat_sandbox = replace(sandbox, frames_dir=seat_frames[-1].folder)
+                watch.seats[seat].launched_at = time.monotonic()
+                watch.seats[seat].log = path
+                process = await launch_bot(
+                    program, address, token, log_path=path, sandbox=seat_sandbox, frames=frames_address
+                )
+                processes.append(process)
+                tasks.append(asyncio.create_task(_watch_process(table, watch, seat, process)))
+            tasks.append(asyncio.create_task(_join_deadline(watch, config.join_timeout_s)))
+            ending = asyncio.create_task(table.finished.wait())
+            stopped = asyncio.create_task(watch.stop.wait())
+            tasks += [ending, stopped]
+            await asyncio.wait([ending, stopped], return_when=asyncio.FIRST_COMPLETED)
+            if watch.infrastructure:
+                raise LaunchError(watch.infrastructure)
+            if table.status is not TableStatus.FINISHED:
+                table.cancel(watch.stop_reason or "the check stopped")
+            watch.finish(_ending(table))
+        finally:
+            for task in tasks:
+                task.cancel()
+            if table.status is not TableStatus.FINISHED:
+                table.cancel("the check stopped")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), 2.0)
+            for process in processes:
+                await process.close()
+            await asyncio.gather(server.stop(grace=0.5), *(own.close() for own in seat_frames))
+            for folder in (socket_dir, frames_dir):
+                shutil.rmtree(folder, ignore_errors=True)
+        return _Played(label, seed, bot_seats, table, watch)
 
 
 async def _reference_seat(referee: Referee, watch: _Watch, token: str, seed: int) -> None:

@@ -285,99 +285,73 @@ async def play_programs(
     (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes. `twin_next`:
     the caller plays the match's twin next, so its pooled processes stay frozen until that one has ended
     (`BotPool.release`)."""
+    log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     # No process of another match of this machine runs beside this one's (unconfined bots are confined by nothing).
     async with host_play_lock() if sandbox is not None else contextlib.nullcontext():
-        return await _play_programs(
-            programs,
-            rules,
-            seed,
-            log_dir=log_dir or Path(tempfile.mkdtemp(prefix="mus-match-")),
-            sandbox=sandbox,
-            join_timeout_s=join_timeout_s,
-            pool=pool,
-            referee=referee,
-            half=half,
-            twin_next=twin_next,
-        )
-
-
-async def _play_programs(
-    programs: tuple[BotProgram, BotProgram],
-    rules: Rules,
-    seed: int,
-    *,
-    log_dir: Path,
-    sandbox: Limits | None,
-    join_timeout_s: float,
-    pool: BotPool | None,
-    referee: EmbeddedReferee | None,
-    half: int,
-    twin_next: bool,
-) -> PlayedMatch:
-    own = referee is None
-    embedded = EmbeddedReferee() if referee is None else referee
-    members: dict[int, PooledProcess] = {}
-    frames: dict[int, SeatFrames] = {}
-    held: list[PooledProcess] = []
-    try:
-        if pool is not None:
-            # No process of this match runs beside one of the worker's pooled processes, frozen first: one that
-            # has just played may have played this match's twin, and would pass its deal on through the CPU
-            # while this match's seats join (a security review, stop 35).
-            held = pool.hold_all()
-            await stop_all([member.freezer for member in pool.processes() if member.freezer is not None])
-        # Pooled seats: a live process of the bot's for each, served in its own folder (thawed for its seat).
-        meets_itself = programs[0].name == programs[1].name
-        for seat in range(4):
-            if pool is not None and pool.accepts(programs[seat % 2]):
-                members[seat] = pool.acquire(programs[seat % 2], half, place(seat, meets_itself))
-        pooled = {}
-        for seat, member in members.items():
-            addresses = await embedded.serve(member)
-            if sandbox is not None:  # the sandbox binds the process's folder at SOCKET_DIR
-                addresses = f"unix:{SOCKET_DIR}/{POOLED_SOCKET}", f"unix:{SOCKET_DIR}/{FRAMES_SOCKET}"
-            pooled[seat] = (member, *addresses)
-        for seat in range(4):
-            if seat not in members:  # launched: its own folder of sockets, bound at SOCKET_DIR in its sandbox
-                frames[seat] = await embedded.open_seat()
-        confined = sandbox is not None
-        if len(members) == 4 and all(member.seats_played for member in members.values()):
-            # Four processes that have played before, each given its seat while it waits for one: it joins at once.
-            # A broken one held its worker for the whole join timeout in every match (a review, stop 35).
-            join_timeout_s = min(join_timeout_s, WARM_JOIN_S)
-        return await _play(
-            programs,
-            rules,
-            seed,
-            admin_address="this process",
-            admin_token=embedded.referee.admin_token,
-            external_id="",
-            join_timeout_s=join_timeout_s,
-            log_dir=log_dir,
-            sandboxes=[
-                Sandbox(frames[seat].folder, sandbox) if sandbox is not None and seat in frames else None
-                for seat in range(4)
-            ],
-            pool=pool,
-            pooled=pooled,
-            twin_next=twin_next,
-            referees={seat: own.referee_address(confined) for seat, own in frames.items()},
-            frames={seat: own.address(confined) for seat, own in frames.items()},
-            local=embedded.referee,
-        )
-    finally:
-        await asyncio.gather(*(own_frames.close() for own_frames in frames.values()))
-        for member in held:
-            if member not in members.values():  # a seat's process was given its time again when it was released
-                member.resume()
-        if pool is not None:
-            # Its time to exit ends here: no pooled process runs while this worker does not hold the host's play
-            # lock, where another worker's match may be played (a security review, stop 36).
-            await stop_all([member.freezer for member in pool.processes() if member.freezer is not None])
-        if own:
-            await embedded.close()
-        elif pool is not None:
-            await embedded.forget(pool)
+        own = referee is None
+        embedded = EmbeddedReferee() if referee is None else referee
+        members: dict[int, PooledProcess] = {}
+        frames: dict[int, SeatFrames] = {}
+        held: list[PooledProcess] = []
+        try:
+            if pool is not None:
+                # No process of this match runs beside one of the worker's pooled processes, frozen first: one that
+                # has just played may have played this match's twin, and would pass its deal on through the CPU
+                # while this match's seats join (a security review, stop 35).
+                held = pool.hold_all()
+                await stop_all(pool.freezers())
+            # Pooled seats: a live process of the bot's for each, served in its own folder (thawed for its seat).
+            meets_itself = programs[0].name == programs[1].name
+            for seat in range(4):
+                if pool is not None and pool.accepts(programs[seat % 2]):
+                    members[seat] = pool.acquire(programs[seat % 2], half, place(seat, meets_itself))
+            pooled = {}
+            for seat, member in members.items():
+                addresses = await embedded.serve(member)
+                if sandbox is not None:  # the sandbox binds the process's folder at SOCKET_DIR
+                    addresses = f"unix:{SOCKET_DIR}/{POOLED_SOCKET}", f"unix:{SOCKET_DIR}/{FRAMES_SOCKET}"
+                pooled[seat] = (member, *addresses)
+            for seat in range(4):
+                if seat not in members:  # launched: its own folder of sockets, bound at SOCKET_DIR in its sandbox
+                    frames[seat] = await embedded.open_seat()
+            confined = sandbox is not None
+            if len(members) == 4 and all(member.seats_played for member in members.values()):
+                # Four processes that have played before, each given its seat while it waits for one: it joins at once.
+                # A broken one held its worker for the whole join timeout in every match (a review, stop 35).
+                join_timeout_s = min(join_timeout_s, WARM_JOIN_S)
+            return await _play(
+                programs,
+                rules,
+                seed,
+                admin_address="this process",
+                admin_token=embedded.referee.admin_token,
+                external_id="",
+                join_timeout_s=join_timeout_s,
+                log_dir=log_dir,
+                sandboxes=[
+                    Sandbox(frames[seat].folder, sandbox) if sandbox is not None and seat in frames else None
+                    for seat in range(4)
+                ],
+                pool=pool,
+                pooled=pooled,
+                twin_next=twin_next,
+                referees={seat: own.referee_address(confined) for seat, own in frames.items()},
+                frames={seat: own.address(confined) for seat, own in frames.items()},
+                local=embedded.referee,
+            )
+        finally:
+            await asyncio.gather(*(own_frames.close() for own_frames in frames.values()))
+            for member in held:
+                if member not in members.values():  # a seat's process was given its time again when it was released
+                    member.resume()
+            if pool is not None:
+                # Its time to exit ends here: no pooled process runs while this worker does not hold the host's play
+                # lock, where another worker's match may be played (a security review, stop 36).
+                await stop_all(pool.freezers())
+            if own:
+                await embedded.close()
+            elif pool is not None:
+                await embedded.forget(pool)
 
 
 _WORKER: tuple[asyncio.AbstractEventLoop, EmbeddedReferee] | None = None
@@ -505,67 +479,42 @@ async def play_on_referee(
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     hosted = [seat for seat in range(4) if isinstance(teams[seat % 2], BotProgram)]
     async with host_play_lock() if hosted and sandbox is not None else contextlib.nullcontext():  # as `play_programs`
-        return await _play_on_referee(
-            teams,
-            rules,
-            seed,
-            hosted,
-            address=address,
-            admin_token=admin_token,
-            admin_address=admin_address,
-            external_id=external_id,
-            join_timeout_s=join_timeout_s,
-            log_dir=log_dir,
-            sandbox=sandbox,
-        )
-
-
-async def _play_on_referee(
-    teams: tuple[BotProgram | RemoteBot, BotProgram | RemoteBot],
-    rules: Rules,
-    seed: int,
-    hosted: list[int],
-    *,
-    address: str,
-    admin_token: str,
-    admin_address: str | None,
-    external_id: str,
-    join_timeout_s: float,
-    log_dir: Path,
-    sandbox: Limits | None,
-) -> PlayedMatch:
-    sandboxes: list[Sandbox | None] = [None] * 4
-    relays: list[SeatRelay] = []
-    socket_dirs: list[Path] = []
-    try:
-        if sandbox is not None:
-            for seat in hosted:
-                socket_dirs.append(open_to_seat(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-"))))
-                relays.append(
-                    await open_relay(socket_dirs[-1] / "referee.sock", address, max_connections=MAX_SEAT_CONNECTIONS)
-                )
-                open_to_seat(socket_dirs[-1] / "referee.sock")
-                sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox)
-        return await _play(
-            teams,
-            rules,
-            seed,
-            admin_address=admin_address or address,
-            admin_token=admin_token,
-            external_id=external_id,
-            join_timeout_s=join_timeout_s,
-            log_dir=log_dir,
-            sandboxes=sandboxes,
-            pool=None,
-            pooled={},
-            referees={seat: f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address for seat in hosted},
-        )
-    finally:
-        for relay in relays:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(relay.close(), 2.0)
-        for socket_dir in socket_dirs:
-            shutil.rmtree(socket_dir, ignore_errors=True)
+        sandboxes: list[Sandbox | None] = [None] * 4
+        relays: list[SeatRelay] = []
+        socket_dirs: list[Path] = []
+        try:
+            if sandbox is not None:
+                for seat in hosted:
+                    socket_dirs.append(open_to_seat(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-"))))
+                    relays.append(
+                        await open_relay(
+                            socket_dirs[-1] / "referee.sock", address, max_connections=MAX_SEAT_CONNECTIONS
+                        )
+                    )
+                    open_to_seat(socket_dirs[-1] / "referee.sock")
+                    sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox)
+            return await _play(
+                teams,
+                rules,
+                seed,
+                admin_address=admin_address or address,
+                admin_token=admin_token,
+                external_id=external_id,
+                join_timeout_s=join_timeout_s,
+                log_dir=log_dir,
+                sandboxes=sandboxes,
+                pool=None,
+                pooled={},
+                referees={
+                    seat: f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else address for seat in hosted
+                },
+            )
+        finally:
+            for relay in relays:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(relay.close(), 2.0)
+            for socket_dir in socket_dirs:
+                shutil.rmtree(socket_dir, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------ the one match path

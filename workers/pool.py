@@ -40,7 +40,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from workers.host_lock import holding_host_play_lock
-from workers.launcher import BotProgram, Limits, PooledProcess, open_to_seat, start_pooled
+from workers.launcher import BotProgram, Freezer, Limits, PooledProcess, open_to_seat, start_pooled
 
 MAX_SEATS = 500
 """Seats a pooled process plays before it is replaced (bounds what a leak or a grudge can build up)."""
@@ -191,6 +191,10 @@ class BotPool:
 
     def processes(self) -> list[PooledProcess]:
         return list(self._processes.values())
+
+    def freezers(self) -> list[Freezer]:
+        """Those of its processes that can be frozen (a v2 cgroup each): what `stop_all` stops."""
+        return [member.freezer for member in self._processes.values() if member.freezer is not None]
 
     def _retire(self, key: tuple[str, int, int]) -> None:
         self._memory.pop(key, None)
