@@ -1417,12 +1417,13 @@ class PooledProcess:
         return self.process.poll() is None
 
     def offer(self, referee_address: str, seat_token: str, *, frames: str | None = None) -> None:
-        """Give the process its next seat (`frames`: where it may play it over frames instead of gRPC, docs/pool.md);
-        `LaunchError` if it can no longer take one (it exited).
+        """Give the process its next seat (`frames`: where it may play it over frames instead of gRPC, docs/pool.md).
 
         A process that reads its seat lines has read every earlier one by now, so the line fits in its input pipe.
         If it does not, the process filled its input itself: it is killed at once (`refused` says why), and the
-        match charges its seat a crash as for any process that exits during a seat."""
+        match charges its seat a crash as for any process that exits during a seat. One that has closed its input
+        (it was exiting when its match ended and it was frozen) is left to the seat's watcher likewise: its exit is
+        the seat's crash, a sandbox that never ran is the match's void (`workers.matches._watch`)."""
         import json
 
         seat = {"referee": referee_address, "seat_token": seat_token} | ({"frames": frames} if frames else {})
@@ -1432,12 +1433,8 @@ class PooledProcess:
             written = os.write(self.process.stdin.fileno(), line)
         except BlockingIOError:
             written = 0
-        except OSError as error:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=1.0)
-            why = self.sandbox_failed or self.describe_exit()
-            name = self.program.name
-            raise LaunchError(f"the pooled process of {name} cannot take a seat ({error}): {why}") from None
+        except OSError:  # its input is closed: it is exiting, or no longer reads
+            return
         if written < len(line):
             self.refused = "killed: its standard input was full when it was given a seat (it wrote to it itself)"
             self.kill()
