@@ -19,7 +19,6 @@ import asyncio
 import atexit
 import contextlib
 import ctypes
-import heapq
 import logging
 import os
 import shlex
@@ -1090,7 +1089,7 @@ FREEZE_LIMIT_S = 1.0
 that long in one system call; a bot that did would hold its table, every seat frozen, for as long)."""
 
 BYSTANDER_LIMIT_S = 0.1
-"""The same for a pooled process between its seats that another match's deal waits on (`TurnGate.stand_by`):
+"""The same for a pooled process between its seats that another match's deal waits on (`stop_all`):
 nothing is charged when it is killed (its pool replaces it), and a bot that kept itself in long system calls
 after each of its matches would otherwise hold the next match, other bots', a second each time."""
 
@@ -1178,8 +1177,8 @@ class TurnGate:
     def __init__(self) -> None:
         self._seats: dict[int, Freezer] = {}
         self._bystanders: list[Freezer] = []
-        """The worker's other pooled processes, between their seats: frozen before any process of the match runs
-        (`stop_all`), and kept so while it is played (their pool thaws them: `PooledProcess.hold`)."""
+        """The worker's pooled processes, between their seats (`stop_all`): frozen before any process of a match
+        runs and after its last has, and never thawed in between but for a seat."""
         self.running: frozenset[int] = frozenset(range(4))
         self._held: asyncio.Future[None] | None = None
         """While the table is held: done when the asked seats run."""
@@ -1191,11 +1190,10 @@ class TurnGate:
             self._seats[seat] = freezer
             self(self.running)
 
-    def stand_by(self, freezer: Freezer) -> None:
-        """Keep a pooled process of the worker's that plays no seat here frozen while the match is played: one that
-        has just played a match may have played this match's twin (docs/leagues.md)."""
-        self._bystanders.append(freezer)
-        self(self.running)
+    def stand_by(self, freezers: Sequence[Freezer]) -> asyncio.Future[None] | None:
+        """Keep pooled processes of the worker's that play no seat frozen from now on, as `__call__` answers."""
+        self._bystanders.extend(freezers)
+        return self(self.running)
 
     def __bool__(self) -> bool:
         return bool(self._seats)
@@ -1263,9 +1261,7 @@ async def stop_all(freezers: Sequence[Freezer]) -> None:
     inside a long system call) is killed. For the worker's pooled processes before each of its matches: no process
     of the match may run beside one that played its twin (docs/pool.md). A gate with them as its bystanders and no
     seat does exactly that (`TurnGate`)."""
-    gate = TurnGate()
-    gate._bystanders.extend(freezers)
-    held = gate(gate.running)
+    held = TurnGate().stand_by(freezers)
     if held is not None:
         await held
 
@@ -1286,68 +1282,6 @@ play the seat over frames instead of gRPC), plays it, then reads the next; it ex
 IDLE_MEMORY_SLACK = 32 * 1024**2
 """What a pooled process may take between its seats beyond what it held after its match (`confine_memory`): room
 for a bot that finishes its seat (its log, a collection)."""
-
-IDLE_FREEZE_S = 0.25
-"""How long a pooled process runs after its match before it is frozen until its next seat (`PooledProcess.idle`):
-time for one that ends after its seat to exit (a Python process takes tens of milliseconds)."""
-
-
-class _Alarm:
-    """One call of `Alarms.call_later`; `cancel` keeps it from running if it has not yet begun."""
-
-    __slots__ = ("callback", "cancelled")
-
-    def __init__(self, callback: Callable[[_Alarm], object]) -> None:
-        self.callback = callback
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class Alarms:
-    """One thread that makes the calls due, for every pooled process of this worker: a `threading.Timer` each
-    started and stopped a thread for every process after every match, about 115 µs of CPU each (four a match)."""
-
-    def __init__(self) -> None:
-        self._forget()
-        os.register_at_fork(after_in_child=self._forget)
-
-    def _forget(self) -> None:
-        """No alarm is due: what a forked worker starts from (it has none of its parent's threads)."""
-        self._due: list[tuple[float, int, _Alarm]] = []
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._made = 0
-
-    def call_later(self, delay: float, callback: Callable[[_Alarm], object]) -> _Alarm:
-        """Call `callback(alarm)` on the alarms' thread in `delay` seconds, unless it is cancelled first."""
-        alarm = _Alarm(callback)
-        with self._changed:
-            self._made += 1
-            entry = (time.monotonic() + delay, self._made, alarm)
-            heapq.heappush(self._due, entry)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="pool-alarms", daemon=True)
-                self._thread.start()
-            if self._due[0] is entry:  # a later one is already waited for: waking the thread would change nothing
-                self._changed.notify()
-        return alarm
-
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                while not self._due or self._due[0][0] > time.monotonic():
-                    self._changed.wait(self._due[0][0] - time.monotonic() if self._due else None)
-                _, _, alarm = heapq.heappop(self._due)
-            if not alarm.cancelled:
-                try:
-                    alarm.callback(alarm)
-                except Exception:  # one process's failure leaves the others' alarms running
-                    log.exception("a pooled process's alarm failed")
-
-
-_ALARMS = Alarms()
 
 
 class PooledProcess:
@@ -1382,12 +1316,7 @@ class PooledProcess:
         """Its memory limit's file (v2, else v1), found once: the limit is set twice a match (`confine_memory`)."""
         self.freezer = Freezer.of(cgroups)
         """Stops and resumes its processes: in its seats' turns (`TurnGate`), and between its seats, when it is
-        frozen (`idle`). None where it has no v2 cgroup."""
-        self._idle: _Alarm | None = None
-        """Freezes it IDLE_FREEZE_S after its last match (`idle`), unless it is given a seat first."""
-        self._freezing = threading.Lock()
-        self._held = False
-        """Held by another match of its worker since its last seat (`hold`)."""
+        frozen (`workers.matches.play_programs`). None where it has no v2 cgroup."""
         self.sandboxed = sandboxed
         self.seats_played = 0
         self.cpu_seen: float | None = None
@@ -1473,55 +1402,6 @@ class PooledProcess:
             return f"killed: it did not stop within {FREEZE_LIMIT_S:g} s of its turn's end (SIGKILL)"
         return self.refused or f"the pooled bot process exited with code {code}"
 
-    def idle(self) -> None:
-        """Between its seats: frozen IDLE_FREEZE_S after its match, or sooner when its worker's match ends
-        (`workers.matches.play_programs` freezes the whole pool then, before the machine's next match may begin), so
-        that it takes no CPU from the matches played meanwhile, nor passes through the CPU what it remembers to the
-        processes playing its twin (`take` thaws it). The delay lets a process that ends after its seat exit first:
-        it is replaced, not given a seat it cannot take."""
-        if self.freezer is None:
-            return
-        with self._freezing:
-            if self._idle is not None:
-                self._idle.cancel()
-            self._idle = _ALARMS.call_later(IDLE_FREEZE_S, self._freeze_idle)
-
-    def _freeze_idle(self, alarm: _Alarm) -> None:
-        with self._freezing:
-            if self._idle is alarm and self.freezer is not None:  # not one cancelled as it began
-                self._idle = None
-                self.freezer.freeze()
-
-    def hold(self) -> bool:
-        """Another match of its worker begins: stop counting its time to exit (`idle`); the worker freezes it before
-        any process of that match runs (`stop_all`). True if it had time left, which `resume` gives back once after
-        the match (a process that ends after its seat then exits, and is replaced instead of given a seat it
-        cannot take); later matches leave it frozen until its next seat."""
-        with self._freezing:
-            if self._idle is None or self._held:
-                return False
-            self._idle.cancel()
-            self._idle = None
-            self._held = True
-            return True
-
-    def freeze_now(self) -> None:
-        """After its match, when the worker plays that match's twin next: frozen at once, with none of its time to
-        exit (`idle`) until `resume` gives it, after the twin (it knows the twin's deal)."""
-        with self._freezing:
-            if self._idle is not None:
-                self._idle.cancel()
-                self._idle = None
-            self._held = True
-            if self.freezer is not None:
-                self.freezer.freeze()
-
-    def resume(self) -> None:
-        """After the match that held it (`hold`): its time to exit, again."""
-        if self.freezer is not None:
-            self.freezer.thaw()
-        self.idle()
-
     def confine_memory(self, held: int) -> bool:
         """Between its seats: its memory limit lowered to what it holds, plus IDLE_MEMORY_SLACK, until `take`. Its
         pool counts it by what it held after its match (`BotPool.release`): a security review's process took 800 MB
@@ -1548,13 +1428,8 @@ class PooledProcess:
     def take(self) -> None:
         """Thaw it for its next seat, with its seat's memory limit."""
         self._limit_memory(self.memory_limit)
-        with self._freezing:
-            self._held = False
-            if self._idle is not None:
-                self._idle.cancel()
-                self._idle = None
-            if self.freezer is not None:
-                self.freezer.thaw()
+        if self.freezer is not None:
+            self.freezer.thaw()
 
     def end_input(self) -> None:
         """Close its standard input: a well-behaved process exits (`close` waits for it)."""

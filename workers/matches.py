@@ -266,7 +266,6 @@ async def play_programs(
     pool: BotPool | None = None,
     referee: EmbeddedReferee | None = None,
     half: int = 0,
-    twin_next: bool = False,
 ) -> PlayedMatch:
     """Play the match on a referee in this process (`referee`, or one made for this match alone) as on the
     standalone referee (`play_on_referee`, the same code): the table is created, watched and fetched through the
@@ -282,9 +281,9 @@ async def play_programs(
     With a `pool` (made for the same `sandbox` limits), the seats of a bot the pool accepts are handed to its
     live processes (`workers.pool`) instead of launched: the referee listens on a socket in each such process's
     own folder, which only that process's sandbox binds. `half` is which half of its duplicate pair the match is
-    (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes. `twin_next`:
-    the caller plays the match's twin next, so its pooled processes stay frozen until that one has ended
-    (`BotPool.release`)."""
+    (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes. Every
+    pooled process is frozen before any process of the match runs and again when it has ended (`stop_all`): one
+    may have played the match's twin, and another worker of the machine may play next."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     # No process of another match of this machine runs beside this one's (unconfined bots are confined by nothing).
     async with host_play_lock() if sandbox is not None else contextlib.nullcontext():
@@ -292,13 +291,11 @@ async def play_programs(
         embedded = EmbeddedReferee() if referee is None else referee
         members: dict[int, PooledProcess] = {}
         frames: dict[int, SeatFrames] = {}
-        held: list[PooledProcess] = []
         try:
             if pool is not None:
                 # No process of this match runs beside one of the worker's pooled processes, frozen first: one that
                 # has just played may have played this match's twin, and would pass its deal on through the CPU
                 # while this match's seats join (a security review, stop 35).
-                held = pool.hold_all()
                 await stop_all(pool.freezers())
             # Pooled seats: a live process of the bot's for each, served in its own folder (thawed for its seat).
             meets_itself = programs[0].name == programs[1].name
@@ -334,16 +331,12 @@ async def play_programs(
                 ],
                 pool=pool,
                 pooled=pooled,
-                twin_next=twin_next,
                 referees={seat: own.referee_address(confined) for seat, own in frames.items()},
                 frames={seat: own.address(confined) for seat, own in frames.items()},
                 local=embedded.referee,
             )
         finally:
             await asyncio.gather(*(own_frames.close() for own_frames in frames.values()))
-            for member in held:
-                if member not in members.values():  # a seat's process was given its time again when it was released
-                    member.resume()
             if pool is not None:
                 # Its time to exit ends here: no pooled process runs while this worker does not hold the host's play
                 # lock, where another worker's match may be played (a security review, stop 36).
@@ -534,7 +527,6 @@ async def _play(
     pool: BotPool | None,
     pooled: Mapping[int, tuple[PooledProcess, str, str]],
     referees: Mapping[int, str],
-    twin_next: bool = False,
     frames: Mapping[int, str] | None = None,
     local: Referee | None = None,
 ) -> PlayedMatch:
@@ -591,11 +583,6 @@ async def _play(
             # A seat's processes run only in its turns, where this worker can stop them (`TurnGate`): the table of
             # the referee in this process tells the gate itself, a standalone referee's over admin Turns.
             gate = TurnGate()
-            seated = {member for member, *_ in pooled.values()}
-            bystanders = [member for member in pool.processes() if member not in seated] if pool is not None else []
-            for member in bystanders:
-                if member.freezer is not None:
-                    gate.stand_by(member.freezer)
             follower: asyncio.Task[None] | None = None
             if local is not None:
                 local.tables[table_id].turns = gate
@@ -657,7 +644,7 @@ async def _play(
             member.cpu_seen = cpu_after[seat]
         if pool is not None:
             for seat, (member, *_) in pooled.items():
-                pool.release(member, healthy=seat in healthy, cpu_s=cpu_after[seat], twin_next=twin_next)
+                pool.release(member, healthy=seat in healthy, cpu_s=cpu_after[seat])
     counted: list[float | None] = [process.cpu_s for process in processes]
     for seat, before in cpu_before.items():
         after = cpu_after[seat]

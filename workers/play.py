@@ -408,7 +408,6 @@ def _play_hosted(setup: MatchSetup) -> _Played:
             pool=pool,
             referee=referee,
             half=repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id),
-            twin_next=_chains_twin(setup),  # its twin, if it has one to play, comes next
         )
     )
     return _to_store(played)

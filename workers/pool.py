@@ -15,9 +15,10 @@ A match then costs its play, not four start-ups. The rules the pool keeps:
 - **Restarts.** A process is replaced when it has exited (a crash: the match charges it as today), after
   `max_seats` seats, when its seat had an incident (it may be stuck), past half its CPU-time limit (an rlimit
   counts the process's life, not a match), and when the bot's program or registered version changes.
-- **Frozen between seats.** A kept process is frozen after its match (`PooledProcess.idle`) until it is given
-  its next seat: it takes no CPU from the matches played meanwhile, nor passes what it remembers through the CPU
-  to the processes playing its twin.
+- **Frozen between seats.** Every process of the pool is frozen before any process of a match runs, and again
+  once the match has ended (`workers.matches.play_programs`, `stop_all`); only a seat's process is thawed, for it
+  (`PooledProcess.take`). So a kept process takes no CPU from the matches played meanwhile, nor passes what it
+  remembers through the CPU to the processes playing its twin.
 - **Limits.** At most `max_processes` processes live at once (least recently used retired first), holding at most
   `max_memory_bytes` of memory together after a match (the largest retired first).
 - **A folder of its own.** Each process has its own folder, bound at `/run/mus` in its sandbox; a match's
@@ -83,8 +84,6 @@ class BotPool:
         self.retired = 0
         self._processes: OrderedDict[tuple[str, int, int], PooledProcess] = OrderedDict()
         """By bot, half and place (`place`), least recently used first."""
-        self._owed: list[PooledProcess] = []
-        """Frozen after a match whose twin came next, with their time to exit owed (`hold_all`)."""
         self._start_cpu_s: dict[str, float] = {}
         """By bot: the CPU-seconds its last new process had used by the end of its first match (`start_cost_s`)."""
 
@@ -121,23 +120,10 @@ class BotPool:
         current.take()
         return current
 
-    def hold_all(self) -> list[PooledProcess]:
-        """Before a match: every process's time to exit stops (`PooledProcess.hold`). Returns those owed some, to
-        be given it (`PooledProcess.resume`) once the match has ended: those frozen before their time was up, now
-        or by an earlier match that kept its seats frozen for its twin (`release`)."""
-        owed = [member for member in self._processes.values() if member.freezer is not None and member.hold()]
-        owed += [member for member in self._owed if member not in owed and member in self._processes.values()]
-        self._owed = []
-        return owed
-
-    def release(
-        self, process: PooledProcess, *, healthy: bool, cpu_s: float | None = None, twin_next: bool = False
-    ) -> None:
+    def release(self, process: PooledProcess, *, healthy: bool, cpu_s: float | None = None) -> None:
         """After a match: count the seat, and replace the process if it is not `healthy` or has played enough.
-        `cpu_s`: its CPU-seconds so far, when the caller has just read them (else they are read here). With
-        `twin_next` (the worker plays the match's twin next) it is frozen at once, until the next match has ended:
-        it knows the twin's deal, and its time to exit would let it run beside the twin's processes while the worker
-        records this match (a security review, stop 35)."""
+        `cpu_s`: its CPU-seconds so far, when the caller has just read them (else they are read here). It runs on
+        until its worker freezes the pool as the match ends (`workers.matches.play_programs`)."""
         process.seats_played += 1
         if process.seats_played == 1 and cpu_s is not None:
             self._start_cpu_s[process.program.name] = cpu_s
@@ -150,12 +136,6 @@ class BotPool:
                 self._retire(key)
             while sum(self._memory.values()) > self.max_memory_bytes:
                 self._retire(max(self._memory, key=self._memory.__getitem__))
-        if key is not None and key in self._processes:
-            if twin_next:
-                process.freeze_now()
-                self._owed.append(process)
-            else:
-                process.idle()
 
     def _usable(self, process: PooledProcess, program: BotProgram) -> bool:
         """Whether `process` may play `program`'s next seat, or has to be replaced first (see the module)."""

@@ -9,7 +9,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,15 +20,13 @@ import tests.support.hostile_seats
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
 from tests.workers.conftest import Deployment
-from workers import launcher, matches, play
+from workers import matches, play
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import (
     EXAMPLE_BOTS,
     FREEZE,
-    IDLE_FREEZE_S,
     INSTALL_HINT,
-    Alarms,
     BotProgram,
     Limits,
     PooledProcess,
@@ -195,7 +192,6 @@ def played_burners(pool: BotPool, tmp_path: Path) -> tuple[BotProgram, list[Pool
 
 def test_a_pooled_process_is_frozen_between_its_seats_and_plays_its_next_one(pool: BotPool, tmp_path: Path) -> None:
     burner, members = played_burners(pool, tmp_path)
-    time.sleep(IDLE_FREEZE_S + 0.2)
     before = [member.cpu_s() or 0.0 for member in members]
     time.sleep(1.0)
     burned = [(member.cpu_s() or 0.0) - start for member, start in zip(members, before, strict=True)]
@@ -211,9 +207,8 @@ LONG = Rules.from_options({"games_to_win_vaca": 3, "vacas_to_win_match": 3})
 def test_a_pooled_process_between_its_seats_is_frozen_before_the_next_match_is_dealt(
     pool: BotPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A process that has just played runs until it is frozen as idle (IDLE_FREEZE_S), and it may have played
-    the next match's twin: the worker freezes it with the next match's seats, before the deal. Without that, it
-    spins through the next match's first quarter second."""
+    """A process that has just played may have played the next match's twin: it stays frozen until its next seat,
+    through the next match's deal and play."""
     skip_unless_frozen()
     burner = persistent_script(tmp_path, "burner", BURNER)
     warm = play_match((instant("c"), instant("d")), 3, pool)  # the next match's processes start no more
@@ -286,7 +281,6 @@ def test_no_pooled_process_runs_between_its_workers_matches(
     through another worker's process into the twin). Their time to exit is what is left of their match."""
     skip_unless_frozen()
     burner = persistent_script(tmp_path, "burner", BURNER)
-    monkeypatch.setattr(launcher, "IDLE_FREEZE_S", 60.0)  # a time to exit that does not run out in the test
 
     def burners_frozen() -> list[bool]:
         members = [member for member in pool.processes() if member.program.name == "burner"]
@@ -296,10 +290,8 @@ def test_no_pooled_process_runs_between_its_workers_matches(
 
     first = play_match((burner, instant("b")), 1, pool)
     assert first.match.outcome is not None and burners_frozen() == [True, True], "frozen as its match ends"
-    pair = play_match((burner, instant("b")), 3, pool, twin_next=True)
-    assert pair.match.outcome is not None and burners_frozen() == [True, True]
-    twin = play_match((instant("c"), instant("d")), 2, pool)  # they were owed a time to exit: given, and over
-    assert twin.match.outcome is not None and burners_frozen() == [True, True]
+    other = play_match((instant("c"), instant("d")), 2, pool)
+    assert other.match.outcome is not None and burners_frozen() == [True, True], "and through the next match"
 
 
 STUFFER = """\
@@ -385,18 +377,6 @@ def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_fram
         loop.close()
     assert pool.started == 4, "run_main kept each process for the second match"
     assert served == [2, 2, 2, 2], "each process played both its seats over frames (the seat line's socket)"
-
-
-def test_the_pools_alarms_run_when_due_in_order_on_one_thread_and_a_cancelled_one_never_runs() -> None:
-    """What freezes a pooled process after its match (`PooledProcess.idle`), for every process of the worker."""
-    alarms, ran, done = Alarms(), [], threading.Event()
-    alarms.call_later(0.05, lambda alarm: ran.append(("late", threading.current_thread())))
-    alarms.call_later(0.01, lambda alarm: ran.append(("early", threading.current_thread())))
-    alarms.call_later(0.02, lambda alarm: ran.append(("cancelled", threading.current_thread()))).cancel()
-    alarms.call_later(0.06, lambda alarm: done.set())
-    assert done.wait(5)
-    assert [name for name, _ in ran] == ["early", "late"]
-    assert len({thread for _, thread in ran}) == 1 and ran[0][1] is not threading.current_thread()
 
 
 def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:
@@ -504,19 +484,21 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
     )
     with session_scope(deployment.engine) as session:
         match_ids = [match.id for match in repo.list_matches(session, league_id) if match.id is not None]
-    twin_next: list[bool] = []
+    frozen_after: list[bool] = []  # after each match: every pooled process frozen
     played = play_programs
 
     async def playing(*args: Any, **kwargs: Any) -> PlayedMatch:
-        twin_next.append(kwargs["twin_next"])
-        return await played(*args, **kwargs)
+        result = await played(*args, **kwargs)
+        freezers = [member.freezer for member in kwargs["pool"].processes()]
+        frozen_after.append(all(freezer is None or freezer.frozen for freezer in freezers))
+        return result
 
     monkeypatch.setattr(play, "play_programs", playing)
     play.database.cache_clear()
     try:
         outcomes = [play.play_league_match(match_id) for match_id in match_ids]
         assert sorted(outcomes) == ["finished"] * 2 + ["skipped"] * 2, "each pair's twin played right after it"
-        assert twin_next == [True] * 4, "the pool keeps each match's processes frozen until the next has ended"
+        assert frozen_after == [True] * 4, "the pool's processes are frozen as each match ends"
         pooled = worker_pool(LIMITS).processes()
         assert all(member.freezer is None or member.freezer.frozen for member in pooled), "frozen between matches"
         assert sorted((member.program.name, member.seats_played) for member in pooled) == [("keeper", 2)] * 4, (
@@ -622,10 +604,9 @@ for line in sys.stdin:
 given its next seat (a review's held 800 MB each this way, frozen, past the pool's cap)."""
 
 
-def test_a_pooled_process_between_its_seats_cannot_take_more_memory_than_its_pool_counted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(launcher, "IDLE_FREEZE_S", 5.0)  # time enough to take it before it is frozen
+def test_a_pooled_process_between_its_seats_cannot_take_more_memory_than_its_pool_counted(tmp_path: Path) -> None:
+    """Frozen between its seats, it could take nothing; where nothing freezes it (no cgroup v2), it runs, and its
+    memory limit is what its pool counted."""
     grabber = persistent_script(tmp_path, "grabber", GRABBER)
     pool = BotPool(LIMITS)
     try:
@@ -634,6 +615,9 @@ def test_a_pooled_process_between_its_seats_cannot_take_more_memory_than_its_poo
         members = [member for member in pool.processes() if member.program.name == "grabber"]
         if any(member.memory_bytes() is None for member in members):
             pytest.skip("no memory cgroup counts the pooled processes here")
+        for member in members:  # as where no freezer stops it between its seats
+            if member.freezer is not None:
+                member.freezer.thaw()
         time.sleep(1.0)
         held = [(member.alive, member.memory_bytes() or 0) for member in members]
         assert all(not alive or memory < 100 * 1024 * 1024 for alive, memory in held), held

@@ -348,7 +348,7 @@ def test_no_seat_runs_until_the_seats_it_follows_are_frozen_however_long_they_ta
 def test_a_pooled_process_that_holds_the_next_deal_in_long_system_calls_is_killed_within_a_tenth_of_a_second(
     tmp_path: Path,
 ) -> None:
-    """Between its seats, a pooled process is frozen with the worker's next match's seats (`TurnGate.stand_by`);
+    """Between its seats, a pooled process is frozen with the worker's next match's seats (`stop_all`);
     one that keeps itself inside long system calls would hold that match, other bots', for a second each time:
     past BYSTANDER_LIMIT_S it is killed (its pool replaces it, and nothing is charged)."""
     if FREEZE not in cgroup_limits():
@@ -365,7 +365,7 @@ def test_a_pooled_process_that_holds_the_next_deal_in_long_system_calls_is_kille
         bystander, seat = freezers
         gate = TurnGate()
         gate.add(0, seat)
-        gate.stand_by(bystander)
+        gate.stand_by([bystander])
         await asyncio.sleep(0.3)
         try:
             longest = 0.0
