@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gc
 import os
@@ -40,6 +41,12 @@ def pytest_configure(config: pytest.Config) -> None:
     on another test process's (one waiting out a join timeout would hold them all, and their timings)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     os.environ["MUS_HOST_LOCK"] = str(Path(tempfile.gettempdir()) / f"mus-arena-play-test-{os.getpid()}-{worker}.lock")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove this test process's host play lock: a run left one file in /tmp per test process."""
+    with contextlib.suppress(OSError):
+        os.unlink(os.environ["MUS_HOST_LOCK"])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path, PurePosixPath
 
+from workers.scratch import own_folder
 from workers.seccomp import seccomp_filter
 
 log = logging.getLogger(__name__)
@@ -461,7 +461,7 @@ def _proc_view(memory_bytes: int) -> tuple[str, ...]:
     """bwrap's binds over the seat's /proc: an empty file or folder over each entry a seat could read that is not
     in PROC_SHOWN or PROC_STATIC, and a still copy of each of HOST_COUNTERS that this kernel has: an idle machine
     of the seat's memory, with the host's CPUs and boot time (which never move). Made once per worker process."""
-    folder = Path(tempfile.mkdtemp(prefix="mus-proc-"))
+    folder = own_folder("mus-proc")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     kb = memory_bytes // 1024
     cpus = os.cpu_count() or 1

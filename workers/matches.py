@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import json
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -55,6 +56,7 @@ from workers.launcher import (
 )
 from workers.pool import BotPool, place
 from workers.relay import SeatRelay, open_relay
+from workers.scratch import own_folder
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +118,15 @@ class EmbeddedReferee:
 
     def __init__(self) -> None:
         suffix = "x" * 8  # what mkdtemp appends to a prefix
-        longest = Path(tempfile.gettempdir(), FRAMES_PREFIX + suffix, SEAT_FRAMES_PREFIX + suffix, FRAMES_SOCKET)
+        own = f"{FRAMES_PREFIX}-{os.getpid()}-{suffix}"  # scratch.own_folder's name
+        longest = Path(tempfile.gettempdir(), own, SEAT_FRAMES_PREFIX + suffix, FRAMES_SOCKET)
         if len(bytes(longest)) > MAX_SOCKET_PATH:
             raise LaunchError(
                 f"the temporary folder {tempfile.gettempdir()!r} is too long a path for the referee's unix sockets"
                 f" ({len(bytes(longest))} bytes with them, at most {MAX_SOCKET_PATH}): set TMPDIR to a shorter one"
             )
         self.referee = Referee()
-        self.frames_dir = Path(tempfile.mkdtemp(prefix=FRAMES_PREFIX))
+        self.frames_dir = own_folder(FRAMES_PREFIX)
         """Where each launched seat's own folder of sockets is made (`open_seat`; a sandbox binds only its own)."""
         self._pooled: dict[Path, tuple[grpc.aio.Server, FrameServer]] = {}
         """The servers listening in each pooled process's folder (gRPC and frames), by folder."""
@@ -243,7 +246,7 @@ multiplexes its streams on it), two while it reconnects; past it, a new one is c
 held 20,000 of a worker's file descriptors open from one pooled process's children, and the worker then failed
 other bots' matches."""
 
-FRAMES_PREFIX = "mus-referee-frames-"
+FRAMES_PREFIX = "mus-referee-frames"
 """The folder of a referee's seat frames folders, under the temporary folder (`EmbeddedReferee.frames_dir`)."""
 SEAT_FRAMES_PREFIX = "seat-"
 """One seat's frames folder in it (`SeatFrames.open`): the deepest socket a referee makes, checked against

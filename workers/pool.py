@@ -42,6 +42,7 @@ from pathlib import Path
 
 from workers.host_lock import holding_host_play_lock
 from workers.launcher import BotProgram, Freezer, Limits, PooledProcess, open_to_seat, start_pooled
+from workers.scratch import own_folder
 
 MAX_SEATS = 500
 """Seats a pooled process plays before it is replaced (bounds what a leak or a grudge can build up)."""
@@ -70,7 +71,7 @@ class BotPool:
         retire_cpu_s: float | None = None,
     ) -> None:
         self.limits = limits
-        self.root = Path(tempfile.mkdtemp(prefix="mus-pool-"))
+        self.root = own_folder("mus-pool")
         """Where each process's own folder is made (a process's sandbox binds its folder, never this one)."""
         self.log_dir = log_dir
         self.max_seats = max_seats
