@@ -28,6 +28,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +46,7 @@ from referee.engine.rules import Rules
 from referee.service.server import SERVER_OPTIONS
 from referee.service.servicer import PlayServicer, RaisingContext, Referee, StreamAborted, StreamContext
 from referee.service.table import PROTOCOL_VERSION, Table, TableStatus, reported_name
+from referee.wire import NO_ACTION
 from workers.host_lock import host_play_lock
 from workers.launcher import (
     EXAMPLE_BOTS,
@@ -984,13 +986,18 @@ def _match_problems(played: _Played, decision_timeout_s: float) -> list[str]:
 
 def _legal_play(variant: Variant, played: Sequence[_Played], decision_timeout_s: float) -> CheckResult:
     title = f"legal play: {variant.name}"
-    problems = [problem for one in played for problem in _match_problems(one, decision_timeout_s)]
+    said = Counter(problem for one in played for problem in _match_problems(one, decision_timeout_s))
+    # Once each, counted: an SDK whose bot raises sends the same empty Act again after each rejection.
+    problems = [problem if count == 1 else f"{problem} ({count} times)" for problem, count in said.items()]
     decisions = sum(len(record.asked) for one in played for record in one.watch.seats.values())
     if problems:
         tails: list[str] = []
         for one in played:
             for seat, record in one.watch.seats.items():
-                if any(i.seat == seat and i.cause in ("crash", "protocol_error") for i in one.table.incidents):
+                # A crash, or an Act without an action: an SDK sends none when its bot raised, and says why in
+                # its output (a newcomer's exception showed as "action kind is unset", its traceback unquoted).
+                crashed = any(i.seat == seat and i.cause in ("crash", "protocol_error") for i in one.table.incidents)
+                if crashed or any(NO_ACTION in rejection.reason for rejection in record.rejections):
                     tails += _tail(record.log)
         summary = problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)"
         return CheckResult(f"legal_play:{variant.name}", title, Status.FAIL, summary, (*problems[1:8], *tails))

@@ -277,6 +277,37 @@ def test_a_persistent_bot_whose_process_plays_one_seat_fails_that_check_and_only
     ), failing
 
 
+RAISES = """\
+from clients.bots.passive_bot import PassiveBot
+from clients.sdk.runner import run_main
+
+
+class Raises(PassiveBot):
+    def decide(self, view):
+        raise ValueError("the bug the author must see")
+
+
+raise SystemExit(run_main(Raises()))
+"""
+
+
+@pytest.mark.slow
+def test_an_sdk_bot_whose_decide_raises_is_shown_its_own_error_from_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK sends no action when the bot raised (the referee says "action kind is unset"): the check quotes the
+    seat's output, where the SDK printed the exception (a newcomer saw only the unset kind), and each rejection
+    once (it saw the same line three times)."""
+    (tmp_path / "raises.py").write_text(RAISES)
+    monkeypatch.chdir(tmp_path)  # the bot's folder: its sandbox binds it
+    result, report = check(*ONE_VARIANT, "--", sys.executable, "raises.py")
+    assert result.exit_code == 1
+    legal = next(item for item in report["checks"] if item["check"] == "legal_play:defaults")
+    assert legal["status"] == "fail" and "unset" in legal["summary"], legal
+    assert any("the bug the author must see" in line for line in legal["details"]), legal
+    assert len(set(legal["details"])) == len(legal["details"]), legal
+
+
 @pytest.mark.slow
 def test_the_text_report_has_a_line_per_check_and_the_failures_reasons(tmp_path: Path) -> None:
     args = ["bot", "check", *ONE_VARIANT, "--logs", str(tmp_path), "--"]
