@@ -134,6 +134,8 @@ def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(d
     assert "warning: the command names 'nosuchcommand-xyz', which is not on PATH on this machine" in said
     missing = ok("add", "gone", "--", "./nothere.sh")
     assert "'./nothere.sh', which is no file here" in " ".join(missing.stderr.split())
+    quiet = ok("add", "gone2", "--json", "--", "./nothere.sh")  # JSON on stdout, the warning still on stderr
+    assert json.loads(quiet.stdout)["bot"] == "gone2" and "which is no file here" in " ".join(quiet.stderr.split())
     # A newcomer followed a hint to `-- python mybot.py` from the project folder: a version that could not start.
     script = " ".join(ok("add", "beta", "--", "python", "mybot.py").stderr.split())
     assert "the command names 'mybot.py', which is no file here" in script and "bots/NAME/NAME.py" in script

@@ -265,6 +265,8 @@ def add_command(
             f" {info.bot.language}. A different program wants a name of its own: `mus bot add OTHERNAME -- ...`"
         )
     if json_output:
+        for note in notes:  # stdout holds only the JSON
+            typer.echo(note, err=True)
         data = {"bot": name, "remote": False, "new_version": new, **_version_json(version)}
         report = check_cmd.check_registered(name, json_output=None) if check else None
         echo_json({**data, "check": report.to_json()} if report is not None else data)
