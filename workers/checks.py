@@ -1093,6 +1093,12 @@ def _probe_results(played: _Played | None, skipped: str = "") -> list[CheckResul
 
 PERSISTENT = ("persistent", "two seats in a row from one process")
 
+PERSISTENT_HINT = (
+    "a persistent bot is given each seat as a JSON line on its standard input (MUS_SEATS=stdin; no MUS_REFEREE,"
+    " no MUS_TOKEN), and reads the next after each seat: the SDK's run_main does both (docs/pool.md)"
+)
+"""Said under a failed persistent check: a newcomer's bot, which used run_bot, failed it with only its error."""
+
 PERSISTENT_PAUSE_S = 0.5
 """Between the two matches: a process that exits after its seat has then exited, and the verdict says so (given
 its next seat as it exits, it would crash in the second match instead)."""
@@ -1145,7 +1151,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
     if problems:
         tails = [line for log in sorted(folder.glob("*.log")) for line in _tail(log)]
         summary = problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)"
-        return CheckResult(check, title, Status.FAIL, summary, (*problems[1:8], *tails))
+        return CheckResult(check, title, Status.FAIL, summary, (*problems[1:8], PERSISTENT_HINT, *tails))
     return CheckResult(
         check,
         title,

@@ -74,7 +74,10 @@ def assert_passes(result: Result, report: dict[str, Any]) -> None:
     assert times["count"] > 0 and times["max_s"] < times["decision_timeout_s"] == 6
 
 
-def broken(mode: str, *args: str, module: str = "tests.support.broken_bots") -> dict[str, tuple[str, str]]:
+BROKEN = "tests.support.broken_bots"
+
+
+def broken(mode: str, *args: str, module: str = BROKEN) -> dict[str, tuple[str, str]]:
     """Check a broken bot: it must fail (exit code 1); returns the verdicts."""
     result, report = check(*(args or ONE_VARIANT), "--", sys.executable, "-m", module, mode)
     assert result.exit_code == 1 and report["passed"] is False, report
@@ -268,13 +271,16 @@ def test_a_bot_that_rejoins_past_its_next_event_fails_that_probe() -> None:
 
 @pytest.mark.slow
 def test_a_persistent_bot_whose_process_plays_one_seat_fails_that_check_and_only_that_one() -> None:
-    found = broken("one_seat", "--persistent", *ONE_VARIANT)
+    result, report = check("--persistent", *ONE_VARIANT, "--", sys.executable, "-m", BROKEN, "one_seat")
+    found = verdicts(report)
     failing = {name: verdict for name, verdict in found.items() if verdict[0] != "pass"}
-    assert list(failing) == ["persistent"], found
+    assert result.exit_code == 1 and list(failing) == ["persistent"], found
     summary = failing["persistent"][1]
     assert summary.startswith("its processes did not last: 4 were started") or (
         "crash: the pooled bot process exited with code 0" in summary  # given its next seat as it was exiting
     ), failing
+    details = next(item["details"] for item in report["checks"] if item["check"] == "persistent")
+    assert any("the SDK's run_main does both" in line for line in details), details  # what to do about it
 
 
 RAISES = """\
