@@ -651,7 +651,7 @@ class _Watch:
         }.get(self.phase)
         if probe is not None:
             stage = {"illegal": "ILLEGAL_ACTION", "closed": "DECISION_CLOSED", "drop": "the dropped stream"}[probe]
-            self._verdict(probe, False, f"after {stage} the bot's process ended ({detail})", _tail(record.log))
+            self._verdict(probe, False, f"after {stage} the bot's process ended ({detail})", output_tail(record.log))
             self.phase = _Phase.DONE
 
     def finish(self, ending: str) -> None:
@@ -679,8 +679,8 @@ def _seconds(value: float) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
 
 
-def _tail(path: Path | None) -> tuple[str, ...]:
-    """The last lines of a seat's output, to quote in a failure."""
+def output_tail(path: Path | None) -> tuple[str, ...]:
+    """The last lines of a seat's output, to quote in a failure (here and by `mus match play`)."""
     if path is None or not path.exists():
         return ()
     lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
@@ -914,7 +914,7 @@ def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
             else:
                 waiting.append(f"seat {seat} had not joined yet when the check stopped ({watch.stop_reason})")
                 continue
-            details += _tail(record.log)
+            details += output_tail(record.log)
             continue
         first = record.joins[0]
         if first.protocol_version != PROTOCOL_VERSION:
@@ -922,7 +922,7 @@ def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
                 f"seat {seat} sent Join.protocol_version = {first.protocol_version}: the referee speaks"
                 f" {PROTOCOL_VERSION} (it refused the stream with FAILED_PRECONDITION)"
             )
-            details += _tail(record.log)
+            details += output_tail(record.log)
         elif first.at > join_timeout_s:
             problems.append(f"seat {seat} joined after {_seconds(first.at)}: the limit is {join_timeout_s:g} s")
     problems += waiting
@@ -998,7 +998,7 @@ def _legal_play(variant: Variant, played: Sequence[_Played], decision_timeout_s:
                 # its output (a newcomer's exception showed as "action kind is unset", its traceback unquoted).
                 crashed = any(i.seat == seat and i.cause in ("crash", "protocol_error") for i in one.table.incidents)
                 if crashed or any(NO_ACTION in rejection.reason for rejection in record.rejections):
-                    tails += _tail(record.log)
+                    tails += output_tail(record.log)
         summary = problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)"
         return CheckResult(f"legal_play:{variant.name}", title, Status.FAIL, summary, (*problems[1:8], *tails))
     matches = f"{len(played)} match{'es' if len(played) != 1 else ''}"
@@ -1149,7 +1149,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
             " reads the next seat line on its standard input after a seat, and exits only at the end of it)"
         )
     if problems:
-        tails = [line for log in sorted(folder.glob("*.log")) for line in _tail(log)]
+        tails = [line for log in sorted(folder.glob("*.log")) for line in output_tail(log)]
         summary = problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)"
         return CheckResult(check, title, Status.FAIL, summary, (*problems[1:8], PERSISTENT_HINT, *tails))
     return CheckResult(

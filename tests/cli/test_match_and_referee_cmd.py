@@ -75,6 +75,8 @@ def test_a_forfeit_is_summarised_per_team_and_cause_and_exits_3(tmp_path: Path) 
     assert lines[-1] == "exit status 3: the match ended by forfeit"
     folder = next(line.split(": ", 1)[1] for line in lines if line.startswith("bot output: "))
     assert "crash: giving up" in (Path(folder) / "seat1-crash.log").read_text()
+    # ... and quoted: a newcomer's program that could not start lost by forfeit with no word of why.
+    assert "seat 1:   crash: giving up" in lines and "seat 3:   crash: giving up" in lines, lines
 
 
 NAMED_BOT = """

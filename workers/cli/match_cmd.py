@@ -15,6 +15,8 @@ from referee.engine.outcome import GameTermination
 from referee.engine.rules import Rules
 from referee.engine.seats import team_of
 from referee.engine.transcript import render_transcript
+from referee.wire import NO_ACTION
+from workers.checks import output_tail
 from workers.cli.errors import fail, run_to_the_end
 from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
@@ -111,9 +113,19 @@ def play_command(
     typer.echo(describe_result(result))
     if logs is not None or result["faults"] or result["incidents"]:
         typer.echo(f"bot output: {played.logs[0].parent}")
+    for line in explained_by_output(result, played.logs):
+        typer.echo(line)
     if code:
         typer.echo(f"exit status {code}: the match ended by forfeit")
     raise typer.Exit(code)
+
+
+def explained_by_output(result: dict[str, Any], logs: dict[int, Path]) -> list[str]:
+    """The last lines of each seat's output whose crash, protocol error or empty Act (an SDK sends one when its bot
+    raised) its output explains: a newcomer's `-- python nosuch.py` lost by forfeit with no word of why."""
+    seats = {entry["seat"] for entry in result["incidents"] if entry["cause"] in ("crash", "protocol_error")}
+    seats |= {entry["seat"] for entry in result["faults"] if NO_ACTION in (entry.get("detail") or "")}
+    return [f"seat {seat}: {line}" for seat in sorted(seats) for line in output_tail(logs.get(seat))]
 
 
 def team_names(played: PlayedMatch, programs: tuple[str, str]) -> tuple[str, str]:
