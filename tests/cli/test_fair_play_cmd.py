@@ -126,9 +126,10 @@ def test_create_commits_to_the_secret_and_no_output_shows_it_or_an_unplayed_seed
         assert str(seed) not in text, "the seed of a deal a match has yet to play"
     listed = json.loads(ok(league_cmd.app, "status", "cup", "--json", "--matches").stdout)
     assert [row["seed"] for row in listed["matches"]] == [seeds[0], seeds[1], None, None]
-    monkeypatch.setenv("COLUMNS", "200")  # the table whole
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped, as here: the table whole, however wide (not 80 columns)
     table = ok(league_cmd.app, "status", "cup", "--matches").stdout
     assert str(seeds[0]) in table and str(seeds[1]) in table, "a played deal's seed is in the text table too"
+    assert "…" not in table and max(len(line) for line in table.splitlines()) > 80, table
     assert listed["secret"] is None and listed["commitment"] == hashlib.sha256(bytes.fromhex(secret)).hexdigest()
     rows = list(csv.DictReader(io.StringIO(ok(league_cmd.app, "export", "cup", "--format", "csv").stdout)))
     assert [row["seed"] for row in rows] == [str(seeds[0]), str(seeds[1]), "", ""]

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from workers.cli.noun import noun_app
+from workers.cli.output import print_table
 
 app = noun_app("Benchmarks (not timed tests): engine speed, referee round trip and load.")
 
@@ -27,7 +27,7 @@ def print_result(title: str, result: dict[str, Any], json_output: bool) -> None:
     table.add_column("value", justify="right")
     for key, value in result.items():
         table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
-    Console().print(table)
+    print_table(table)
 
 
 @app.command("engine")

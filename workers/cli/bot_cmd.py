@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import grpc
 import typer
-from rich.console import Console
 from sqlmodel import Session
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
@@ -18,6 +17,7 @@ from workers.cli import check_cmd
 from workers.cli.db import echo_json, iso, no_database, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
+from workers.cli.output import print_table
 from workers.cli.tables import cli_table
 from workers.commands import LANGUAGE_BY_SUFFIX, add_command_line, guess_language, misplaced_options
 from workers.db import repo
@@ -427,7 +427,7 @@ def list_command(
             str(len(info.versions)),
             when(bot.created_at),
         )
-    Console().print(table)
+    print_table(table)
 
 
 @app.command("show")

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from sqlmodel import Session
 
 from referee.engine.outcome import MatchTermination
@@ -24,6 +23,7 @@ from workers import leagues
 from workers.cli.db import domain_errors, echo_json, no_database, one_line, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
+from workers.cli.output import print_table
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.cli.run_cmd import run_command
 from workers.cli.tables import cli_table
@@ -213,7 +213,7 @@ def list_command(json_output: JsonFlag = False) -> None:
             describe_rules(league.rules),
             when(league.created_at)[:10],  # the day (UTC); `list --json` gives the time
         )
-    Console().print(table)
+    print_table(table)
 
 
 @app.command("status")
@@ -269,7 +269,7 @@ def status_command(
     for status in MatchStatus:
         table.add_row(status.value, str(progress[status.value]))
     table.add_row("total", str(total))
-    Console().print(table)
+    print_table(table)
     if league.status is LeagueStatus.PAUSED:
         typer.echo(
             f"Paused (`mus league pause`): no worker takes its matches; `mus league run {league.name}` resumes it."
@@ -312,7 +312,7 @@ def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
             f"{result['games'][0]}-{result['games'][1]}" if result else "",
             "" if row["seed"] is None else str(row["seed"]),  # published once its deal is played out (docs/leagues.md)
         )
-    Console().print(table)
+    print_table(table)
 
 
 def _winner(result: dict[str, Any] | None) -> str:
@@ -444,7 +444,7 @@ def standings_command(
             _causes_text(dict(row.faults)),
             _causes_text(dict(row.incidents)),
         )
-    Console().print(table)
+    print_table(table)
     typer.echo(f"Deals: {describe_deals(league)}. Sandbox: {describe_sandbox(league)}.")
     if plot is not None:
         typer.echo(f"Elo over time written to {plot}")
