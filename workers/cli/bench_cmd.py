@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from workers.cli.noun import noun_app
-from workers.cli.output import print_table
+from workers.cli.tables import print_table
 
 app = noun_app("Benchmarks (not timed tests): engine speed, referee round trip and load.")
 

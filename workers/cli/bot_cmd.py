@@ -17,8 +17,7 @@ from workers.cli import check_cmd
 from workers.cli.db import echo_json, iso, no_database, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
-from workers.cli.output import print_table
-from workers.cli.tables import cli_table
+from workers.cli.tables import cli_table, print_table
 from workers.commands import LANGUAGE_BY_SUFFIX, add_command_line, guess_language, misplaced_options
 from workers.db import repo
 from workers.db.errors import NotFound

@@ -23,10 +23,9 @@ from workers import leagues
 from workers.cli.db import domain_errors, echo_json, no_database, one_line, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
-from workers.cli.output import print_table
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.cli.run_cmd import run_command
-from workers.cli.tables import cli_table
+from workers.cli.tables import cli_table, print_table
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import DealMode, League, LeagueStatus, MatchStatus
