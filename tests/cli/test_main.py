@@ -22,6 +22,14 @@ def test_the_help_lists_every_noun_in_order_and_an_unknown_one_is_a_usage_error(
     assert unknown.exit_code == 2 and "No such command 'nope'" in unknown.output
 
 
+def test_version_prints_the_installed_version() -> None:
+    """A newcomer's `mus --version` was a usage error."""
+    from importlib.metadata import version
+
+    said = CliRunner().invoke(app, ["--version"])
+    assert said.exit_code == 0 and said.output == f"mus-arena {version('mus-arena')}\n"
+
+
 def test_the_referee_and_the_rules_start_without_the_database_celery_or_the_other_nouns() -> None:
     """In a fresh interpreter, as `mus referee serve` and `mus rules` start: their help is printed without
     importing what only the league side needs."""

@@ -8,7 +8,7 @@ fraction of the time that importing every command took.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -64,8 +64,21 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"mus-arena {version('mus-arena')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def mus() -> None:
+def mus(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """Mus Arena: a bot league for Mus. Rules engine, referee, leagues."""
 
 
