@@ -445,6 +445,12 @@ def standings_command(
         )
     print_table(table)
     typer.echo(f"Deals: {describe_deals(league)}. Sandbox: {describe_sandbox(league)}.")
+    if league.deal_mode is DealMode.DUPLICATE and any(2 * row.pairs < row.wins + row.losses for row in table_data.rows):
+        typer.echo(
+            "Pairs: twins count as a pair only when both were played on one deal. A match played again (after"
+            " Ctrl-C, a failure or a lost lease) moves to a fresh deal, and its twin, if already finished, keeps its"
+            " own: those two count as single results (docs/leagues.md). Unfinished pairs count later."
+        )
     if plot is not None:
         typer.echo(f"Elo over time written to {plot}")
 
