@@ -14,6 +14,7 @@ from tests.cli.helpers import error_of
 from workers.cli.main import app
 
 runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "bots"
 
 
 @pytest.fixture
@@ -39,9 +40,18 @@ def test_demo_registers_the_example_bots_plays_the_league_and_prints_standings(f
     rows = json.loads(standings.stdout)
     assert {row["bot"] for row in rows} == {"rules", "random", "passive"}
     assert sum(row["matches"] for row in rows) == 12, "6 matches, two teams each"
+    # A newcomer registered an example bot's name as their own, then ran the demo again: it is told, not silently
+    # replaced.
+    mine = runner.invoke(
+        app, ["bot", "add", "random", "--dir", str(EXAMPLES), "--", "python", "-m", "clients.bots.random"]
+    )
+    assert mine.exit_code == 0, mine.output
     again = runner.invoke(app, ["demo", "--matches-per-pairing", "2"])
     assert again.exit_code == 0 and "all 6 matches finished" in again.stdout, "a finished demo is not replayed"
     assert "playing on" not in again.stdout, "nor are workers started for it"
+    said = " ".join(again.stderr.split())
+    assert "note: bot random's current version was 2; the demo made its own, 1 (persistent), current" in said, said
+    assert "note: bot rules" not in said, "the demo's own registrations, unchanged, are not remarked on"
     assert ("puts it on your PATH" in result.stdout) == (shutil.which("mus") is None), "where `mus` is, if not on PATH"
     verify = runner.invoke(app, ["replay", "verify", "--league", "demo"])
     assert verify.exit_code == 0, verify.output

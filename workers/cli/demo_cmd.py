@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from sqlmodel import Session
 
 import clients.bots
 from workers import leagues
@@ -17,12 +18,21 @@ from workers.cli import league_cmd
 from workers.cli.db import open_session
 from workers.cli.run_cmd import run_command
 from workers.db import repo
+from workers.db.models import BotVersion
 from workers.db.session import database_url
 from workers.launcher import INSTALL_HINT, sandbox_available
 from workers.league_run import default_worker_count
 
 DEMO_BOTS = ("rules", "random", "passive")
 DEMO_LEAGUE = "demo"
+
+
+def _current(session: Session, name: str) -> BotVersion | None:
+    """The bot's current version, or None where there is no such bot (or it is remote)."""
+    try:
+        return repo.get_bot(session, name).current
+    except repo.NotFound:
+        return None
 
 
 def demo_command(
@@ -34,7 +44,8 @@ def demo_command(
     folder = Path(clients.bots.__file__).parent
     with open_session() as session:
         for name in DEMO_BOTS:
-            repo.add_bot(
+            before = _current(session, name)
+            version = repo.add_bot(
                 session,
                 name,
                 command=[sys.executable, "-m", f"clients.bots.{name}"],
@@ -42,6 +53,14 @@ def demo_command(
                 language="python",
                 persistent=True,  # run_main plays seat after seat: each worker keeps their processes (docs/pool.md)
             )
+            if before is not None and (before.number, before.persistent) != (version.number, version.persistent):
+                # A newcomer's own registration of an example bot's name was replaced without a word.
+                typer.echo(
+                    f"note: bot {name}'s current version was {before.number}"
+                    f"{' (persistent)' if before.persistent else ''}; the demo made its own, {version.number}"
+                    " (persistent), current: `mus bot add` yours again to enter it in a new league",
+                    err=True,
+                )
         known = {league.name for league in repo.list_leagues(session)}
         if DEMO_LEAGUE not in known:
             # The example bots are the project's own code: without a sandbox here they run unconfined.
