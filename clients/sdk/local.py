@@ -20,6 +20,7 @@ from referee.engine.cards import sort_hand
 from referee.engine.chance import Setup
 from referee.engine.errors import IllegalActionError, MalformedError, MatchOverError
 from referee.engine.events import Event
+from referee.engine.legal import size_problem
 from referee.engine.match import Match
 from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import IllegalActionPolicy, Rules
@@ -124,6 +125,9 @@ class LocalTable:
         problem = chosen.malformed()
         if problem is not None:
             return None, problem
+        problem = size_problem(len(chosen.senas), len(chosen.cards), self.rules)
+        if problem is not None:  # the referee ends the seat's stream for it: a protocol error, not applied
+            return None, f"a protocol error at the referee: {problem}"
         action = chosen
         if chosen.kind is ActionKind.DISCARD:  # the referee reads a discard's cards in any order
             action = dataclasses.replace(chosen, cards=sort_hand(chosen.cards))

@@ -61,6 +61,24 @@ class LegalAction:
     max_senas: int = 0
 
 
+MAX_CARDS_PER_ACT = 4
+"""A discard names at most the four cards of a hand: a longer list is a protocol error, not an illegal action
+whose reason would quote every card."""
+
+
+def size_problem(senas: int, cards: int, rules: Rules) -> str | None:
+    """Why an action with this many señas and cards breaks the protocol before any rule is asked (rules §12.3
+    item 4: more señas than `max_senas_per_window` over the network), or None. The referee judges every Act by it
+    before reading the Act further, and the SDK's local table judges a bot's actions by it too: a bot that passed
+    its local tests with four señas lost its stream on the referee."""
+    limit = rules.max_senas_per_window
+    if senas > limit:
+        return f"an Act carries {senas} señas: at most {limit} (max_senas_per_window)"
+    if cards > MAX_CARDS_PER_ACT:
+        return f"an Act carries {cards} cards: at most {MAX_CARDS_PER_ACT}"
+    return None
+
+
 def listed_bet_max(rules: Rules, low: int) -> int:
     """Where the listing of an uncapped bet stops: the target score (rules §8.1), at least `low`."""
     return max(rules.target_score, rules.min_bet, low)

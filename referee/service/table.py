@@ -29,6 +29,7 @@ from referee.causes import CAUSE_TO_PROTO, IncidentCause
 from referee.engine import clocks
 from referee.engine.errors import IllegalActionError, MalformedError
 from referee.engine.events import Event, HandStarted, SenaDelivered
+from referee.engine.legal import size_problem
 from referee.engine.match import DecisionKind, Match, Step
 from referee.engine.rules import IllegalActionPolicy, Rules
 from referee.engine.views import SeatLog
@@ -40,10 +41,6 @@ EVENT_DELAY_S = 0.05
 """How long a batching seat that is not asked may wait for its events: they ride with its next decision when that
 comes first, so a step costs one message (the asked seat's) instead of one per seat."""
 
-
-MAX_CARDS_PER_ACT = 4
-"""A discard names at most the four cards of a hand: a longer list is a protocol error, not an illegal action
-whose reason would quote every card."""
 
 MAX_TABLE_EVENTS = 100_000
 """The most engine events a table keeps. The longest of 20 random matches of 3 vacas of 3 games has under 900;
@@ -516,12 +513,7 @@ class Table:
     def act_problem(self, message: pb.Action) -> str | None:
         """Why an Act's action breaks the protocol before any rule is asked (more señas than a window takes, more
         cards than a hand holds), or None. What one message can cost the referee is bounded by this."""
-        limit = self.rules.max_senas_per_window
-        if len(message.senas) > limit:
-            return f"an Act carries {len(message.senas)} señas: at most {limit} (max_senas_per_window)"
-        if len(message.cards) > MAX_CARDS_PER_ACT:
-            return f"an Act carries {len(message.cards)} cards: at most {MAX_CARDS_PER_ACT}"
-        return None
+        return size_problem(len(message.senas), len(message.cards), self.rules)
 
     @property
     def record_bytes(self) -> int:

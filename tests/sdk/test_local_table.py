@@ -16,6 +16,7 @@ from referee.engine.match import DecisionKind, StepKind
 from referee.engine.outcome import MatchOutcome, MatchTermination
 from referee.engine.rules import Rules
 from referee.engine.seats import team_of
+from referee.engine.senas import Sena
 from referee.engine.views import seat_view
 from tests.support.events import fields
 
@@ -175,6 +176,25 @@ def test_a_decide_that_keeps_failing_forfeits_the_match_and_never_stops_the_tabl
     assert outcome.winner == 1
     assert outcome.faults == (3, 0)
     assert all(seat == 0 for seat, _ in table.illegal)
+
+
+def test_more_senas_than_a_window_takes_is_refused_as_the_referee_refuses_it() -> None:
+    """On the referee, an Act with more señas than `max_senas_per_window` is a protocol error (rules §12.3 item 4);
+    the local table once took it, dropping the extra señas, so a bot passed its tests and lost its stream."""
+    four = (Sena.DOS_REYES, Sena.DOS_ASES, Sena.CIEGO, Sena.PARES)
+    rules = Rules.from_options({"max_senas_per_window": 3})
+    table = LocalTable([ScriptedBot(Action.mus(four)), RandomBot(1), RandomBot(2), RandomBot(3)], rules, seed=4)
+    while table.match.awaited()[0] != 0:
+        table.step()
+    table.step()
+    assert table.illegal == [
+        (0, "a protocol error at the referee: an Act carries 4 señas: at most 3 (max_senas_per_window)")
+    ]
+    three = LocalTable([ScriptedBot(Action.mus(four[:3])), RandomBot(1), RandomBot(2), RandomBot(3)], rules, seed=4)
+    while three.match.awaited()[0] != 0:
+        three.step()
+    three.step()
+    assert three.illegal == [], "three are within the bound (a false one among them is rejected on its own)"
 
 
 def test_a_discard_in_any_card_order_is_the_same_discard() -> None:
