@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.sdk.bot import Bot
+from clients.sdk.errors import NoAction
 from clients.sdk.view import BotView, bot_view
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import sort_hand
@@ -81,6 +82,8 @@ class LocalTable:
         reason: str | None
         try:
             chosen = bot.decide(view)
+        except NoAction as error:  # as over gRPC: no action, a fault, and the bot has logged why
+            action, reason = None, f"decide chose no action: {error}"
         except Exception as error:  # a crashing bot is a fault, never the end of the table
             logger.warning("seat %d: decide raised", seat, exc_info=True)
             action, reason = None, f"decide raised {type(error).__name__}: {error}"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 
 import pytest
 
 from clients.bots.random_bot import RandomBot
+from clients.sdk import NoAction
 from clients.sdk.bot import Bot
 from clients.sdk.local import LocalTable, play_duplicate
 from clients.sdk.view import BotView
@@ -176,6 +178,17 @@ def test_a_decide_that_keeps_failing_forfeits_the_match_and_never_stops_the_tabl
     assert outcome.winner == 1
     assert outcome.faults == (3, 0)
     assert all(seat == 0 for seat, _ in table.illegal)
+
+
+def test_a_decide_that_raises_no_action_is_a_fault_without_a_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """As over gRPC (`run_bot`): the bot has logged why, so the table only charges the fault."""
+    table = LocalTable([ScriptedBot(NoAction("unreadable answer")), RandomBot(1), RandomBot(2), RandomBot(3)], seed=4)
+    while table.match.awaited()[0] != 0:
+        table.step()
+    with caplog.at_level(logging.WARNING):
+        table.step()
+    assert table.illegal == [(0, "decide chose no action: unreadable answer")]
+    assert not [record for record in caplog.records if record.exc_info], "no traceback"
 
 
 def test_more_senas_than_a_window_takes_is_refused_as_the_referee_refuses_it() -> None:
