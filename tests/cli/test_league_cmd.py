@@ -402,7 +402,7 @@ def test_a_league_with_no_finished_match_ranks_nobody_and_its_cancel_offers_noth
         "League cup (created): 0 of 2 matches finished: nothing to rank yet.\n"
     )
     said = ok("cancel", "cup").stdout
-    assert said == "league cup cancelled before any of its 2 matches finished: none will be\n"
+    assert said == "league cup cancelled before any of its 2 matches finished: none will be played\n"
     shown = ok("standings", "cup").stdout.splitlines()
     assert shown[0] == "League cup (cancelled): 0 of 2 matches finished: nothing to rank." and "Elo" not in shown[1]
     rows = json.loads(ok("standings", "cup", "--json").stdout)

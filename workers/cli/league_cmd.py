@@ -366,7 +366,9 @@ def cancel_command(name: LeagueName, json_output: JsonFlag = False) -> None:
     if progress is None:
         return
     if not progress["finished"]:
-        typer.echo(f"league {name} cancelled before any of its {progress['total']} matches finished: none will be")
+        typer.echo(
+            f"league {name} cancelled before any of its {progress['total']} matches finished: none will be played"
+        )
         return
     typer.echo(
         f"league {name} cancelled: {progress['finished']} of {progress['total']} matches played, the others never"
