@@ -1100,8 +1100,10 @@ PERSISTENT_HINT = (
 """Said under a failed persistent check: a newcomer's bot, which used run_bot, failed it with only its error."""
 
 PERSISTENT_PAUSE_S = 0.5
-"""Between the two matches: a process that exits after its seat has then exited, and the verdict says so (given
-its next seat as it exits, it would crash in the second match instead)."""
+"""Between the two matches, where nothing freezes the processes (no cgroup v2): a process that exits after its
+seat has then exited, and the verdict says so. Where they are frozen as their match ends (docs/pool.md), one that
+exits after its seat does so when it is given its next, a crash in the second match, which PERSISTENT_HINT
+explains: no pause would change that."""
 
 
 async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, seed: int) -> CheckResult:
@@ -1115,7 +1117,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
     problems: list[str] = []
     try:
         for number in range(2):
-            if number:
+            if number and not pool.freezers():
                 await asyncio.sleep(PERSISTENT_PAUSE_S)
             match_logs = folder / f"match{number + 1}"
             match_logs.mkdir(parents=True, exist_ok=True)
