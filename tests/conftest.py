@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import gc
 import os
@@ -13,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from workers.scratch import own_folder
+
 REPO = Path(__file__).resolve().parent.parent
+RUN_FOLDER_PREFIX = "mus-tests"
+"""The test run's temporary folder: `/tmp/mus-tests-PID-random` (`pytest_configure`)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,17 +39,29 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each test process (xdist worker) its own host play lock (workers.host_lock), inherited by the workers and
-    referees it starts: the matches of one test process are played one at a time as on a machine, but never wait
-    on another test process's (one waiting out a join timeout would hold them all, and their timings)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    os.environ["MUS_HOST_LOCK"] = str(Path(tempfile.gettempdir()) / f"mus-arena-play-test-{os.getpid()}-{worker}.lock")
+    """The run's own temporary folder, and each test process (xdist worker) its own host play lock.
+
+    The folder (`TMPDIR`, made by the first process and inherited by the xdist workers and everything they
+    start) takes what the tests' workers, matches and checks leave in the temporary folder, `mus-match-*` logs
+    included, which the CLI keeps on purpose when no `--logs` is given; it is removed when the run ends, or by
+    the next run if this one was killed (`workers.scratch`). The play lock (workers.host_lock), inherited by the
+    workers and referees a test process starts: the matches of one test process are played one at a time as on a
+    machine, but never wait on another test process's (one waiting out a join timeout would hold them all, and
+    their timings)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        # pytest's own tmp_path folders stay where they were (kept for a look after the run, and short enough for
+        # the unix sockets the tests make in them).
+        os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+        os.environ["TMPDIR"] = str(own_folder(RUN_FOLDER_PREFIX))
+        tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    os.environ["MUS_HOST_LOCK"] = str(Path(tempfile.gettempdir()) / f"mus-arena-play-{worker or 'main'}.lock")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Remove this test process's host play lock: a run left one file in /tmp per test process."""
-    with contextlib.suppress(OSError):
-        os.unlink(os.environ["MUS_HOST_LOCK"])
+    """The process that made the run's temporary folder removes it, after its xdist workers have ended."""
+    if "PYTEST_XDIST_WORKER" not in os.environ and Path(tempfile.gettempdir()).name.startswith(RUN_FOLDER_PREFIX):
+        shutil.rmtree(tempfile.gettempdir(), ignore_errors=True)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
