@@ -182,15 +182,38 @@ def resolve_program(spec: str) -> BotProgram:
             f"unknown bot {spec!r}: not an example bot ({known}), a .py file or a program on PATH (a bot added with"
             " `mus bot add` is not taken here: give its command after `--`, or `mus bot check NAME`)"
         )
-    if "/" in first and Path(first).is_file():
-        path = Path(first).resolve()
-        return BotProgram(path.name, (str(path), *words[1:]), path.parent)
-    # A script named by an absolute path elsewhere (`sh /path/to/bot.sh`) runs in its own folder, which its
-    # sandbox then binds; the current folder would not hold it.
-    elsewhere = [Path(word) for word in words[1:] if Path(word).is_absolute() and _is_file(Path(word))]
-    if elsewhere and not elsewhere[0].resolve().is_relative_to(Path.cwd()):
-        return BotProgram(Path(first).name, tuple(words), elsewhere[0].resolve().parent)
-    return BotProgram(Path(first).name, tuple(words), Path.cwd())
+    if (own := own_program_file(first)) is not None and not any(_is_file(Path(word)) for word in words[1:]):
+        return BotProgram(own.name, (str(own), *words[1:]), own.parent)
+    return BotProgram(Path(first).name, tuple(words), command_folder(words))
+
+
+def own_program_file(word: str) -> Path | None:
+    """The program of a command as a file of the bot's own (`./mybot`, `/path/to/mybot`), whose folder is then
+    the bot's, or None: a bare name (looked up on PATH) or a system program or runtime (`/usr/bin/python3`, a
+    venv's `python`: a file in a system folder or a folder on PATH) is not the bot's, nor is its folder."""
+    path = Path(word)
+    if "/" not in word or not _is_file(path):
+        return None
+    folder = path.absolute().parent
+    on_path = {Path(entry).absolute() for entry in os.environ.get("PATH", "").split(os.pathsep) if entry}
+    runtimes = (*_SYSTEM_DIRS, sys.prefix, sys.base_prefix)
+    if folder in on_path or any(folder.is_relative_to(runtime) for runtime in runtimes):
+        return None
+    return path.resolve()
+
+
+def command_folder(words: Sequence[str]) -> Path:
+    """Where a command line given whole (`mus match play -- ...`, `mus bot check -- ...`) runs: the current folder,
+    as in a shell, unless what it runs lies elsewhere, in a folder its sandbox then binds instead (the current one
+    would not hold it): a script named by an absolute path (`sh /path/to/bot.sh`), else the program itself
+    (`/path/to/mybot`, `own_program_file`)."""
+    cwd = Path.cwd()
+    named = [Path(word) for word in words[1:] if Path(word).is_absolute() and _is_file(Path(word))]
+    if not named and (own := own_program_file(words[0])) is not None:
+        named = [own]
+    if named and not named[0].resolve().is_relative_to(cwd):
+        return named[0].resolve().parent
+    return cwd
 
 
 def stdio_program(program: BotProgram) -> BotProgram:

@@ -142,6 +142,10 @@ def test_a_stdio_script_named_by_an_absolute_path_elsewhere_plays_from_its_own_f
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["faults"] == []
+    # mus bot check ran such a command in the current folder still (a second newcomer): one rule for both now.
+    result = CliRunner().invoke(app, ["bot", "check", "--json", "--stdio", "--", "sh", str(script)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["passed"], result.stdout
 
 
 @pytest.mark.slow

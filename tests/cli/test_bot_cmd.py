@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -122,6 +123,15 @@ def test_an_interpreter_given_by_its_path_is_not_the_bots_folder(database: str, 
     binary.write_text("#!/bin/sh\n")
     compiled = json.loads(ok("add", "gamma", "--json", "--", "gamma/run", "--fast").stdout)
     assert compiled["folder"] == str(binary.parent.resolve()) and compiled["command"] == ["./run", "--fast"]
+    # A newcomer's compiled stdio bot, named by its absolute path: registered with no folder, it could not start in
+    # its sandbox (behind the bridge, only the bot's folder holds the program). Its folder is the bot's.
+    (tmp_path / "delta").mkdir()
+    shutil.copy(binary, tmp_path / "delta" / "run")
+    stdio = json.loads(ok("add", "delta", "--stdio", "--json", "--", str(tmp_path / "delta" / "run")).stdout)
+    assert stdio["folder"] == str((tmp_path / "delta").resolve()), stdio
+    assert stdio["command"] == ["python", "-m", "clients.stdio", "--", "./run"], stdio
+    system = json.loads(ok("add", "epsilon", "--json", "--", shutil.which("python3") or "", "-c", "pass").stdout)
+    assert system["folder"] is None, "a runtime on PATH is not the bot's"
 
 
 def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(database: str, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from workers.commands import LANGUAGE_BY_SUFFIX, add_command_line, guess_languag
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
-from workers.launcher import own_seat_uids, program_file, stdio_command, unreadable_by_seats
+from workers.launcher import own_program_file, own_seat_uids, program_file, stdio_command, unreadable_by_seats
 from workers.play import exposed_by
 
 app = noun_app("Bots: register a program or a remote bot, list, show, remove.")
@@ -34,20 +34,21 @@ def bot_folder(command: list[str], directory: Path | None) -> Path | None:
     """The folder the program runs in and is hashed from: `--dir`, else the folder of the first file the command
     names, else none.
 
-    The program itself counts only when given as a relative path (`./mybot`): an absolute path or a bare name is
-    an interpreter or a system program (`/usr/bin/python3`), whose folder is not the bot's.
+    The program itself counts last, and only when it is a file of the bot's own (`./mybot`, `/path/to/mybot`;
+    `launcher.own_program_file`): a bare name, a system program or a runtime (`/usr/bin/python3`) is not the bot's,
+    nor is its folder.
     """
     if directory is not None:
         if not directory.is_dir():
             fail(f"--dir {str(directory)!r} is not a directory")
         return directory.resolve()
     program, *arguments = command
-    candidates = [*arguments, program] if "/" in program and not Path(program).is_absolute() else arguments
-    for word in candidates:
+    for word in arguments:
         path = Path(word)
         if path.is_file():
             return path.resolve().parent
-    return None
+    own = own_program_file(program)
+    return own.parent if own is not None else None
 
 
 def relative_command(command: list[str], folder: Path | None) -> list[str]:

@@ -24,7 +24,6 @@ from workers.cli.rules_cmd import OptionList, parse_options
 from workers.commands import add_command_line, misplaced_options
 from workers.db import repo
 from workers.launcher import (
-    EXAMPLE_BOTS,
     INSTALL_HINT,
     BotProgram,
     LaunchError,
@@ -84,18 +83,12 @@ def _status(console: Console, enabled: bool) -> Iterator[Any]:
 
 
 def command_program(command: list[str]) -> BotProgram:
-    """A command line run in the current folder, as `mus match play` runs it; one word may also name an example
-    bot or a .py file. The program keeps the path it was given (a venv's `python` is a symlink that must not
-    be resolved to the interpreter behind it)."""
-    if len(command) == 1 and (command[0] in EXAMPLE_BOTS or command[0].endswith(".py")):
-        try:
-            return resolve_program(shlex.join(command))
-        except LaunchError as error:
-            fail(str(error))
-    first = command[0]
-    if shutil.which(first) is None and not Path(first).is_file():
-        fail(f"unknown bot {first!r}: not an example bot ({', '.join(EXAMPLE_BOTS)}), a .py file or a program on PATH")
-    return BotProgram(Path(first).name, tuple(command), Path.cwd())
+    """A command line as `mus match play` runs it (`resolve_program`): in the current folder, unless what it runs
+    lies elsewhere; one word may also name an example bot or a .py file."""
+    try:
+        return resolve_program(shlex.join(command))
+    except LaunchError as error:
+        fail(str(error))
 
 
 def check_registered(name: str, *, json_output: bool | None) -> CheckReport:
