@@ -1095,7 +1095,8 @@ PERSISTENT = ("persistent", "two seats in a row from one process")
 
 PERSISTENT_HINT = (
     "a persistent bot is given each seat as a JSON line on its standard input (MUS_SEATS=stdin; no MUS_REFEREE,"
-    " no MUS_TOKEN), and reads the next after each seat: the SDK's run_main does both (docs/pool.md)"
+    " no MUS_TOKEN), and reads the next after each seat until its input ends, never exiting in between: the SDK's"
+    " run_main, the C++ and JavaScript example bots and the stdio bridge do (docs/pool.md, docs/protocol.md)"
 )
 """Said under a failed persistent check: a newcomer's bot, which used run_bot, failed it with only its error."""
 

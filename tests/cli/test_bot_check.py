@@ -280,7 +280,8 @@ def test_a_persistent_bot_whose_process_plays_one_seat_fails_that_check_and_only
         "crash: the pooled bot process exited with code 0" in summary  # given its next seat as it was exiting
     ), failing
     details = next(item["details"] for item in report["checks"] if item["check"] == "persistent")
-    assert any("the SDK's run_main does both" in line for line in details), details  # what to do about it
+    # What to do about it:
+    assert any("reads the next after each seat until its input ends" in line for line in details), details
 
 
 RAISES = """\
