@@ -244,7 +244,10 @@ def action_to_proto(action: Action) -> pb.Action:
     )
 
 
-NO_ACTION = ": the Act carries no action (an SDK sends none when its bot could not choose one: the seat's log says why)"
+NO_ACTION = (
+    ": the Act carries no action (an SDK, or the stdio bridge, sends none when its bot could not choose or give one:"
+    " the seat's log says why)"
+)
 """Why an Act's action kind is unset: what the referee's rejection says to the bot and in the fault's detail."""
 
 

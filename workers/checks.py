@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import re
 import shutil
 import statistics
 import tempfile
@@ -680,13 +681,29 @@ def _seconds(value: float) -> str:
 
 
 def output_tail(path: Path | None) -> tuple[str, ...]:
-    """The last lines of a seat's output, to quote in a failure (here and by `mus match play`)."""
+    """The last lines of a seat's output, to quote in a failure (here and by `mus match play`); where they show no
+    error line (`HEADLINE`), the first one above them comes first: Node ends a stack trace with its version and
+    the trace's last frames, and the stdio bridge's 'cannot read your answer' came a few lines before the end."""
     if path is None or not path.exists():
         return ()
     lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     if not lines:
         return (f"its output ({path.name}) is empty",)
-    return (f"last lines of its output ({path}):", *(f"  {line[:200]}" for line in lines[-TAIL_LINES:]))
+    tail, above = lines[-TAIL_LINES:], lines[-HEADLINE_SEARCH_LINES:-TAIL_LINES]
+    shown = any(HEADLINE.search(line) for line in tail)
+    headline = None if shown else next((line for line in above if HEADLINE.search(line)), None)
+    if headline is None:
+        return (f"last lines of its output ({path}):", *(f"  {line[:200]}" for line in tail))
+    quoted = (headline, *tail)
+    return (f"its first error and last lines of output ({path}):", *(f"  {line[:200]}" for line in quoted))
+
+
+HEADLINE = re.compile(r"^[\w.$]*(?:Error|Exception)\b|\b(?:ERROR|FATAL|CRITICAL)\b|^panic:|^error(?:\[\w+\])?:")
+"""A line that names what went wrong: an exception's (`TypeError: ...`, Node's `Error: Cannot find module`), a
+log line at ERROR or worse (the stdio bridge's, the SDK's), a Go panic or a Rust error."""
+
+HEADLINE_SEARCH_LINES = 200
+"""How far up from its end a seat's output is searched for its first error line."""
 
 
 # ---------------------------------------------------------------------------------------------- the servicer

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from clients.cpp.build import build_bot, missing_toolchain
 from tests.cli.helpers import error_of, use_database_copy
 from workers import checks
-from workers.checks import Status
+from workers.checks import Status, output_tail
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
 from workers.launcher import BotProgram
@@ -424,3 +424,29 @@ def test_a_passing_check_removes_the_temp_folder_of_its_seats_output(
     config = check_cmd.check_config(logs=folder if given else None)
     check_cmd.check_program(BotProgram("bot", ("bot",)), config, json_output=False)
     assert folder.exists() == kept
+
+
+def test_a_failures_quoted_output_starts_at_the_error_line_above_a_stack_traces_last_frames(tmp_path: Path) -> None:
+    """A newcomer's Node bot was quoted `at Function.executeUserEntryPoint ... Node.js v20`: the error, 13 lines up,
+    was left out (helper-62). A plain tail is quoted as it was."""
+    node = tmp_path / "node.log"
+    node.write_text(
+        "/bots/js/bot.js:12\n    const client = new PlayClient(address);\n                   ^\n\n"
+        "TypeError: Channel target must be a string\n"
+        + "".join(f"    at frame{index} (node:internal/modules:{index})\n" for index in range(9))
+        + "\nNode.js v20.20.2\n"
+    )
+    quoted = output_tail(node)
+    assert quoted[0].startswith("its first error and last lines of output") and quoted[1] == (
+        "  TypeError: Channel target must be a string"
+    ), quoted
+    assert quoted[-1] == "  Node.js v20.20.2", quoted
+    bridge = tmp_path / "bridge.log"
+    bridge.write_text(
+        'x stdio-bridge ERROR request 1: cannot read your answer "thinking...": not JSON. Only answers go to stdout\n'
+        + "x stdio-bridge INFO seat 1: fault\n" * 4
+    )
+    assert "cannot read your answer" in output_tail(bridge)[1], output_tail(bridge)
+    plain = tmp_path / "plain.log"
+    plain.write_text("one\ntwo\nthree\nfour\n")
+    assert output_tail(plain)[1:] == ("  two", "  three", "  four")
