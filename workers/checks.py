@@ -1012,9 +1012,10 @@ def _legal_play(variant: Variant, played: Sequence[_Played], decision_timeout_s:
         for one in played:
             for seat, record in one.watch.seats.items():
                 # A crash, or an Act without an action: an SDK sends none when its bot raised, and says why in
-                # its output (a newcomer's exception showed as "action kind is unset", its traceback unquoted).
+                # its output (a newcomer's exception showed as "action kind is unset", its traceback unquoted). A
+                # timeout too: the stdio bridge says there when a program's answers do not come (not flushed).
                 crashed = any(i.seat == seat and i.cause in ("crash", "protocol_error") for i in one.table.incidents)
-                if crashed or any(NO_ACTION in rejection.reason for rejection in record.rejections):
+                if crashed or record.timeouts or any(NO_ACTION in r.reason for r in record.rejections):
                     tails += output_tail(record.log)
         summary = problems[0] if len(problems) == 1 else f"{problems[0]} (and {len(problems) - 1} more)"
         return CheckResult(f"legal_play:{variant.name}", title, Status.FAIL, summary, (*problems[1:8], *tails))

@@ -50,6 +50,11 @@ logger = logging.getLogger(__name__)
 EXIT_WAIT_S = 5.0
 """How long the program may take to exit once its stdin is closed after the outcome, before it is killed."""
 
+SILENT_WARN_S = 2.0
+"""How long the bridge waits for an answer line before it says, once a seat, that none has come: a program that
+does not flush its stdout (C's stdio buffers a pipe) answers into its buffer, and its seat only timed out, with no
+word of why (a newcomer's C bot). Sooner where half the decision's time left is less."""
+
 
 def exit_status(returncode: int) -> int:
     """The bridge's exit status for a program that ended early: never 0 (it is a crash); a signal's death as a
@@ -76,6 +81,7 @@ class StdioBot(Bot):
         self.last_answer: str | None = None
         self.unreadable: str | None = None
         self.outcome_sent = threading.Event()
+        self.warned_silent = False
         self._write_lock = threading.Lock()
 
     # ------------------------------------------------------------------ the Bot
@@ -93,7 +99,7 @@ class StdioBot(Bot):
             self.write(rejected_json(reason, answer=self.last_answer, number=self.number))
         self.unreadable = None
         self.write(request_json(view, number=self.number, attempt=self.attempt, rejection=reason))
-        answer = self.read_answer()
+        answer = self._read_answer_or_warn(min(SILENT_WARN_S, view.decision_time_left_s / 2))
         while (echoed := answer_number(answer)) is not None and echoed != self.number:
             logger.warning("dropped an answer to request %d while request %d is open: %s", echoed, self.number, answer)
             answer = self.read_answer()
@@ -112,6 +118,29 @@ class StdioBot(Bot):
                 error,
             )
             raise NoAction(f"unreadable answer: {error}") from None
+
+    def _read_answer_or_warn(self, after_s: float) -> str:
+        """`read_answer`, saying in the seat's log if no line has come after `after_s` (once a seat)."""
+        if self.warned_silent:
+            return self.read_answer()
+        number = self.number
+
+        def warn() -> None:
+            self.warned_silent = True
+            logger.warning(
+                "request %d: no answer line from your program after %.1f s. If it has answered, its stdout is not"
+                " flushed: flush after each line (docs/stdio.md)",
+                number,
+                after_s,
+            )
+
+        timer = threading.Timer(after_s, warn)
+        timer.daemon = True
+        timer.start()
+        try:
+            return self.read_answer()
+        finally:
+            timer.cancel()
 
     def on_event(self, event: Event) -> None:
         self.write(event_json(event))

@@ -450,3 +450,44 @@ def test_a_failures_quoted_output_starts_at_the_error_line_above_a_stack_traces_
     plain = tmp_path / "plain.log"
     plain.write_text("one\ntwo\nthree\nfour\n")
     assert output_tail(plain)[1:] == ("  two", "  three", "  four")
+
+
+UNFLUSHED = """import json, sys
+out = open(sys.stdout.fileno(), "w", buffering=65536)  # a C program's stdout on a pipe: answers sit in its buffer
+for line in sys.stdin:
+    message = json.loads(line)
+    if message["type"] == "request":
+        out.write(json.dumps(message["legal"][0] | {"number": message["number"]}) + "\\n")
+"""
+
+
+@pytest.mark.slow
+def test_a_stdio_program_that_does_not_flush_its_answers_is_told_so_in_the_output_the_check_quotes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer's C bot forgot to flush: its seats only timed out, its output empty of any hint (helper-62)."""
+    (tmp_path / "unflushed.py").write_text(UNFLUSHED)
+    monkeypatch.chdir(tmp_path)
+    args = ["--matches", "1", "--decision-timeout", "1", *JOIN, "--variant", "defaults", "--stdio"]
+    result, report = check(*args, "--", "python3", "unflushed.py")
+    assert result.exit_code == 1
+    legal = next(item for item in report["checks"] if item["check"] == "legal_play:defaults")
+    assert "timed out (no answer" in legal["summary"], legal
+    assert any("its stdout is not flushed: flush after each line" in line for line in legal["details"]), legal
+    played = runner.invoke(
+        app,
+        [
+            "match",
+            "play",
+            "random",
+            "-o",
+            "decision_timeout_s=1",
+            "-o",
+            "time_bank_s=0",
+            "--stdio",
+            "--",
+            "python3",
+            "unflushed.py",
+        ],
+    )
+    assert played.exit_code == 3 and "its stdout is not flushed" in played.stdout, played.output

@@ -121,10 +121,15 @@ def play_command(
 
 
 def explained_by_output(result: dict[str, Any], logs: dict[int, Path]) -> list[str]:
-    """The last lines of each seat's output whose crash, protocol error or empty Act (an SDK sends one when its bot
-    raised) its output explains: a newcomer's `-- python nosuch.py` lost by forfeit with no word of why."""
+    """The last lines of each seat's output whose crash, protocol error, empty Act (an SDK sends one when its bot
+    raised) or timeout (the stdio bridge says when a program's answers do not come) its output may explain: a
+    newcomer's `-- python nosuch.py` lost by forfeit with no word of why."""
     seats = {entry["seat"] for entry in result["incidents"] if entry["cause"] in ("crash", "protocol_error")}
-    seats |= {entry["seat"] for entry in result["faults"] if NO_ACTION in (entry.get("detail") or "")}
+    seats |= {
+        entry["seat"]
+        for entry in result["faults"]
+        if entry["cause"] == "timeout" or NO_ACTION in (entry.get("detail") or "")
+    }
     return [f"seat {seat}: {line}" for seat in sorted(seats) for line in output_tail(logs.get(seat))]
 
 
