@@ -150,6 +150,10 @@ def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(d
     script = " ".join(ok("add", "beta", "--", "python", "mybot.py").stderr.split())
     assert "the command names 'mybot.py', which is no file here" in script and "bots/NAME/NAME.py" in script
     assert "warning" not in ok("add", "alpha", "--", "python", "alpha/bot.py").stderr
+    # With --dir, the command's words are taken from that folder: a newcomer's typo was told to give them from here.
+    typo = " ".join(ok("add", "typo", "--dir", "alpha", "--", "python", "bott.py").stderr.split())
+    assert f"'bott.py', which is no file in {(tmp_path / 'alpha').resolve()}" in typo, typo
+    assert "Give paths from the bot's folder (--dir) or from the folder you run mus in" in typo, typo
     (tmp_path / "alpha" / "bot.sh").write_text("echo paso\n")
     switched = " ".join(ok("add", "alpha", "--", "sh", "alpha/bot.sh").stderr.split())
     assert "note: bot alpha was a python bot (`python bot.py`); its new version is shell" in switched

@@ -351,10 +351,17 @@ def _missing_files(command: list[str], folder: Path | None) -> list[str]:
     missing = [] if program_file(program, folder) is not None else [(program, "/" not in program)]
     scripts = [word for word in arguments if Path(word).suffix.lower() in LANGUAGE_BY_SUFFIX]
     missing += [(word, False) for word in scripts if not (folder or Path()).joinpath(word).is_file()]
+    where = f"no file in {folder}" if folder is not None else "no file here"
+    # With --dir, a word that is no file from here is taken from the bot's folder (a newcomer was told otherwise).
+    paths = (
+        "from the bot's folder (--dir) or from the folder you run mus in"
+        if folder
+        else "from the folder you run mus in"
+    )
     return [
-        f"warning: the command names {word!r}, which is {'not on PATH' if on_path else 'no file here'} on this"
-        " machine: a worker that cannot run it charges the bot a crash in every match. Give paths from the folder"
-        " you run mus in (`-- python bots/NAME/NAME.py`); `mus bot check NAME` runs it here first."
+        f"warning: the command names {word!r}, which is {'not on PATH' if on_path else where} on this machine: a"
+        f" worker that cannot run it charges the bot a crash in every match. Give paths {paths} (`-- python"
+        " bots/NAME/NAME.py`); `mus bot check NAME` runs it here first."
         for word, on_path in missing
     ]
 
