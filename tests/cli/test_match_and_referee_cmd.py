@@ -244,12 +244,16 @@ def test_the_result_line_names_each_games_winner() -> None:
         "games": [
             {**game, "winner_team": 0, "score": [0, 0], "termination": "ordago"},
             {**game, "winner_team": 1, "score": [14, 54], "termination": "target_at_tanteo"},
+            {**game, "winner_team": 1, "score": [16, 20], "termination": "ordago"},
         ],
         "faults": [],
         "incidents": [],
     }
     first = describe_result(result).splitlines()[0]
-    assert first == "Result: mybot wins (normal); games: mybot by órdago (at 0-0), random 14-54 (target_at_tanteo)"
+    assert first == (  # the winner's points first
+        "Result: mybot wins (normal); games: mybot by órdago (at 0-0), random 54-14 (target_at_tanteo),"
+        " random by órdago (at 20-16)"
+    )
 
 
 def test_two_teams_whose_bots_join_under_one_name_are_told_apart_by_their_team() -> None:

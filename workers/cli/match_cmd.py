@@ -185,9 +185,11 @@ def _game_winner(result: dict[str, Any], game: dict[str, Any]) -> str:
 
 
 def _game_text(result: dict[str, Any], game: dict[str, Any]) -> str:
-    """A game's winner and score. An órdago ends a game at the score it stood at, often the loser's lead or 0-0:
-    that game reads "by órdago (at 16-20)", not as a score the winner made (newcomer walkthroughs, stops 33, 34)."""
-    score = f"{game['score'][0]}-{game['score'][1]}"
+    """A game's winner and score, the winner's points first. An órdago ends a game at the score it stood at, often
+    the loser's lead or 0-0: that game reads "by órdago (at 16-20)", not as a score the winner made (newcomer
+    walkthroughs, stops 33, 34); "random 14-54", the team order, read as random's 14 (helper-62)."""
+    first, second = game["score"]
+    score = f"{second}-{first}" if game["winner_team"] == 1 else f"{first}-{second}"
     if game["termination"] == GameTermination.ORDAGO.value:
         return f"{_game_winner(result, game)} by órdago (at {score})"
     return f"{_game_winner(result, game)} {score} ({game['termination']})"
