@@ -187,7 +187,12 @@ def crash(process: subprocess.Popen[bytes], why: str) -> NoReturn:
     except subprocess.TimeoutExpired:
         process.kill()
         code = process.wait()
-    logger.error("%s before the match ended (exit status %d): the seat has crashed", why, code)
+    logger.error(
+        "%s before the match ended (exit status %d): the seat has crashed (the bridge exits with %d)",
+        why,
+        code,
+        exit_status(code),
+    )
     _exit(exit_status(code))
 
 
@@ -202,7 +207,12 @@ def _watch(process: subprocess.Popen[bytes], bot: StdioBot) -> None:
     """A program that exits while the bridge waits for the referee has crashed: the bridge exits too."""
     code = process.wait()
     if not bot.outcome_sent.is_set():
-        logger.error("the program exited with status %d before the match ended: the seat has crashed", code)
+        logger.error(
+            "the program exited with status %d before the match ended: the seat has crashed (the bridge exits with %d,"
+            " the status the referee reports)",
+            code,
+            exit_status(code),
+        )
         _exit(exit_status(code))
 
 

@@ -261,7 +261,7 @@ done
     assert {incident.seat for incident in crashes} == {1, 3}, played.incidents
     assert all("exited with code 3" in incident.detail for incident in crashes), crashes
     for seat in (1, 3):
-        assert "the seat has crashed" in logs[seat], logs[seat]
+        assert "the seat has crashed (the bridge exits with 3" in logs[seat], logs[seat]
 
 
 # ------------------------------------------------------------------------------------------------ sandboxed
