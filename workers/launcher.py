@@ -871,20 +871,27 @@ class _CappedLog:
         self.output = log_path.open("ab") if log_path is not None else None
         self.cap = cap
         self.written = 0
+        self.line_ended = True
 
     def write(self, chunk: bytes) -> None:
-        if self.output is None or self.written >= self.cap:
+        if self.output is None or self.written >= self.cap or not chunk:
             return
         kept = chunk[: self.cap - self.written]
         self.output.write(kept)
         self.written += len(kept)
+        self.line_ended = kept.endswith(b"\n")
         if self.written >= self.cap:
             self.output.write(TRUNCATED_MARKER)
         self.output.flush()
 
+    def note(self, text: str) -> None:
+        """A line of the worker's own in the log, on a line of its own (`PooledProcess.note`)."""
+        self.write((b"" if self.line_ended else b"\n") + f"--- mus: {text} ---\n".encode())
+
     def close(self) -> None:
         if self.output is not None:
             self.output.close()
+            self.output = None
 
 
 async def _keep_output(
@@ -1355,9 +1362,9 @@ class PooledProcess:
         # A seat line is written at once or never: a process that fills its own input (it may open the pipe's
         # writing end through /proc/self/fd/0) must not block the worker's event loop in `offer`.
         os.set_blocking(process.stdin.fileno(), False)
-        self._pump = threading.Thread(
-            target=self._keep_output, args=(log_path, output_bytes), name=f"mus-pool-{program.name}", daemon=True
-        )
+        self._log = _CappedLog(log_path, output_bytes)
+        self._log_lock = threading.Lock()
+        self._pump = threading.Thread(target=self._keep_output, name=f"mus-pool-{program.name}", daemon=True)
         self._pump.start()
 
     @property
@@ -1477,10 +1484,15 @@ class PooledProcess:
             _remove_cgroup(cgroup)
         self._pump.join(1.0)
 
-    def _keep_output(self, log_path: Path | None, cap: int) -> None:
+    def note(self, text: str) -> None:
+        """A line in the process's log from the worker: which seat, table and match comes next (one log holds all
+        of a process's seats, and a bot's own lines name its tables only by their ids)."""
+        with self._log_lock:
+            self._log.note(text)
+
+    def _keep_output(self) -> None:
         assert self.process.stdout is not None
         stream = self.process.stdout
-        capped = _CappedLog(log_path, cap)
         try:
             while chunk := os.read(stream.fileno(), 65536):
                 if not self.started.is_set():
@@ -1491,9 +1503,11 @@ class PooledProcess:
                     self.setup_output[:] = before
                     chunk = before + chunk
                     self.started.set()
-                capped.write(chunk)
+                with self._log_lock:
+                    self._log.write(chunk)
         finally:
-            capped.close()
+            with self._log_lock:
+                self._log.close()
 
 
 def start_pooled(

@@ -269,6 +269,7 @@ async def play_programs(
     pool: BotPool | None = None,
     referee: EmbeddedReferee | None = None,
     half: int = 0,
+    label: str = "",
 ) -> PlayedMatch:
     """Play the match on a referee in this process (`referee`, or one made for this match alone) as on the
     standalone referee (`play_on_referee`, the same code): the table is created, watched and fetched through the
@@ -286,7 +287,8 @@ async def play_programs(
     own folder, which only that process's sandbox binds. `half` is which half of its duplicate pair the match is
     (`workers.db.repo.half_of`): the pool plays the two halves of a pair with different processes. Every
     pooled process is frozen before any process of the match runs and again when it has ended (`stop_all`): one
-    may have played the match's twin, and another worker of the machine may play next."""
+    may have played the match's twin, and another worker of the machine may play next. `label` names the match in
+    each pooled process's log, before its seat (a league's `league/match/attempt`)."""
     log_dir = log_dir or Path(tempfile.mkdtemp(prefix="mus-match-"))
     # No process of another match of this machine runs beside this one's (unconfined bots are confined by nothing).
     async with host_play_lock() if sandbox is not None else contextlib.nullcontext():
@@ -326,6 +328,7 @@ async def play_programs(
                 admin_address="this process",
                 admin_token=embedded.referee.admin_token,
                 external_id="",
+                label=label,
                 join_timeout_s=join_timeout_s,
                 log_dir=log_dir,
                 sandboxes=[
@@ -528,6 +531,7 @@ async def _play(
     log_dir: Path,
     sandboxes: Sequence[Sandbox | None],
     pool: BotPool | None,
+    label: str = "",
     pooled: Mapping[int, tuple[PooledProcess, str, str]],
     referees: Mapping[int, str],
     frames: Mapping[int, str] | None = None,
@@ -599,6 +603,7 @@ async def _play(
                         member, own_address, frames_address = pooled[seat]
                         cpu_before[seat] = member.cpu_seen if member.cpu_seen is not None else member.cpu_s()
                         gate.add(seat, member.freezer)
+                        member.note(f"seat {seat} of table {table_id}" + (f", match {label}" if label else ""))
                         member.offer(own_address, token, frames=frames_address)
                         watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, member, _left(member))))
                         continue

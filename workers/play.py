@@ -408,6 +408,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
             pool=pool,
             referee=referee,
             half=repo.half_of(setup.teams[0].version_id, setup.teams[1].version_id),
+            label=f"{setup.league_name}/{setup.match_id}/{setup.attempt}",
         )
     )
     return _to_store(played)

@@ -504,6 +504,14 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
         assert sorted((member.program.name, member.seats_played) for member in pooled) == [("keeper", 2)] * 4, (
             "keeper's four seat processes each played both of their seats; starter was launched per match"
         )
+        # One log holds all of a process's seats: each starts with a line naming its table and league match.
+        log_dir = worker_pool(LIMITS).log_dir
+        assert log_dir is not None
+        notes = [
+            line for log in log_dir.glob("keeper-*.log") for line in log.read_text().splitlines() if "mus:" in line
+        ]
+        assert len(notes) == 8 and all(line.startswith("--- mus: seat ") for line in notes), notes
+        assert {int(line.split("match pooled/")[1].split("/")[0]) for line in notes} == set(match_ids), notes
         with session_scope(deployment.engine) as session:
             results = repo.league_results(session, league_id)
         assert len(results) == 4 and not any(result.incidents for result in results)
