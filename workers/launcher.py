@@ -983,7 +983,18 @@ def _usable_hierarchies() -> tuple[_Hierarchy, ...]:
         log.warning(
             "no cgroup v2 to make: a seat's processes are not stopped outside its turns (partners may run at once)"
         )
+    if _read(AUTOGROUPS).strip() == "0":
+        log.warning(
+            "the scheduler's autogroups are off (%s): before the deal, a seat with many processes takes more of the"
+            " CPU than its rivals while they start (docs/sandbox.md)",
+            AUTOGROUPS,
+        )
     return found
+
+
+AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")
+"""On (1), every session is one group to the scheduler, and every seat is a session (`--new-session`): the seats
+that run together, before the deal, share the CPU as equals whatever their processes (docs/sandbox.md)."""
 
 
 def _sweep_cgroups(parent: Path) -> None:

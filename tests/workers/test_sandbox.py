@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import shutil
 import signal
@@ -630,3 +631,20 @@ def test_no_word_of_a_command_but_its_program_is_bound_in_even_after_a_stdio_bri
     command = sandbox_command(program, Sandbox(tmp_path / "socket"), {"PATH": "/usr/bin:/bin"})
     sources = [command[index + 1] for index, word in enumerate(command) if word in ("--ro-bind", "--ro-bind-try")]
     assert not any(str(secret).startswith(source) for source in sources if source != "/"), sources
+
+
+def test_a_worker_whose_kernel_has_its_scheduler_autogroups_off_says_seats_do_not_share_the_cpu_as_equals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before the deal every seat runs; each is a session, so an autogroup of its own where they are on, and a seat
+    that spins many processes then takes no more than its share (docs/sandbox.md). Off, the worker says so."""
+    switch = tmp_path / "sched_autogroup_enabled"
+    monkeypatch.setattr(launcher, "AUTOGROUPS", switch)
+    for value, warned in (("1\n", False), ("0\n", True)):
+        switch.write_text(value)
+        _usable_hierarchies.cache_clear()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger=launcher.log.name):
+            _usable_hierarchies()
+        assert any("autogroups are off" in record.getMessage() for record in caplog.records) is warned, caplog.text
+    _usable_hierarchies.cache_clear()
