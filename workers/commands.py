@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from workers.launcher import stdio_command
+from workers.launcher import LANGUAGE_BY_SUFFIX, stdio_command
 
 LANGUAGE_BY_PROGRAM = {
     "python": "python",
@@ -31,28 +31,6 @@ LANGUAGE_BY_PROGRAM = {
     "bash": "shell",
 }
 """The language of a command whose program is an interpreter or toolchain (version suffixes stripped)."""
-
-LANGUAGE_BY_SUFFIX = {
-    ".py": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".ts": "typescript",
-    ".jar": "java",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".go": "go",
-    ".rs": "rust",
-    ".cs": "csharp",
-    ".rb": "ruby",
-    ".php": "php",
-    ".pl": "perl",
-    ".lua": "lua",
-    ".r": "r",
-    ".jl": "julia",
-    ".sh": "shell",
-}
-"""The language of a command by the suffix of a file it names, when its program says nothing."""
 
 
 def guess_language(command: list[str]) -> str:

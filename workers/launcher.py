@@ -93,7 +93,8 @@ _PROJECT_PACKAGES = ("clients", "referee", "proto/gen/python")
 """What the example bots import from the project, bound folder by folder: never the project root, where the
 database, the broker folder and the logs live."""
 
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+"""The system folders every sandbox binds read-only: a program in one of them runs in any seat."""
 _ETC_FILES = (
     "ld.so.cache",
     "ld.so.conf",
@@ -182,37 +183,70 @@ def resolve_program(spec: str) -> BotProgram:
             f"unknown bot {spec!r}: not an example bot ({known}), a .py file or a program on PATH (a bot added with"
             " `mus bot add` is not taken here: give its command after `--`, or `mus bot check NAME`)"
         )
-    if (own := own_program_file(first)) is not None and not any(_is_file(Path(word)) for word in words[1:]):
+    if (own := own_program_file(first)) is not None:
         return BotProgram(own.name, (str(own), *words[1:]), own.parent)
     return BotProgram(Path(first).name, tuple(words), command_folder(words))
+
+
+LANGUAGE_BY_SUFFIX = {
+    ".py": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".ts": "typescript",
+    ".jar": "java",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".go": "go",
+    ".rs": "rust",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".pl": "perl",
+    ".lua": "lua",
+    ".r": "r",
+    ".jl": "julia",
+    ".sh": "shell",
+}
+"""The language of a command by the suffix of a file it names, when its program says nothing; what makes an
+argument a script (`command_folder`)."""
 
 
 def own_program_file(word: str) -> Path | None:
     """The program of a command as a file of the bot's own (`./mybot`, `/path/to/mybot`), whose folder is then
     the bot's, or None: a bare name (looked up on PATH) or a system program or runtime (`/usr/bin/python3`, a
-    venv's `python`: a file in a system folder or a folder on PATH) is not the bot's, nor is its folder."""
+    venv's `python`) is not the bot's, nor is its folder. A runtime is a file in a system folder or a folder on
+    PATH, in mus's own Python, in a venv's `bin` (`pyvenv.cfg` beside it), or a link to such a file."""
     path = Path(word)
     if "/" not in word or not _is_file(path):
         return None
-    folder = path.absolute().parent
+    resolved = path.resolve()
     on_path = {Path(entry).absolute() for entry in os.environ.get("PATH", "").split(os.pathsep) if entry}
-    runtimes = (*_SYSTEM_DIRS, sys.prefix, sys.base_prefix)
-    if folder in on_path or any(folder.is_relative_to(runtime) for runtime in runtimes):
-        return None
-    return path.resolve()
+    runtimes = (*SYSTEM_DIRS, sys.prefix, sys.base_prefix)
+    for folder in (path.absolute().parent, resolved.parent):
+        if folder in on_path or any(folder.is_relative_to(runtime) for runtime in runtimes):
+            return None
+        if (folder.parent / "pyvenv.cfg").is_file():
+            return None
+    return resolved
 
 
 def command_folder(words: Sequence[str]) -> Path:
     """Where a command line given whole (`mus match play -- ...`, `mus bot check -- ...`) runs: the current folder,
     as in a shell, unless what it runs lies elsewhere, in a folder its sandbox then binds instead (the current one
-    would not hold it): a script named by an absolute path (`sh /path/to/bot.sh`), else the program itself
-    (`/path/to/mybot`, `own_program_file`)."""
+    would not hold it): the program itself (`/path/to/mybot`, `own_program_file`), else a script named by an
+    absolute path (`sh /path/to/bot.sh`: a language's suffix, `LANGUAGE_BY_SUFFIX`; a data file's folder is not
+    the bot's)."""
     cwd = Path.cwd()
-    named = [Path(word) for word in words[1:] if Path(word).is_absolute() and _is_file(Path(word))]
-    if not named and (own := own_program_file(words[0])) is not None:
-        named = [own]
-    if named and not named[0].resolve().is_relative_to(cwd):
-        return named[0].resolve().parent
+    own = own_program_file(words[0])
+    scripts = [
+        Path(word)
+        for word in words[1:]
+        if Path(word).is_absolute() and Path(word).suffix.lower() in LANGUAGE_BY_SUFFIX and _is_file(Path(word))
+    ]
+    named = own or (scripts[0].resolve() if scripts else None)
+    if named is not None and not named.is_relative_to(cwd):
+        return named.parent
     return cwd
 
 
@@ -375,7 +409,7 @@ def sandbox_command(
         made.add(op[-1])
         return [*above, *op]
 
-    for folder in _SYSTEM_DIRS:
+    for folder in SYSTEM_DIRS:
         if os.path.islink(folder):
             bwrap += mount("--symlink", os.readlink(folder), folder)
         elif os.path.isdir(folder):

@@ -53,7 +53,11 @@ EXIT_WAIT_S = 5.0
 SILENT_WARN_S = 2.0
 """How long the bridge waits for an answer line before it says, once a seat, that none has come: a program that
 does not flush its stdout (C's stdio buffers a pipe) answers into its buffer, and its seat only timed out, with no
-word of why (a newcomer's C bot). Sooner where half the decision's time left is less."""
+word of why (a newcomer's C bot). Sooner where half the decision's time left (its own and the bank's) is less,
+but never before SILENT_MIN_S."""
+
+SILENT_MIN_S = 0.5
+"""The soonest the bridge says no answer has come: a retry past the decision's own time was told 0 s left."""
 
 
 def exit_status(returncode: int) -> int:
@@ -99,7 +103,8 @@ class StdioBot(Bot):
             self.write(rejected_json(reason, answer=self.last_answer, number=self.number))
         self.unreadable = None
         self.write(request_json(view, number=self.number, attempt=self.attempt, rejection=reason))
-        answer = self._read_answer_or_warn(min(SILENT_WARN_S, view.decision_time_left_s / 2))
+        left_s = view.decision_time_left_s + view.bank_time_left_s  # a retry past the decision's time: the bank's
+        answer = self._read_answer_or_warn(max(SILENT_MIN_S, min(SILENT_WARN_S, left_s / 2)))
         while (echoed := answer_number(answer)) is not None and echoed != self.number:
             logger.warning("dropped an answer to request %d while request %d is open: %s", echoed, self.number, answer)
             answer = self.read_answer()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ from tests.cli.helpers import error_of, row_counts, use_database_copy
 from workers.cli import bot_cmd, league_cmd
 from workers.commands import guess_language, misplaced_options
 from workers.db.session import ensure_schema, make_engine
+from workers.launcher import own_program_file, resolve_program
 
 runner = CliRunner()
 
@@ -132,6 +135,52 @@ def test_an_interpreter_given_by_its_path_is_not_the_bots_folder(database: str, 
     assert stdio["command"] == ["python", "-m", "clients.stdio", "--", "./run"], stdio
     system = json.loads(ok("add", "epsilon", "--json", "--", shutil.which("python3") or "", "-c", "pass").stdout)
     assert system["folder"] is None, "a runtime on PATH is not the bot's"
+
+
+def test_a_venvs_python_is_a_runtime_and_a_data_file_does_not_choose_the_folder(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review (helper-64): a venv's `python`, not on PATH, was taken for the bot's own program and followed to
+    the system interpreter (the folder /usr/bin, 412 MB hashed); a data file named by an absolute path chose the
+    folder a command ran in."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    assert own_program_file(str(venv / "bin" / "python")) is None
+    registered = json.loads(ok("add", "vb", "--json", "--", str(venv / "bin" / "python"), "-m", "mybot").stdout)
+    assert registered["folder"] is None and registered["command"][0] == str(venv / "bin" / "python"), registered
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bot.py").write_text("pass\n")
+    run = resolve_program("venv/bin/python bot.py")
+    assert run.cwd == tmp_path.resolve() and run.command == ("venv/bin/python", "bot.py"), run
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "book.json").write_text("{}")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "mybot").write_text("#!/bin/sh\n")
+    book = str(tmp_path / "data" / "book.json")
+    assert resolve_program(f"bin/mybot --book {book}").cwd == (tmp_path / "bin").resolve()
+    assert resolve_program(f"python3 -m mybot --book {book}").cwd == tmp_path.resolve()
+
+
+def test_a_folder_that_holds_far_more_than_a_bot_is_refused_and_a_stdio_program_outside_any_is_warned_of(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program named by its path in the temporary folder itself (or a home folder) made all of it the bot's
+    folder, hashed and shown to the bot; a stdio program in a folder on PATH was registered with none, and could
+    not start behind the bridge (helper-64)."""
+    loose = Path(tempfile.gettempdir()) / f"loose-bot-{os.getpid()}"
+    loose.write_text("#!/bin/sh\n")
+    try:
+        refused = " ".join(error_of(runner.invoke(bot_cmd.app, ["add", "loose", "--", str(loose)])).split())
+    finally:
+        loose.unlink()
+    assert "all of which would be hashed and shown to the bot" in refused, refused
+    (tmp_path / "pbin").mkdir()
+    (tmp_path / "pbin" / "cbot").write_text("#!/bin/sh\n")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "pbin"), os.environ["PATH"]]))
+    said = " ".join(ok("add", "onpath", "--stdio", "--", str(tmp_path / "pbin" / "cbot")).stderr.split())
+    assert "lies neither in a bot folder nor in the system's" in said and "--dir FOLDER -- ./PROGRAM" in said, said
 
 
 def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(database: str, tmp_path: Path) -> None:

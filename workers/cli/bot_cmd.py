@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,11 +19,19 @@ from workers.cli.db import echo_json, iso, no_database, open_session, when
 from workers.cli.errors import fail
 from workers.cli.noun import noun_app
 from workers.cli.tables import cli_table, print_table
-from workers.commands import LANGUAGE_BY_SUFFIX, add_command_line, guess_language, misplaced_options
+from workers.commands import add_command_line, guess_language, misplaced_options
 from workers.db import repo
 from workers.db.errors import NotFound
 from workers.db.models import Bot, BotVersion
-from workers.launcher import own_program_file, own_seat_uids, program_file, stdio_command, unreadable_by_seats
+from workers.launcher import (
+    LANGUAGE_BY_SUFFIX,
+    SYSTEM_DIRS,
+    own_program_file,
+    own_seat_uids,
+    program_file,
+    stdio_command,
+    unreadable_by_seats,
+)
 from workers.play import exposed_by
 
 app = noun_app("Bots: register a program or a remote bot, list, show, remove.")
@@ -34,21 +43,27 @@ def bot_folder(command: list[str], directory: Path | None) -> Path | None:
     """The folder the program runs in and is hashed from: `--dir`, else the folder of the first file the command
     names, else none.
 
-    The program itself counts last, and only when it is a file of the bot's own (`./mybot`, `/path/to/mybot`;
-    `launcher.own_program_file`): a bare name, a system program or a runtime (`/usr/bin/python3`) is not the bot's,
-    nor is its folder.
+    The program itself comes first when it is a file of the bot's own (`./mybot`, `/path/to/mybot`;
+    `launcher.own_program_file`): a bare name, a system program or a runtime (`/usr/bin/python3`, a venv's python)
+    is not the bot's, nor is its folder. A folder that holds far more than a bot (`/`, the temporary folder, a home
+    folder) is refused: all of it would be hashed and shown to the bot.
     """
     if directory is not None:
         if not directory.is_dir():
             fail(f"--dir {str(directory)!r} is not a directory")
-        return directory.resolve()
-    program, *arguments = command
-    for word in arguments:
-        path = Path(word)
-        if path.is_file():
-            return path.resolve().parent
-    own = own_program_file(program)
-    return own.parent if own is not None else None
+        folder: Path | None = directory.resolve()
+    else:
+        program, *arguments = command
+        files = [Path(word).resolve() for word in arguments if Path(word).is_file()]
+        own = own_program_file(program)
+        folder = own.parent if own is not None else files[0].parent if files else None
+    broad = {Path("/"), Path(tempfile.gettempdir()).resolve(), Path.home().resolve(), Path("/root"), Path("/tmp")}
+    if folder is not None and folder in broad:
+        fail(
+            f"the bot's folder would be {folder}, all of which would be hashed and shown to the bot: move the bot's"
+            " files into a folder of their own (e.g. bots/NAME/) and give it with --dir"
+        )
+    return folder
 
 
 def relative_command(command: list[str], folder: Path | None) -> list[str]:
@@ -251,6 +266,13 @@ def add_command(
             )
     words = relative_command(words, folder)
     notes = [note for note in (misplaced_options(words), *_missing_files(words, folder)) if note]
+    path = program_file(words[0], None) if stdio and folder is None else None
+    if path is not None and not any(path.is_relative_to(system) for system in SYSTEM_DIRS):
+        notes.append(
+            f"warning: {path} lies neither in a bot folder nor in the system's: behind the stdio bridge, a seat's"
+            " sandbox holds only those, and the program could not start. Give its folder: `mus bot add"
+            f" {name} --stdio --dir FOLDER -- ./PROGRAM`"
+        )
     language = language or guess_language(words)
     if stdio:
         words = stdio_command(words)
