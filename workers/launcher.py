@@ -965,25 +965,31 @@ def _own_cgroups() -> dict[str, str]:
 
 
 def _hierarchies() -> tuple[_Hierarchy, ...]:
-    """The cgroups this machine lets the worker make below its own: cgroup v1's pids and memory hierarchies (and
-    cpuacct, which limits nothing but counts the seat's CPU), or v2 with pids and memory delegated (its cpu.stat
-    counts the CPU); and a v2 cgroup wherever this process's v2 cgroup is writable (on a hybrid machine too,
-    beside v1's), for its `cgroup.freeze` (FREEZE: a seat runs only in its turns, `TurnGate`). Seat cgroups sit
-    inside the worker's, so they count toward its limits."""
+    """The cgroups this machine lets the worker make below its own: cgroup v1's pids, memory and cpu hierarchies
+    (and cpuacct, which limits nothing but counts the seat's CPU), or v2 with pids, memory and cpu delegated (its
+    cpu.stat counts the CPU). A seat's cpu cgroup keeps the default weight, so the seats that run at once share
+    the CPU as equals whatever their processes, where the scheduler's autogroups are off too (`AUTOGROUPS`). And
+    a v2 cgroup wherever this process's v2 cgroup is writable (on a hybrid machine too, beside v1's), for its
+    `cgroup.freeze` (FREEZE: a seat runs only in its turns, `TurnGate`). Seat cgroups sit inside the worker's, so
+    they count toward its limits."""
     root = Path("/sys/fs/cgroup")
     own = _own_cgroups()
     found: list[_Hierarchy] = []
-    for controller in ("pids", "memory", "cpuacct"):
+    for controller in ("pids", "memory", "cpuacct", "cpu"):
         parent = root / controller / own.get(controller, "/").lstrip("/")
         if controller in own and (parent / "tasks").is_file() and os.access(parent, os.W_OK):
-            found.append(_Hierarchy(parent, (controller,), 1))
+            same = next((i for i, known in enumerate(found) if known.parent.resolve() == parent.resolve()), None)
+            if same is None:
+                found.append(_Hierarchy(parent, (controller,), 1))
+            else:  # mounted together (cpu,cpuacct): one cgroup
+                found[same] = _Hierarchy(found[same].parent, (*found[same].controllers, controller), 1)
     if all(hierarchy.controllers == ("cpuacct",) for hierarchy in found):
         found = []  # accounting alone is not worth a cgroup per seat where nothing can be limited
     unified = next((path for path in (root, root / "unified") if (path / "cgroup.controllers").is_file()), None)
     if unified is not None and "" in own:
         parent = unified / own[""].lstrip("/")
         enabled = _read(parent / "cgroup.subtree_control").split()
-        delegated = () if found else tuple(name for name in ("pids", "memory") if name in enabled)
+        delegated = () if found else tuple(name for name in ("pids", "memory", "cpu") if name in enabled)
         if os.access(parent, os.W_OK):
             found.append(_Hierarchy(parent, (*delegated, FREEZE), 2))
     return tuple(found)
@@ -1013,22 +1019,23 @@ def _usable_hierarchies() -> tuple[_Hierarchy, ...]:
         log.warning("no pids cgroup to make: a seat's processes are bounded by its pid namespace only")
     if "memory" not in limited:
         log.warning("no memory cgroup to make: a seat's memory is bounded per process only (RLIMIT_AS)")
+    if "cpu" not in limited and _read(AUTOGROUPS).strip() == "0":
+        log.warning(
+            "no cpu cgroup to make and the scheduler's autogroups are off (%s): before the deal, a seat with many"
+            " processes takes more of the CPU than its rivals while they start (docs/sandbox.md)",
+            AUTOGROUPS,
+        )
     if FREEZE not in limited:
         log.warning(
             "no cgroup v2 to make: a seat's processes are not stopped outside its turns (partners may run at once)"
-        )
-    if _read(AUTOGROUPS).strip() == "0":
-        log.warning(
-            "the scheduler's autogroups are off (%s): before the deal, a seat with many processes takes more of the"
-            " CPU than its rivals while they start (docs/sandbox.md)",
-            AUTOGROUPS,
         )
     return found
 
 
 AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")
 """On (1), every session is one group to the scheduler, and every seat is a session (`--new-session`): the seats
-that run together, before the deal, share the CPU as equals whatever their processes (docs/sandbox.md)."""
+that run together, before the deal, share the CPU as equals whatever their processes, as a cpu cgroup a seat
+also makes them (docs/sandbox.md)."""
 
 
 def _sweep_cgroups(parent: Path) -> None:
