@@ -968,14 +968,18 @@ def _hierarchies() -> tuple[_Hierarchy, ...]:
     """The cgroups this machine lets the worker make below its own: cgroup v1's pids, memory and cpu hierarchies
     (and cpuacct, which limits nothing but counts the seat's CPU), or v2 with pids, memory and cpu delegated (its
     cpu.stat counts the CPU). A seat's cpu cgroup keeps the default weight, so the seats that run at once share
-    the CPU as equals whatever their processes, where the scheduler's autogroups are off too (`AUTOGROUPS`). And
+    the CPU as equals whatever their processes; made only where the scheduler's autogroups do not do it already
+    (`AUTOGROUPS`). And
     a v2 cgroup wherever this process's v2 cgroup is writable (on a hybrid machine too, beside v1's), for its
     `cgroup.freeze` (FREEZE: a seat runs only in its turns, `TurnGate`). Seat cgroups sit inside the worker's, so
     they count toward its limits."""
     root = Path("/sys/fs/cgroup")
     own = _own_cgroups()
     found: list[_Hierarchy] = []
-    for controller in ("pids", "memory", "cpuacct", "cpu"):
+    # Where the scheduler's autogroups apply (`_autogrouped`), each seat's session is one group already: a cpu
+    # cgroup a seat would only cost its context switches (a few % of a pooled league's speed, measured).
+    autogrouped = _autogrouped()
+    for controller in ("pids", "memory", "cpuacct", *(() if autogrouped else ("cpu",))):
         parent = root / controller / own.get(controller, "/").lstrip("/")
         if controller in own and (parent / "tasks").is_file() and os.access(parent, os.W_OK):
             same = next((i for i, known in enumerate(found) if known.parent.resolve() == parent.resolve()), None)
@@ -989,7 +993,8 @@ def _hierarchies() -> tuple[_Hierarchy, ...]:
     if unified is not None and "" in own:
         parent = unified / own[""].lstrip("/")
         enabled = _read(parent / "cgroup.subtree_control").split()
-        delegated = () if found else tuple(name for name in ("pids", "memory", "cpu") if name in enabled)
+        wanted = ("pids", "memory", *(() if autogrouped else ("cpu",)))
+        delegated = () if found else tuple(name for name in wanted if name in enabled)
         if os.access(parent, os.W_OK):
             found.append(_Hierarchy(parent, (*delegated, FREEZE), 2))
     return tuple(found)
@@ -1019,10 +1024,10 @@ def _usable_hierarchies() -> tuple[_Hierarchy, ...]:
         log.warning("no pids cgroup to make: a seat's processes are bounded by its pid namespace only")
     if "memory" not in limited:
         log.warning("no memory cgroup to make: a seat's memory is bounded per process only (RLIMIT_AS)")
-    if "cpu" not in limited and _read(AUTOGROUPS).strip() == "0":
+    if "cpu" not in limited and not _autogrouped():
         log.warning(
-            "no cpu cgroup to make and the scheduler's autogroups are off (%s): before the deal, a seat with many"
-            " processes takes more of the CPU than its rivals while they start (docs/sandbox.md)",
+            "no cpu cgroup to make, and the scheduler's autogroups (%s) do not apply: before the deal, a seat with"
+            " many processes takes more of the CPU than its rivals while they start (docs/sandbox.md)",
             AUTOGROUPS,
         )
     if FREEZE not in limited:
@@ -1030,6 +1035,13 @@ def _usable_hierarchies() -> tuple[_Hierarchy, ...]:
             "no cgroup v2 to make: a seat's processes are not stopped outside its turns (partners may run at once)"
         )
     return found
+
+
+def _autogrouped() -> bool:
+    """Whether the scheduler's autogroups share the CPU between sessions, so between seats: they are on, and this
+    process is in the root cpu cgroup (the kernel groups by session only the tasks of the root task group)."""
+    own = _own_cgroups()
+    return _read(AUTOGROUPS).strip() == "1" and own.get("cpu", own.get("")) == "/"
 
 
 AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")

@@ -641,29 +641,44 @@ def test_a_worker_without_a_cpu_cgroup_to_make_and_autogroups_off_says_seats_do_
     switch = tmp_path / "sched_autogroup_enabled"
     monkeypatch.setattr(launcher, "AUTOGROUPS", switch)
     pids = launcher._Hierarchy(tmp_path, ("pids",), 1)
-    for controllers, autogroups, warned in (((), "0", True), (("cpu",), "0", False), ((), "1", False)):
+    cases = (((), "0", "/", True), (("cpu",), "0", "/", False), ((), "1", "/", False), ((), "1", "/service", True))
+    for controllers, autogroups, own_cpu, warned in cases:  # autogroups apply to the root cpu cgroup's tasks only
         found = (pids, *([launcher._Hierarchy(tmp_path / "cpu", controllers, 1)] if controllers else []))
         monkeypatch.setattr(launcher, "_hierarchies", lambda found=found: found)
+        monkeypatch.setattr(launcher, "_own_cgroups", lambda own_cpu=own_cpu: {"cpu": own_cpu})
         switch.write_text(autogroups + "\n")
         _usable_hierarchies.cache_clear()
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger=launcher.log.name):
             _usable_hierarchies()
-        said = any("autogroups are off" in record.getMessage() for record in caplog.records)
-        assert said is warned, (controllers, autogroups, caplog.text)
+        said = any("autogroups" in record.getMessage() for record in caplog.records)
+        assert said is warned, (controllers, autogroups, own_cpu, caplog.text)
     _usable_hierarchies.cache_clear()
 
 
-def test_each_seat_has_a_cpu_cgroup_of_its_own_where_the_worker_can_make_one() -> None:
+def test_each_seat_has_a_cpu_cgroup_of_its_own_where_autogroups_do_not_share_the_cpu_between_seats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Seats that run at once (before the deal) share the CPU as equals whatever their processes: with autogroups
-    off, a seat that forked 50 spinning processes held its rival's join back 10-12 s, and none with a cpu cgroup
-    a seat (stop 38)."""
-    if "cpu" not in cgroup_limits():
-        pytest.skip("no cpu cgroup can be made here")
-    made = launcher._make_cgroups(Limits())
+    off, a seat that forked 50 spinning processes held its rival's join back 10-12 s, and not at all with a cpu
+    cgroup a seat (stop 38). Where autogroups share it, no cpu cgroup is made (it would cost context switches)."""
+    switch = tmp_path / "sched_autogroup_enabled"
+    monkeypatch.setattr(launcher, "AUTOGROUPS", switch)
     try:
-        weights = [path for path in made for name in ("cpu.shares", "cpu.weight") if (path / name).is_file()]
-        assert weights, made
+        for autogroups in ("1", "0"):
+            switch.write_text(autogroups + "\n")
+            _usable_hierarchies.cache_clear()
+            made = launcher._make_cgroups(Limits())
+            try:
+                weights = [path for path in made for name in ("cpu.shares", "cpu.weight") if (path / name).is_file()]
+            finally:
+                for path in made:
+                    launcher._remove_cgroup(path)
+            if autogroups == "1" and launcher._autogrouped():
+                assert not weights, made
+            elif autogroups == "0":
+                if "cpu" not in cgroup_limits():
+                    pytest.skip("no cpu cgroup can be made here")
+                assert weights, made
     finally:
-        for path in made:
-            launcher._remove_cgroup(path)
+        _usable_hierarchies.cache_clear()
