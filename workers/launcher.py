@@ -181,7 +181,8 @@ def resolve_program(spec: str) -> BotProgram:
         known = ", ".join(EXAMPLE_BOTS)
         raise LaunchError(
             f"unknown bot {spec!r}: not an example bot ({known}), a .py file or a program on PATH (a bot added with"
-            " `mus bot add` is not taken here: give its command after `--`, or `mus bot check NAME`)"
+            " `mus bot add` is not taken here by its name: `mus match play` takes its command after `--`, and `mus bot"
+            " check NAME` checks it)"
         )
     if (own := own_program_file(first)) is not None:
         return BotProgram(own.name, (str(own), *words[1:]), own.parent)

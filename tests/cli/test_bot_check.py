@@ -387,7 +387,10 @@ def test_bot_add_check_runs_the_check_on_the_new_version_and_fails_with_it(datab
     ids=["nothing", "both", "variant", "matches", "option", "program"],
 )
 def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> None:
-    assert message in error_of(runner.invoke(app, ["bot", "check", *args]))
+    said = error_of(runner.invoke(app, ["bot", "check", *args]))
+    assert message in said
+    if args[-1:] == ["no-such-program-here"]:  # not told to give, after `--`, the command it gave there (helper-64)
+        assert "`mus bot check NAME` checks it" in " ".join(said.split()), said
 
 
 def test_a_remote_or_unknown_bot_by_name_is_a_one_line_error(database: str) -> None:
