@@ -166,7 +166,8 @@ def add_command(
         typer.Option(
             "--dir",
             help="The bot's folder: it runs there, and its content hash versions the bot. Default: the folder of "
-            "the first file the command names (give --dir for `python -m package`).",
+            "its program when given by a path (`./mybot`), else of the first file the command names (give --dir "
+            "for `python -m package`).",
         ),
     ] = None,
     language: Annotated[
