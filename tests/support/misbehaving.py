@@ -34,11 +34,13 @@ Modes (each plays its own seat with the random policy of tests/support/wire.py u
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import json
 import os
 import queue
 import random
 import secrets
+import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -589,9 +591,25 @@ async def launch(
     )
 
 
+COLLECT_S = 30.0
+"""How long a misbehaving bot may take to end, less than its tests' own time limits: one that has not ended is
+killed, and its stderr, with every thread's stack, shown (a CI run's flood bot never ended, and only its test's
+timeout said anything)."""
+
+
 async def collect(mode: str, process: asyncio.subprocess.Process) -> BotRun:
-    """Wait for the process to exit and read its report."""
-    stdout, stderr = await process.communicate()
+    """Wait for the process to exit and read its report; one still running after COLLECT_S is killed, and the
+    failure quotes what it wrote on stderr."""
+    try:
+        stdout, stderr = await asyncio.wait_for(process.communicate(), COLLECT_S)
+    except TimeoutError:
+        process.send_signal(signal.SIGUSR1)  # its threads' stacks to stderr (`faulthandler`, below)
+        await asyncio.sleep(0.5)
+        process.kill()
+        _, stderr = await process.communicate()
+        raise AssertionError(
+            f"the {mode} bot had not ended after {COLLECT_S:g} s; its stderr:\n{stderr.decode(errors='replace')}"
+        ) from None
     lines = stdout.decode().strip().splitlines()
     report = Report.from_json(lines[-1]) if lines else None
     assert process.returncode is not None
@@ -599,6 +617,7 @@ async def collect(mode: str, process: asyncio.subprocess.Process) -> BotRun:
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # where it hangs, should it (`collect`)
     if len(sys.argv) != 2 or sys.argv[1] not in MODES:
         sys.exit(f"usage: python -m tests.support.misbehaving {{{'|'.join(MODES)}}}")
     sys.exit(asyncio.run(main(sys.argv[1])))
