@@ -186,7 +186,7 @@ def resolve_program(spec: str) -> BotProgram:
         )
     if (own := own_program_file(first)) is not None:
         return BotProgram(own.name, (str(own), *words[1:]), own.parent)
-    return BotProgram(Path(first).name, tuple(words), command_folder(words))
+    return BotProgram(Path(first).name, tuple(words), _script_folder(words))
 
 
 LANGUAGE_BY_SUFFIX = {
@@ -210,7 +210,7 @@ LANGUAGE_BY_SUFFIX = {
     ".sh": "shell",
 }
 """The language of a command by the suffix of a file it names, when its program says nothing; what makes an
-argument a script (`command_folder`)."""
+argument a script (`_script_folder`)."""
 
 
 def own_program_file(word: str) -> Path | None:
@@ -232,22 +232,16 @@ def own_program_file(word: str) -> Path | None:
     return resolved
 
 
-def command_folder(words: Sequence[str]) -> Path:
-    """Where a command line given whole (`mus match play -- ...`, `mus bot check -- ...`) runs: the current folder,
-    as in a shell, unless what it runs lies elsewhere, in a folder its sandbox then binds instead (the current one
-    would not hold it): the program itself (`/path/to/mybot`, `own_program_file`), else a script named by an
-    absolute path (`sh /path/to/bot.sh`: a language's suffix, `LANGUAGE_BY_SUFFIX`; a data file's folder is not
-    the bot's)."""
+def _script_folder(words: Sequence[str]) -> Path:
+    """Where a command line given whole (`mus match play -- ...`, `mus bot check -- ...`) whose program is not the
+    bot's own file runs: the current folder, as in a shell, unless it names a script by an absolute path elsewhere
+    (`sh /path/to/bot.sh`: a language's suffix, `LANGUAGE_BY_SUFFIX`; a data file's folder is not the bot's), whose
+    folder its sandbox then binds instead (the current one would not hold it)."""
     cwd = Path.cwd()
-    own = own_program_file(words[0])
-    scripts = [
-        Path(word)
-        for word in words[1:]
-        if Path(word).is_absolute() and Path(word).suffix.lower() in LANGUAGE_BY_SUFFIX and _is_file(Path(word))
-    ]
-    named = own or (scripts[0].resolve() if scripts else None)
-    if named is not None and not named.is_relative_to(cwd):
-        return named.parent
+    for word in words[1:]:
+        path = Path(word)
+        if path.is_absolute() and path.suffix.lower() in LANGUAGE_BY_SUFFIX and _is_file(path):
+            return cwd if path.resolve().is_relative_to(cwd) else path.resolve().parent
     return cwd
 
 
@@ -970,10 +964,9 @@ def _hierarchies() -> tuple[_Hierarchy, ...]:
     (and cpuacct, which limits nothing but counts the seat's CPU), or v2 with pids, memory and cpu delegated (its
     cpu.stat counts the CPU). A seat's cpu cgroup keeps the default weight, so the seats that run at once share
     the CPU as equals whatever their processes; made only where the scheduler's autogroups do not do it already
-    (`AUTOGROUPS`). And
-    a v2 cgroup wherever this process's v2 cgroup is writable (on a hybrid machine too, beside v1's), for its
-    `cgroup.freeze` (FREEZE: a seat runs only in its turns, `TurnGate`). Seat cgroups sit inside the worker's, so
-    they count toward its limits."""
+    (`AUTOGROUPS`). And a v2 cgroup wherever this process's v2 cgroup is writable (on a hybrid machine too, beside
+    v1's), for its `cgroup.freeze` (FREEZE: a seat runs only in its turns, `TurnGate`). Seat cgroups sit inside
+    the worker's, so they count toward its limits."""
     root = Path("/sys/fs/cgroup")
     own = _own_cgroups()
     found: list[_Hierarchy] = []
