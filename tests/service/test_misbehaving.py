@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import warnings
 from dataclasses import dataclass
 
 import grpc
@@ -445,6 +446,8 @@ def test_a_flood_is_cut_with_resource_exhausted_and_recorded_as_a_protocol_error
     assert all(not rejection.fault_counted for rejection in report.rejections), "stale re-sends are no fault"
     assert incidents(result.bad) == [(BAD, "protocol_error"), (BAD, "disconnect")]
     assert_forfeit_by_timeouts(result.bad)
+    if "had not closed the channel" in result.culprit_run.stderr:  # grpc's client, not the referee (`close_or_leave`)
+        warnings.warn(f"the flood bot's channel did not close:\n{result.culprit_run.stderr}", stacklevel=1)
 
 
 @pytest.mark.slow
