@@ -189,9 +189,10 @@ class _FirstMessage:
             try:
                 done, _ = await asyncio.wait((message, self.evicted), return_when=asyncio.FIRST_COMPLETED)
             finally:  # evicted, or the call ended (cancelled): whatever its read raises now is of no interest
-                if not message.done():
-                    message.cancel()
-                    message.add_done_callback(_retrieved)  # else asyncio logs each one: a review's flood, 60 KB/s
+                message.cancel()
+                # Else asyncio logs each one (a review's flood, 60 KB/s), a read that ended as the call was cancelled
+                # too (another's, 85 KB/s, stop 39).
+                message.add_done_callback(_retrieved)
             if message not in done:
                 raise _Evicted
             first = message.result()

@@ -299,6 +299,38 @@ def test_a_waiting_stream_whose_call_ends_leaves_no_unretrieved_read_behind() ->
     assert asyncio.run(scenario()) == []
 
 
+@pytest.mark.parametrize("turns", range(4))
+def test_a_read_that_ended_as_its_call_was_cancelled_is_retrieved_too(turns: int) -> None:
+    """A review's bot opened streams on its seat's socket and cancelled each at once: the stream's end and the
+    call's cancel came in one turn of the loop, the read had already ended (StopAsyncIteration), and each such call
+    left a traceback in the worker's log, 85 KB a second outside the seat's output cap (stop 39). `turns`: when
+    the cancel comes, counted in turns of the event loop after the read began."""
+
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        logged: list[str] = []
+        loop.set_exception_handler(lambda _, context: logged.append(str(context.get("message"))))
+
+        async def gone() -> Any:  # the client's stream: it has already ended
+            return
+            yield
+
+        first = quota._FirstMessage(gone(), quota._Budget(10, 10), "peer", 60.0, {})
+        reading = asyncio.ensure_future(anext(aiter(first)))
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await reading
+        del reading
+        await asyncio.sleep(0.01)
+        gc.collect()
+        await asyncio.sleep(0.01)
+        return logged
+
+    assert asyncio.run(scenario()) == []
+
+
 def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
