@@ -686,7 +686,7 @@ def output_tail(path: Path | None) -> tuple[str, ...]:
     the trace's last frames, and the stdio bridge's 'cannot read your answer' came a few lines before the end."""
     if path is None or not path.exists():
         return ()
-    lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    lines = [visible(line.strip()) for line in path.read_text(errors="replace").splitlines() if line.strip()]
     if not lines:
         return (f"its output ({path.name}) is empty",)
     tail, above = lines[-TAIL_LINES:], lines[-HEADLINE_SEARCH_LINES:-TAIL_LINES]
@@ -696,6 +696,15 @@ def output_tail(path: Path | None) -> tuple[str, ...]:
         return (f"last lines of its output ({path}):", *(f"  {line[:200]}" for line in tail))
     quoted = (headline, *tail)
     return (f"its first error and last lines of output ({path}):", *(f"  {line[:200]}" for line in quoted))
+
+
+def visible(line: str) -> str:
+    """The line with every character a terminal would act on (ESC, BEL, the C1 controls, bidi overrides: all that
+    is not printable) written out as an escape: a bot's output is quoted on its checker's terminal, and a review's
+    bot set the clipboard (OSC 52) and rewrote lines above through it (stop 39)."""
+    if line.isprintable():
+        return line
+    return "".join(char if char.isprintable() or char == "\t" else ascii(char)[1:-1] for char in line)
 
 
 HEADLINE = re.compile(r"^[\w.$]*(?:Error|Exception)\b|\b(?:ERROR|FATAL|CRITICAL)\b|^panic:|^error(?:\[\w+\])?:")

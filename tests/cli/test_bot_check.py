@@ -455,6 +455,17 @@ def test_a_failures_quoted_output_starts_at_the_error_line_above_a_stack_traces_
     assert output_tail(plain)[1:] == ("  two", "  three", "  four")
 
 
+def test_a_quoted_output_shows_what_a_terminal_would_act_on_as_escapes(tmp_path: Path) -> None:
+    """A review's bot wrote OSC 52 (set the clipboard), a window title and cursor moves that hid the lines above
+    onto the terminal of whoever checked it (stop 39): quoted, each is written out, the rest as it was."""
+    log = tmp_path / "seat.log"
+    log.write_text("Error: \x1b]52;c;ZWNobyBwd25lZA==\x1b\\ \x1b]0;title\x07\x1b[1A\x1b[2K\x9b2J \u202eé\tok\n")
+    quoted = output_tail(log)
+    written_out = r"\x1b]52;c;ZWNobyBwd25lZA==\x1b\ \x1b]0;title\x07\x1b[1A\x1b[2K\x9b2J \u202e"
+    assert quoted[1] == f"  Error: {written_out}é\tok", quoted
+    assert all(char.isprintable() or char == "\t" for line in quoted for char in line), quoted
+
+
 UNFLUSHED = """import json, sys
 out = open(sys.stdout.fileno(), "w", buffering=65536)  # a C program's stdout on a pipe: answers sit in its buffer
 for line in sys.stdin:
