@@ -820,7 +820,7 @@ async def _play(
             raise LaunchError(f"cannot listen on {host_address}")
         await server.start()
         open_to_seat(socket_dir / "referee.sock")
-        sandbox = Sandbox(socket_dir, config.sandbox) if config.sandbox is not None else None
+        sandbox = Sandbox(socket_dir, config.sandbox, hidden=log_dir) if config.sandbox is not None else None
         address = f"unix:{SOCKET_DIR}/referee.sock" if sandbox is not None else host_address
         names = [program.name if seat in bot_seats else REFERENCE.name for seat in range(4)]
         table = referee.create_table(rules, seed, names, join_timeout_s=config.join_timeout_s + MARGIN_S)

@@ -158,6 +158,9 @@ class Sandbox:
     socket_dir: Path
     limits: Limits = field(default_factory=Limits)
     frames_dir: Path | None = None
+    hidden: Path | None = None
+    """The match's logs folder: should it lie in a folder the seat sees (`mus match play --logs logs/` run in the
+    bot's own folder), an empty one covers it, else the seat would read the other seats' output as they play."""
 
 
 def resolve_program(spec: str) -> BotProgram:
@@ -444,6 +447,9 @@ def sandbox_command(
         if not any(executable.is_relative_to(root) for root in bound):
             bwrap += mount("--ro-bind", str(executable), str(executable))
             bound.append(executable)
+    hidden = sandbox.hidden.resolve() if sandbox.hidden is not None else None
+    if hidden is not None and hidden.is_dir() and any(hidden.is_relative_to(root) for root in bound):
+        bwrap += mount("--perms", "0555", "--size", "4096", "--tmpfs", str(hidden))
     bwrap += ["--remount-ro", "/"]  # the root holding the mount points: nothing to write there either
     if seccomp_fd is not None:
         bwrap += ["--seccomp", str(seccomp_fd)]
@@ -1574,7 +1580,8 @@ def start_pooled(
     """Start a process of `program` that plays seats given on its standard input (SEATS_VARIABLE), confined
     like a seat (`launch_bot`) when `limits` are given. `socket_dir` is its own folder, bound at SOCKET_DIR in
     its sandbox: the referee of each of its matches listens there too, so it never sees another's socket."""
-    sandbox = Sandbox(socket_dir, limits) if limits is not None else None
+    hidden = log_path.parent if log_path is not None else None
+    sandbox = Sandbox(socket_dir, limits, hidden=hidden) if limits is not None else None
     seccomp = seccomp_pipe() if sandbox is not None else contextlib.nullcontext(None)
     with seccomp as seccomp_fd:
         return _start_pooled(program, socket_dir, sandbox, log_path, seccomp_fd)

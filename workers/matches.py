@@ -332,7 +332,9 @@ async def play_programs(
                 join_timeout_s=join_timeout_s,
                 log_dir=log_dir,
                 sandboxes=[
-                    Sandbox(frames[seat].folder, sandbox) if sandbox is not None and seat in frames else None
+                    Sandbox(frames[seat].folder, sandbox, hidden=log_dir)
+                    if sandbox is not None and seat in frames
+                    else None
                     for seat in range(4)
                 ],
                 pool=pool,
@@ -491,7 +493,7 @@ async def play_on_referee(
                         )
                     )
                     open_to_seat(socket_dirs[-1] / "referee.sock")
-                    sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox)
+                    sandboxes[seat] = Sandbox(socket_dirs[-1], sandbox, hidden=log_dir)
             return await _play(
                 teams,
                 rules,

@@ -340,6 +340,23 @@ class SlowBot(PassiveBot):
         return super().decide(view)
 
 
+class LogsBot(PassiveBot):
+    """At its first decision, once every seat has joined and writes its log, lists the match's logs folder
+    (`--target`), which lies in the bot's own folder: it must see none of them (`launcher.Sandbox.hidden`)."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__()
+        self.folder = folder
+        self.listed = False
+
+    def decide(self, view: BotView) -> Action:
+        if not self.listed:
+            self.listed = True
+            names = sorted(os.listdir(self.folder))
+            report("logs", bool(names), ",".join(names) or "empty")
+        return super().decide(view)
+
+
 RUNNING: list[int] = []
 """CLOCK_MONOTONIC in µs, sampled every 0.2 ms while the process runs (`attack_clock`)."""
 
@@ -523,6 +540,7 @@ ATTACKS: dict[str, Callable[[argparse.Namespace], None]] = {
     "clock": attack_clock,
     "counters": attack_counters,
     "procfs": attack_procfs,
+    "logs": lambda options: None,  # as it plays: `LogsBot`
 }
 
 
@@ -541,6 +559,8 @@ def main() -> None:
     if "exit" in modes:
         raise SystemExit(1)
     bot = SleepingBot() if "sleep" in modes else SlowBot() if "clock" in modes else PassiveBot()
+    if "logs" in modes:
+        bot = LogsBot(options.target[0])
     code = _join_briefly(bot) if "health" in modes else run_main(bot)
     if "clock" in modes:
         report_running()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import tests.support.hostile
 import tests.support.hostile_seats
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
@@ -92,6 +93,25 @@ def test_pooled_processes_play_several_matches_with_the_results_of_bots_launched
     assert pids[0] == pids[1] == pids[2], "the same four processes played every match"
     assert len(set(pids[0].values())) == 4, "four seats, four processes: partners are separate processes"
     assert pool.started == 4
+
+
+@pytest.mark.skipif(LIMITS is None, reason="what hides them is the sandbox")
+def test_a_pooled_process_whose_pools_logs_lie_in_its_own_folder_sees_none_of_them(tmp_path: Path) -> None:
+    """As a launched seat (tests/workers/test_sandbox.py): `mus bot check --logs` in the bot's own folder puts the
+    pool's logs there too, and an empty folder covers them in its processes' sandboxes (stop 39)."""
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    shutil.copy(tests.support.hostile.__file__, folder / "hostile.py")
+    logs = folder / "logs"
+    command = (sys.executable, str(folder / "hostile.py"), "logs", "--target", str(logs))
+    pool = BotPool(LIMITS, log_dir=logs)
+    try:
+        played = play_match((BotProgram("hostile", command, folder, persistent=True), instant("b")), 3, pool)
+    finally:
+        pool.close()
+    assert played.match.outcome is not None and not played.incidents
+    seen = [log.read_text() for log in sorted(logs.glob("hostile-half*.log"))]
+    assert len(seen) == 2 and all("ATTACK logs BLOCKED empty" in text for text in seen), seen
 
 
 def test_a_bot_that_meets_itself_plays_its_four_seats_with_four_processes(pool: BotPool) -> None:

@@ -205,6 +205,24 @@ def test_a_seat_sees_of_proc_only_its_processes_the_settings_and_still_copies(tm
     assert attacks(free.logs[0])["procfs"][0].startswith("BREACH"), "unconfined, the host's /proc is all there"
 
 
+@needs_bwrap
+def test_a_match_whose_logs_lie_in_a_bots_own_folder_shows_that_bot_none_of_them(tmp_path: Path) -> None:
+    """A review ran `mus match play --logs logs/` in its bot's folder, as docs/protocol.md shows, and the bot read
+    its rivals' logs as they were written (a bot being debugged logs its hand): the sandbox covers the folder with
+    an empty one (stop 39). Unconfined, the same bot lists them: the test is of the sandbox."""
+    program, _ = hostile(tmp_path, "logs")
+    assert program.cwd is not None
+    logs = program.cwd / "logs"
+    program = dataclasses.replace(program, command=(*program.command, "--target", str(logs)))
+    played = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, sandbox=Limits(), log_dir=logs))
+    for seat in (0, 2):
+        assert attacks(played.logs[seat])["logs"] == ["BLOCKED empty"]
+    shutil.rmtree(logs)
+    free = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, log_dir=logs))
+    seen = attacks(free.logs[0])["logs"][0]
+    assert seen.startswith("BREACH") and "seat1-passive" in seen, seen
+
+
 def running_spans(log: Path) -> list[tuple[float, float]]:
     """When a seat's process ran (hostile.py's `clock` attack), in seconds of CLOCK_MONOTONIC."""
     line = next(line for line in log.read_text().splitlines() if line.startswith("RUNNING "))
