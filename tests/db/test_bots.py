@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from workers.db.errors import Conflict, InvalidInput, NotFound
 from workers.db.models import LeagueStatus
 from workers.db.repo import bots
 from workers.db.session import session_scope
+
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def test_adding_a_bot_creates_it_with_version_1(engine: Engine, tmp_path: Path) -> None:
@@ -76,8 +80,9 @@ def test_content_hash_covers_file_contents_and_names_but_not_caches(tmp_path: Pa
 def test_content_hash_reads_regular_files_and_links_to_files_but_never_enters_a_link_to_a_folder(
     tmp_path: Path,
 ) -> None:
-    """What the hash reads, as `os.walk` finds it: nested files and a link to a file (its target's bytes), never a
-    linked folder (which could be anything on the host), a broken link, a fifo or the skipped caches."""
+    """What the hash reads, as `os.walk` finds it: nested files and a link to a file (out of the folder, where it
+    points: the sandbox does not show the bot that place), never a linked folder (which could be anything on the
+    host), a broken link, a fifo or the skipped caches."""
     folder = bot_folder(tmp_path, "alpha")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -90,16 +95,50 @@ def test_content_hash_reads_regular_files_and_links_to_files_but_never_enters_a_
     os.mkfifo(folder / "pipe")
     (folder / "lib" / "__pycache__").mkdir()
     (folder / "lib" / "__pycache__" / "x.pyc").write_bytes(b"\x00")
-    names = [relative for relative, _ in bots._bot_files(folder)]
+    names = [relative for relative, _, _ in bots._bot_files(folder)]
     assert "lib/deep/table.txt" in names and "linked.txt" in names
     assert not [name for name in names if name.startswith(("linked_folder", "broken", "pipe", "lib/__pycache__"))]
     assert names == sorted(names)
     before = repo.content_hash(COMMAND, folder)
-    (outside / "secret.txt").write_text("changed through the link\n")
-    assert repo.content_hash(COMMAND, folder) != before, "a linked file's bytes are the bot's"
+    (outside / "secret.txt").write_text("changed out of the folder\n")
+    assert repo.content_hash(COMMAND, folder) == before, "out of the folder, a link counts by where it points"
+    (outside / "other.txt").write_text("elsewhere\n")
+    (folder / "linked.txt").unlink()
+    (folder / "linked.txt").symlink_to(outside / "other.txt")
+    assert repo.content_hash(COMMAND, folder) != before, "pointed elsewhere, it is another version"
     after = repo.content_hash(COMMAND, folder)
     (outside / "other.txt").write_text("beside it, in the linked folder\n")
     assert repo.content_hash(COMMAND, folder) == after, "a linked folder is not read"
+
+
+RENAMED_HASH = f"""
+import ctypes, sys
+from pathlib import Path
+from workers.db import repo
+ctypes.CDLL(None).prctl(15, b"another-name", 0, 0, 0)
+print(Path("/proc/self/comm").read_text().strip())
+print(repo.content_hash({list(COMMAND)!r}, sys.argv[1]))
+"""
+"""`repo.content_hash` of a folder in a process named otherwise."""
+
+
+def test_a_link_in_the_folder_counts_by_its_bytes_and_a_link_out_of_it_reads_the_same_in_every_process(
+    tmp_path: Path,
+) -> None:
+    """A review linked its bot's `comm.txt` to /proc/self/comm: `mus bot add` read "mus", the league's worker
+    "python", and every match of the bot was refused as changed since it was added, charged to nobody (stop 39).
+    A link within the folder still counts by the bytes it shows."""
+    folder = bot_folder(tmp_path, "alpha")
+    (folder / "comm.txt").symlink_to("/proc/self/comm")
+    (folder / "book.txt").write_text("opening book\n")
+    (folder / "same_book.txt").symlink_to(folder / "book.txt")
+    renamed = subprocess.run(  # a process of another name (PR_SET_NAME), as a worker is beside `mus bot add`
+        [sys.executable, "-c", RENAMED_HASH, str(folder)], capture_output=True, text=True, check=True, cwd=PROJECT
+    )
+    assert renamed.stdout.splitlines() == ["another-name", repo.content_hash(COMMAND, folder)]
+    before = repo.content_hash(COMMAND, folder)
+    (folder / "book.txt").write_text("another book\n")
+    assert repo.content_hash(COMMAND, folder) != before
 
 
 def test_content_hash_does_not_depend_on_where_the_folder_is(tmp_path: Path) -> None:

@@ -60,7 +60,10 @@ def content_hash(command: Sequence[str], folder: str | Path | None) -> str:
 
     Each part is framed (its relative path and length go in before its bytes), so moving bytes from one file
     to another, or renaming a file, changes the hash. The folder's own location does not count: the same
-    program copied elsewhere is the same version.
+    program copied elsewhere is the same version. A link to a file out of the folder counts by where it points,
+    not by what it holds there: the sandbox shows the bot its folder, not that place (docs/sandbox.md), and a
+    review's link to /proc/self/comm read differently in each process, so every match of its bot was refused as
+    changed, charged to nobody (stop 39).
     """
     words = _check_command(command)
     digest = hashlib.sha256(b"mus-arena/bot-content/v1\0")
@@ -70,7 +73,12 @@ def content_hash(command: Sequence[str], folder: str | Path | None) -> str:
     root = Path(folder)
     if not root.is_dir():
         raise NotFound(f"bot folder {str(root)!r} is not a directory")
-    for relative, path in _bot_files(root):
+    for relative, path, link in _bot_files(root):
+        if link is not None:
+            target = os.fsencode(link)
+            digest.update(f"{relative}\0->\0{len(target)}\0".encode())
+            digest.update(target)
+            continue
         try:
             data = path.read_bytes()
         except OSError as error:
@@ -121,20 +129,24 @@ def _signature(root: Path) -> tuple[_Stamp, ...]:
         raise NotFound(f"bot folder {str(root)!r} is not a directory")
     return tuple(
         (relative, stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns, stat.st_dev)
-        for relative, _, stat in _bot_entries(root)
+        for relative, _, stat, _ in _bot_entries(root)
     )
 
 
-def _bot_files(root: Path) -> list[tuple[str, Path]]:
-    return [(relative, Path(path)) for relative, path, _ in _bot_entries(root)]
+def _bot_files(root: Path) -> list[tuple[str, Path, str | None]]:
+    """Each file of the content hash: its path in the folder, on the host, and for a link out of the folder where
+    it points (hashed in place of the bytes there)."""
+    return [(relative, Path(path), link) for relative, path, _, link in _bot_entries(root)]
 
 
-def _bot_entries(root: Path) -> list[tuple[str, str, os.stat_result]]:
+def _bot_entries(root: Path) -> list[tuple[str, str, os.stat_result, str | None]]:
     """The regular files under `root` that make its content hash, path-sorted, each with its path and `stat` (one
-    each, following a link to a file). As `os.walk` would find them (a link to a folder is not entered), on plain
-    strings: a worker stamps every file of each hosted side's folder before every match (a JavaScript bot's
-    node_modules holds a thousand), and the walk's paths cost as much as the stats."""
-    entries: list[tuple[str, str, os.stat_result]] = []
+    each, following a link to a file), and for a link out of the folder where it points, with the link's own `stat`
+    (`content_hash`). As `os.walk` would find them (a link to a folder is not entered), on plain strings: a worker
+    stamps every file of each hosted side's folder before every match (a JavaScript bot's node_modules holds a
+    thousand), and the walk's paths cost as much as the stats."""
+    entries: list[tuple[str, str, os.stat_result, str | None]] = []
+    inside = os.path.join(os.path.realpath(root), "")
     pending = [(str(root), "")]
     while pending:
         directory, prefix = pending.pop()
@@ -159,8 +171,15 @@ def _bot_entries(root: Path) -> list[tuple[str, str, os.stat_result]]:
                 stat = item.stat()
             except OSError:
                 continue  # gone, or a broken link: not a file (as `is_file` says)
-            if S_ISREG(stat.st_mode):
-                entries.append((f"{prefix}{name}", item.path, stat))
+            if not S_ISREG(stat.st_mode):
+                continue
+            link = None
+            if item.is_symlink() and not os.path.realpath(item.path).startswith(inside):
+                try:
+                    link, stat = os.readlink(item.path), item.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone meanwhile
+            entries.append((f"{prefix}{name}", item.path, stat, link))
     return sorted(entries, key=lambda entry: entry[0])
 
 
