@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from workers.scratch import own_folder
 from workers.seccomp import seccomp_filter
@@ -900,33 +901,52 @@ async def _read_start(stream: asyncio.StreamReader, started: asyncio.Event, setu
 
 class _CappedLog:
     """A seat's log file that keeps the first `cap` bytes of its output, then a marker, and drops the rest (its
-    reader keeps reading, so that a chatty bot never blocks on a full pipe)."""
+    reader keeps reading, so that a chatty bot never blocks on a full pipe).
+
+    A log that cannot be written (its disk full) drops the rest too, with a warning in the worker's log: its reader
+    must go on reading. A review's bot filled the logs' disk with its allowed output; the reader that died of it
+    left the seat's pipe unread, and the worker waited for that seat's end for good, holding the machine's play
+    lock (stop 39)."""
 
     def __init__(self, log_path: Path | None, cap: int) -> None:
-        self.output = log_path.open("ab") if log_path is not None else None
+        self.path = log_path
         self.cap = cap
         self.written = 0
         self.line_ended = True
+        self.output: BinaryIO | None = None
+        if log_path is not None:
+            try:
+                self.output = log_path.open("ab")
+            except OSError as error:
+                self._lost(error)
 
     def write(self, chunk: bytes) -> None:
         if self.output is None or self.written >= self.cap or not chunk:
             return
         kept = chunk[: self.cap - self.written]
-        self.output.write(kept)
-        self.written += len(kept)
-        self.line_ended = kept.endswith(b"\n")
-        if self.written >= self.cap:
-            self.output.write(TRUNCATED_MARKER)
-        self.output.flush()
+        try:
+            self.output.write(kept)
+            self.written += len(kept)
+            self.line_ended = kept.endswith(b"\n")
+            if self.written >= self.cap:
+                self.output.write(TRUNCATED_MARKER)
+            self.output.flush()
+        except OSError as error:
+            self._lost(error)
+            self.close()
+
+    def _lost(self, error: OSError) -> None:
+        log.warning("the output of a seat is no longer kept in %s: %s", self.path, error.strerror or error)
 
     def note(self, text: str) -> None:
         """A line of the worker's own in the log, on a line of its own (`PooledProcess.note`)."""
         self.write((b"" if self.line_ended else b"\n") + f"--- mus: {text} ---\n".encode())
 
     def close(self) -> None:
-        if self.output is not None:
-            self.output.close()
-            self.output = None
+        output, self.output = self.output, None
+        if output is not None:
+            with contextlib.suppress(OSError):  # what it still held is lost with the disk's room
+                output.close()
 
 
 async def _keep_output(

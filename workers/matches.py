@@ -785,8 +785,13 @@ async def _stop(watchers: list[asyncio.Task[None]], processes: list[BotProcess])
     """However a match runner ends: stop watching the bots, and kill everything a seat started."""
     for watcher in watchers:
         watcher.cancel()
-    for process in processes:
-        await process.close()
+    failures = [
+        error
+        for error in await asyncio.gather(*(process.close() for process in processes), return_exceptions=True)
+        if error is not None
+    ]
+    if failures:  # every seat was closed all the same: one that raised must not leave the others running
+        raise failures[0]
 
 
 async def _reap(processes: list[BotProcess]) -> None:

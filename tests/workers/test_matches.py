@@ -30,6 +30,7 @@ from workers.matches import (
     RefereeFailure,
     _incidents,
     _resimulated,
+    _stop,
     fault_records,
     incident_records,
     play_on_referee,
@@ -274,3 +275,53 @@ def test_the_embedded_referee_serves_its_admin_api_on_no_socket_and_in_process_c
             await embedded.close()
 
     asyncio.run(scenario())
+
+
+CHATTY = """\
+import sys
+sys.stdout.write(("a line a debugging bot writes" * 30 + "\\n") * 2000)  # about 1.8 MiB, more than a pipe holds
+sys.stdout.flush()
+from clients.bots.random_bot import RandomBot
+from clients.sdk import run_bot
+run_bot(RandomBot(seed=1))
+"""
+
+
+@pytest.mark.slow
+def test_a_seat_whose_log_cannot_be_written_plays_on_and_its_match_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A review's bot filled the logs' disk with the output it may write: the reader of a seat's output died of the
+    failed write, the seat's pipe was left unread, and the worker waited for that seat's end for good, holding the
+    machine's play lock (stop 39). /dev/full stands for the full disk: the output is dropped, the match plays on."""
+    folder = tmp_path / "chatty"
+    folder.mkdir()
+    (folder / "chatty.py").write_text(CHATTY)
+    chatty = BotProgram("chatty", (sys.executable, str(folder / "chatty.py")), folder)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for seat in (0, 2):
+        (logs / f"seat{seat}-chatty.log").symlink_to("/dev/full")
+    played = asyncio.run(asyncio.wait_for(play_programs((chatty, instant("b")), FAST, 3, log_dir=logs), 60))
+    assert played.match.outcome is not None and not played.incidents and not fault_records(played.match)
+    assert caplog.text.count("the output of a seat is no longer kept") == 2, caplog.text
+
+
+def test_stopping_a_match_closes_every_seat_though_one_close_raises() -> None:
+    """One seat's close that raised left the seats after it running, unfrozen, beside the next matches (a review's
+    full disk, stop 39): every seat is closed, then the first failure is raised."""
+    closed: list[int] = []
+
+    class Seat:
+        def __init__(self, number: int) -> None:
+            self.number = number
+
+        async def close(self) -> None:
+            if self.number == 0:
+                raise OSError(28, "No space left on device")
+            await asyncio.sleep(0)
+            closed.append(self.number)
+
+    with pytest.raises(OSError, match="No space left"):
+        asyncio.run(_stop([], [Seat(number) for number in range(4)]))  # type: ignore[misc]
+    assert sorted(closed) == [1, 2, 3]
