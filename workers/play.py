@@ -51,6 +51,7 @@ from workers.db.models import Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import database_url, ensure_schema, make_engine, session_scope
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
+from workers.logs import keep_within_limit, log_limit, log_root
 from workers.matches import (
     PlayedMatch,
     RemoteBot,
@@ -66,6 +67,9 @@ log = logging.getLogger(__name__)
 
 LEASE_S = float(os.environ.get("MUS_LEASE_S", "60"))
 """How long a claim lasts without a heartbeat; a worker that dies loses its match after this."""
+
+LOG_LIMIT = log_limit()
+"""MUS_LOG_LIMIT, read as the worker starts: a wrong one stops it there, not each match."""
 
 MAX_ATTEMPTS = 3
 """Infrastructure failures in a row after which a match is marked failed instead of requeued."""
@@ -129,8 +133,10 @@ def database() -> Engine:
 
 def logs_dir(match_id: int) -> Path:
     """Where the bots' output of a match goes (MUS_LOG_DIR, default ./.mus-logs); made when a seat is launched
-    there (a match whose seats are all pooled writes nothing of its own: its processes log in the pool's folder)."""
-    return Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / f"match-{match_id}"
+    there (a match whose seats are all pooled writes nothing of its own: its processes log in the pool's folder).
+    The oldest logs make room first, should they pass MUS_LOG_LIMIT (`workers.logs`)."""
+    keep_within_limit(log_root(), LOG_LIMIT)
+    return log_root() / f"match-{match_id}"
 
 
 def play_league_match(
@@ -366,7 +372,7 @@ def exposed_by(folder: Path) -> Path | None:
     url = make_url(database_url())
     if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
         private.append(Path(url.database).resolve())
-    private += [broker_dir(), Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve()]
+    private += [broker_dir(), log_root()]
     folder = folder.resolve()
     return next((path for path in private if path.is_relative_to(folder)), None)
 
@@ -397,7 +403,7 @@ def _play_hosted(setup: MatchSetup) -> _Played:
     limits = _limits(setup)
     pool = None
     if any(program.persistent for program in programs):
-        pool = worker_pool(limits, Path(os.environ.get("MUS_LOG_DIR", ".mus-logs")).resolve() / "pool")
+        pool = worker_pool(limits, log_root() / "pool")
     played = run_on_worker_referee(
         lambda referee: play_programs(
             (programs[0], programs[1]),
