@@ -61,6 +61,8 @@ def action_from_json(text: str) -> Action:
         data = json.loads(text)
     except ValueError as error:
         raise AnswerError(f"not JSON ({error})") from None
+    except RecursionError:  # `[[[[...` a few thousand deep (a review's answer, stop 39)
+        raise AnswerError("not a JSON object: nested too deep") from None
     if not isinstance(data, dict):
         raise AnswerError("not a JSON object")
     known = ", ".join(kind.value for kind in ActionKind)
@@ -95,7 +97,7 @@ def answer_number(text: str) -> int | None:
     """The request `number` an answer line echoes, if it is a JSON object that has one (answers need not)."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     number = data.get("number") if isinstance(data, dict) else None
     return number if isinstance(number, int) and not isinstance(number, bool) else None

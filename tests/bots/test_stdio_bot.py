@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clients.stdio.lines import AnswerError, action_from_json, action_to_json, dump
+from clients.stdio.lines import AnswerError, action_from_json, action_to_json, answer_number, dump
 from referee.causes import IncidentCause
 from referee.engine.actions import Action, ActionKind
 from referee.engine.cards import parse_cards
@@ -101,10 +101,12 @@ def test_an_answer_that_is_not_an_action_says_why() -> None:
         '{"kind":"mus","senas":["nothing"]}': "unknown seña 'nothing'",
         '{"kind":"paso","amount":2}': "paso takes no amount",
         '{"kind":"declare","has_jugada":"yes"}': '"has_jugada" must be true or false',
+        "[" * 30_000: "nested too deep",  # a review's answer: the bridge's log showed a RecursionError (stop 39)
     }
     for line, reason in cases.items():
         with pytest.raises(AnswerError, match=reason):
             action_from_json(line)
+    assert answer_number("[" * 30_000) is None
     # The engine's card notation as one string is read too, and a discard comes out in canonical order.
     assert action_from_json('{"kind":"discard","cards":"3c 12o"}') == Action.discard(parse_cards("12o 3c"))
     assert action_from_json('{"type":"action","kind":"envido","amount":3}') == Action(ActionKind.ENVIDO, amount=3)
