@@ -77,7 +77,7 @@ def test_a_seat_opens_and_closes_no_tcp_socket_and_reaches_the_referee_only_with
                     call.cancel()
         finally:
             await relay.close()
-            for _ in range(100):  # the connection is shut down in grpc's own threads
+            for _ in range(500):  # the connection is shut down in grpc's own threads (2 s were short once, loaded)
                 if not established(port):
                     break
                 await asyncio.sleep(0.02)
