@@ -158,6 +158,14 @@ def _reclaim_expired_leases(sender: Any = None, **_: Any) -> None:
     start_reclaimer(database(), lambda match_id, half: send_match(app, match_id, half))
 
 
+@worker_process_init.connect  # type: ignore[untyped-decorator]
+def _own_connections(sender: Any = None, **_: Any) -> None:
+    """A prefork worker's child takes database connections of its own (`workers.play.after_fork`)."""
+    from workers.play import after_fork
+
+    after_fork()
+
+
 @worker_ready.connect  # type: ignore[untyped-decorator]
 @worker_process_init.connect  # type: ignore[untyped-decorator]
 def _settle_heap(sender: Any = None, **_: Any) -> None:

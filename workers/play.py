@@ -131,6 +131,23 @@ def database() -> Engine:
     return engine
 
 
+_INHERITED: list[object] = []
+"""The connection pools a forked process found in its parent's engine: kept, never used, never closed."""
+
+
+def after_fork() -> None:
+    """In a process forked from a worker (a prefork worker's child): the engine's connections are the parent's,
+    so this process takes new ones. A review killed a `mus worker`'s child: its replacement, forked once the parent
+    held a connection (the lease reclaimer's), sent its queries down the parent's socket, and both workers failed
+    on each other's statements until a match was left queued with no message (stop 39). The old pool is kept
+    here: collected, it would close the parent's SQLite connections from this process too (psycopg 3 closes none
+    of another process's)."""
+    if database.cache_info().currsize:
+        engine = database()
+        _INHERITED.append(engine.pool)
+        engine.dispose(close=False)
+
+
 def logs_dir(match_id: int) -> Path:
     """Where the bots' output of a match goes (MUS_LOG_DIR, default ./.mus-logs); made when a seat is launched
     there (a match whose seats are all pooled writes nothing of its own: its processes log in the pool's folder).

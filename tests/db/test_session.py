@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from workers import play
 from workers.db.errors import InvalidInput
 from workers.db.models import Bot
 from workers.db.session import DATABASE_URL_ENV, database_url, make_engine, session_scope
@@ -74,3 +76,50 @@ def test_objects_stay_readable_after_the_session_ends(engine: Engine) -> None:
         session.add(bot)
     assert bot.name == "kept"
     assert bot.created_at.utcoffset() is not None
+
+
+@pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
+def test_a_process_forked_from_a_worker_takes_connections_of_its_own(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prefork worker's child, forked once the parent held a connection, sent its queries down the parent's
+    socket: both failed on each other's prepared statements, and a match was left queued with no message (a
+    review, stop 39). After `after_fork` the child connects anew, and the parent's connection goes on."""
+    url = (
+        request.getfixturevalue("postgres_database") if backend == "postgresql" else f"sqlite:///{tmp_path / 'mus.db'}"
+    )
+    monkeypatch.setenv(DATABASE_URL_ENV, url)
+    play.database.cache_clear()
+    whose = (
+        "SELECT pg_backend_pid()"
+        if backend == "postgresql"
+        else "SELECT file FROM pragma_database_list WHERE name = 'main'"  # a connection's own, checked below
+    )
+    try:
+        engine = play.database()
+        with engine.connect() as connection:
+            parents = connection.exec_driver_sql(whose).scalar()
+            parent_connection = connection.connection.dbapi_connection
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # the child: as `workers.app` on worker_process_init
+            try:
+                play.after_fork()
+                with play.database().connect() as connection:
+                    backend_pid = connection.exec_driver_sql(whose).scalar()
+                    inherited = connection.connection.dbapi_connection is parent_connection
+                os.write(write, f"{backend_pid}|{inherited}".encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as answer:
+            childs, used_inherited = answer.read().split("|")
+        os.waitpid(child, 0)
+        assert used_inherited == "False", "the child used the connection it inherited"
+        if backend == "postgresql":
+            assert childs != str(parents), "the child's queries went to the parent's server process"
+        with engine.connect() as connection:  # the parent's own connection still answers
+            assert connection.exec_driver_sql(whose).scalar() == parents
+            assert connection.connection.dbapi_connection is parent_connection
+    finally:
+        play.database.cache_clear()

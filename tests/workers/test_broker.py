@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celery.signals import worker_process_init
 from celery.worker import state
 from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
+from workers import app as app_module
+from workers import play
 from workers.app import broker_settings, later, make_app, make_broker_folders, match_queues
 from workers.broker import DELAY_HEADER, MAX_DELAY_S, SCHEME
 
@@ -190,3 +193,15 @@ def test_a_worker_takes_its_first_queue_first_and_the_other_only_when_it_is_empt
 def test_a_worker_started_without_queues_takes_both_halves() -> None:
     """A plain `celery -A workers.app worker` (no -Q) must not leave half 1's matches waiting forever."""
     assert list(make_app().amqp.queues) == list(match_queues())
+
+
+def test_a_prefork_workers_child_takes_database_connections_of_its_own_as_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`workers.play.after_fork` (tests/db/test_session.py), run on Celery's worker_process_init."""
+    called: list[bool] = []
+    monkeypatch.setattr(play, "after_fork", lambda: called.append(True))
+    receivers = [receiver() for _, receiver in worker_process_init.receivers]  # weak references
+    assert app_module._own_connections in receivers
+    app_module._own_connections()
+    assert called == [True]
