@@ -621,7 +621,7 @@ async def _play(
                     processes.append(process)
                     watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, process, _exited(process))))
                 if local is not None and not gate:  # no seat can be stopped here: nothing to gate
-                    local.tables[table_id].turns = None
+                    local.tables[table_id].ungate()
                 final = await _wait_for_end(admin, table_id, auth, admin_address, patience_s=patience_s)
                 ended = True
                 ended_at = time.monotonic()

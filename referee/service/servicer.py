@@ -716,7 +716,7 @@ class StreamedTurns:
     def close(self) -> None:
         """Ungate the table and let its held clocks run."""
         if self.table.turns is self:
-            self.table.turns = None
+            self.table.ungate()
         self.done(self._turn)
 
 

@@ -715,6 +715,19 @@ class Table:
                 self._held = held
                 held.add_done_callback(self._released)
 
+    def ungate(self) -> None:
+        """Nothing stops this table's seats any more (`turns`' caller went away, or answers too late): every seat
+        may run, and the reconnect grace of each whose stream ended while it was stopped starts now. A review
+        killed the worker of a remote bot's match: the table was ungated but took the worker's seats, gone with
+        it, for stopped still, so their grace never ran; their clocks ran out one decision at a time, 170 s with no
+        incident, while the remote bot was held busy (stop 39)."""
+        self.turns = None
+        self._running = frozenset(range(4))
+        for seat, state in enumerate(self.seats):
+            if state.grace_deferred:
+                state.grace_deferred = False
+                state.grace = self.clock.call_later(self.reconnect_grace_s, self._grace_over, seat)
+
     def _released(self, held: asyncio.Future[None]) -> None:
         """The held seats run: give each open decision back the time it was held, and re-arm the clock."""
         if held is not self._held:

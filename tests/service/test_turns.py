@@ -126,3 +126,28 @@ async def held_table() -> None:
     assert asked in table.decisions, "its decision time runs from when it could run"
     answer(table, asked)
     assert table.status is TableStatus.RUNNING and not table.faults() and table.seats[asked].bank == RULES.time_bank_s
+
+
+def test_an_ungated_table_starts_the_grace_of_the_stopped_seats_whose_streams_ended() -> None:
+    """A review killed the worker of a remote bot's match (its seats' processes died with it): the table was
+    ungated, yet it took the worker's seats for stopped still, their grace never ran, and their clocks ran out one
+    decision at a time, 170 s with no incident, while the remote bot was held busy (stop 39)."""
+    asyncio.run(ungated_after_its_worker_died())
+
+
+async def ungated_after_its_worker_died() -> None:
+    clock, calls = FakeClock(), list[frozenset[int]]()
+    table = gated_table(3, calls, clock)
+    stopped = [seat for seat in range(4) if seat not in table.decisions]
+    for seat in stopped:
+        table.detach(seat, table.seats[seat].outbox)  # type: ignore[arg-type]
+    clock.advance(6.0)
+    assert table.incidents == [], "not dropped while it could not run"
+    table.ungate()
+    clock.advance(4.9)
+    assert not any(table.seats[seat].gone for seat in stopped)
+    clock.advance(0.2)
+    assert all(table.seats[seat].gone for seat in stopped)
+    assert sorted((incident.seat, incident.cause) for incident in table.incidents) == [
+        (seat, IncidentCause.DISCONNECT) for seat in stopped
+    ]
