@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -195,3 +196,22 @@ def test_a_state_file_that_cannot_be_read_stops_the_referee_with_one_line(
     result = runner.invoke(app, ["referee", "serve", "--address", "127.0.0.1:0", "--state", str(state)])
     assert result.exit_code == 1, result.output
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def closed_port() -> int:
+    """A port of this host nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_bot_add_remote_registers_on_the_referees_admin_address_when_it_has_one(
+    database: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a worker calls it: a review's registration went to the public port, its admin port set (stop 39)."""
+    public, admin = (closed_port() for _ in range(2))
+    monkeypatch.setenv("MUS_REFEREE_ADDRESS", f"127.0.0.1:{public}")
+    monkeypatch.setenv("MUS_REFEREE_ADMIN_ADDRESS", f"127.0.0.1:{admin}")
+    monkeypatch.setenv("MUS_ADMIN_TOKEN", ADMIN_TOKEN)
+    data = json.loads(runner.invoke(bot_cmd.app, ["add", "faraway", "--remote", "--json"]).stdout)
+    assert data["registered"] is False and f"failed on the referee at 127.0.0.1:{admin} (UNAVAILABLE" in data["referee"]

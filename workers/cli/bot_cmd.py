@@ -32,7 +32,7 @@ from workers.launcher import (
     stdio_command,
     unreadable_by_seats,
 )
-from workers.play import exposed_by
+from workers.play import ADMIN_ADDRESS_VARIABLE, ADMIN_TOKEN_VARIABLE, REFEREE_ADDRESS_VARIABLE, exposed_by
 
 app = noun_app("Bots: register a program or a remote bot, list, show, remove.")
 
@@ -83,8 +83,10 @@ def relative_command(command: list[str], folder: Path | None) -> list[str]:
     return words
 
 
-REFEREE_ADDRESS_VARIABLE = "MUS_REFEREE_ADDRESS"
-ADMIN_TOKEN_VARIABLE = "MUS_ADMIN_TOKEN"
+def _admin_address() -> str:
+    """Where the standalone referee takes admin calls: MUS_REFEREE_ADMIN_ADDRESS, else MUS_REFEREE_ADDRESS (as a
+    worker calls it: a review's registration went to the public port while the admin one was set)."""
+    return os.environ.get(ADMIN_ADDRESS_VARIABLE, "").strip() or os.environ.get(REFEREE_ADDRESS_VARIABLE, "")
 
 
 def _existing(session: Session, name: str) -> Bot | None:
@@ -98,8 +100,8 @@ def _existing(session: Session, name: str) -> Bot | None:
 def _referee_call(name: str, call: str, request: Any, consequence: str) -> Any | str:
     """Call the standalone referee's admin API (MUS_REFEREE_ADDRESS, with MUS_ADMIN_TOKEN); the response, or
     the one line to tell the user when no referee is configured or it refused (`consequence` says what then)."""
-    address = os.environ.get(REFEREE_ADDRESS_VARIABLE, "")
-    if not address:
+    address = _admin_address()
+    if not os.environ.get(REFEREE_ADDRESS_VARIABLE, ""):
         return f"No referee is configured ({REFEREE_ADDRESS_VARIABLE}): {consequence}."
     token = os.environ.get(ADMIN_TOKEN_VARIABLE, "")
     if not token:
@@ -128,8 +130,7 @@ def revoke_on_referee(name: str) -> str:
         return response
     ended = response.sessions_closed
     sessions = f"{ended} lobby session{'s' if ended != 1 else ''} ended"
-    address = os.environ[REFEREE_ADDRESS_VARIABLE]
-    return f"The referee at {address} revoked {name}'s old token ({sessions})."
+    return f"The referee at {_admin_address()} revoked {name}'s old token ({sessions})."
 
 
 def register_on_referee(name: str, token: str, *, readded: bool) -> tuple[bool, str]:
@@ -145,9 +146,8 @@ def register_on_referee(name: str, token: str, *, readded: bool) -> tuple[bool, 
     )
     if isinstance(response, str):
         return False, response
-    address = os.environ[REFEREE_ADDRESS_VARIABLE]
     old = " (the old token is revoked there: its lobby sessions end)" if readded else ""
-    return True, f"Registered with the referee at {address}{old}: its lobby accepts {name} from now on."
+    return True, f"Registered with the referee at {_admin_address()}{old}: its lobby accepts {name} from now on."
 
 
 @app.command("add")
