@@ -62,6 +62,7 @@ from workers.launcher import (
 )
 from workers.matches import EmbeddedReferee, RefereeFailure, SeatFrames, play_programs
 from workers.pool import BotPool
+from workers.scratch import own_folder
 
 REFERENCE = BotProgram("random", tuple(EXAMPLE_BOTS["random"]))
 """The reference opponent: the Python random example bot, which plays every legal action sometimes. Launched as
@@ -807,7 +808,7 @@ async def _play(
     league's machine ran beside its matches for minutes, and took a league seat's cards through the CPU (a
     security review, stop 36). So, confined, `--jobs` matches are played one at a time."""
     async with host_play_lock() if config.sandbox is not None else contextlib.nullcontext():
-        socket_dir = open_to_seat(Path(tempfile.mkdtemp(prefix="mus-check-")))
+        socket_dir = open_to_seat(own_folder("mus-check"))
         referee = Referee(reconnect_grace_s=config.reconnect_grace_s)
         bot_seats = (bot_team, bot_team + 2)
         watch = _Watch(referee, bot_seats, bot_team if probe else None, config.reconnect_grace_s)
@@ -827,7 +828,7 @@ async def _play(
         watch.table = table
         processes: list[BotProcess] = []
         tasks: list[asyncio.Task[Any]] = []
-        frames_dir = Path(tempfile.mkdtemp(prefix="mus-check-frames-"))
+        frames_dir = own_folder("mus-check-frames")
         """Each of the bot's seats gets a folder of its own in it, which its partner's sandbox does not bind."""
         seat_frames: list[SeatFrames] = []
         try:

@@ -486,7 +486,7 @@ async def play_on_referee(
         try:
             if sandbox is not None:
                 for seat in hosted:
-                    socket_dirs.append(open_to_seat(Path(tempfile.mkdtemp(prefix=f"mus-referee-seat{seat}-"))))
+                    socket_dirs.append(open_to_seat(own_folder(f"mus-referee-seat{seat}")))
                     relays.append(
                         await open_relay(
                             socket_dirs[-1] / "referee.sock", address, max_connections=MAX_SEAT_CONNECTIONS

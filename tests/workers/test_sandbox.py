@@ -52,6 +52,7 @@ from workers.launcher import (
     seat_command,
 )
 from workers.matches import PlayedMatch, fault_records, incident_records, play_on_referee, play_programs
+from workers.scratch import own_folder
 from workers.seccomp import seccomp_filter
 
 pytestmark = pytest.mark.slow  # hostile bots as sandboxed processes
@@ -588,8 +589,19 @@ def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_anoth
 
 
 @needs_bwrap
-def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_socket(tmp_path: Path) -> None:
-    """The referee listens on TCP, yet the sandboxed seats have no network: the worker forwards their socket."""
+def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The referee listens on TCP, yet the sandboxed seats have no network: the worker forwards their socket, from
+    a folder named by the worker's pid, which the next worker removes should this one be killed (a review's killed
+    workers left theirs, stop 39)."""
+    made: list[Path] = []
+
+    def recorded(prefix: str) -> Path:
+        made.append(own_folder(prefix))
+        return made[-1]
+
+    monkeypatch.setattr(matches, "own_folder", recorded)
 
     async def on_referee() -> tuple[PlayedMatch, int]:
         referee = Referee("admin-token")
@@ -617,6 +629,9 @@ def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_sock
         assert log is not None
         no_socket = "EAFNOSUPPORT" if seccomp_filter() is not None else "ECONNREFUSED"  # no TCP socket at all
         assert f"BLOCKED 127.0.0.1:{port}: {no_socket}" in attacks(log)["tcp"], "not even its own referee's port"
+    assert sorted(folder.name.rsplit("-", 1)[0] for folder in made) == [
+        f"mus-referee-seat{seat}-{os.getpid()}" for seat in range(4)
+    ]
 
 
 @needs_bwrap
