@@ -213,9 +213,15 @@ def _play_claimed(
         }
         if cpu is not None:
             cpu.lap("database")
-        changed = _exposed_by_folder(setup) or _changed_program(setup)
+        missing = _missing_folder(setup, worker)
+        changed = "" if missing else _exposed_by_folder(setup) or _changed_program(setup)
     if cpu is not None:
         cpu.skip()  # the launch checks (content hashes of the bots' folders): the worker's own work
+    if missing:  # another machine's worker may have it: void, not failed
+        log.error("match_id=%s %s", match_id, missing)
+        with session_scope(engine) as session:
+            repo.void_match(session, match_id, worker, missing, max_attempts=MAX_ATTEMPTS)
+        return "void"
     if changed:
         log.error("match_id=%s refused: %s", match_id, changed)
         with session_scope(engine) as session:
@@ -336,6 +342,19 @@ def _hand_off_pause(session: Session, setup: MatchSetup, worker: str) -> float |
     return min(max(pace.free_in_s, MIN_DEFER_S) * random.uniform(1.0, 2.0), DEFER_S)
 
 
+def _missing_folder(setup: MatchSetup, worker: str) -> str:
+    """Why this machine cannot launch a hosted side: its folder is not here (a machine it was never copied to; a
+    review's worker said it had changed, and to add it again), or ''."""
+    for team in setup.teams:
+        if not team.remote and team.folder and not Path(team.folder).is_dir():
+            return (
+                f"refused by worker {worker}: the folder of bot {team.bot_name!r}, {team.folder}, is not on this"
+                " machine: every machine whose workers play hosted bots needs each one's folder at the path it was"
+                " added from"
+            )
+    return ""
+
+
 def _changed_program(setup: MatchSetup) -> str:
     """Why a hosted side cannot be launched as registered (its folder changed since `mus bot add`), or ''."""
     for team in setup.teams:
@@ -354,7 +373,7 @@ def changed_since_added(bot_name: str, number: int, version: _Registered) -> str
         now = f"unreadable ({error})"
     if now == version.content_hash:
         return ""
-    where = f"its folder {version.folder}" if version.folder else "its command"
+    where = f"its folder {version.folder} on {socket.gethostname()}" if version.folder else "its command"
     readd = add_command_line(
         bot_name, version.command, version.folder, persistent=version.persistent, language=version.language
     )

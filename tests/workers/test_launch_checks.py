@@ -3,6 +3,7 @@ added, and there is a sandbox to run it in (unless the league said `--no-sandbox
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +74,22 @@ def test_a_bot_folder_changed_since_it_was_added_is_refused_and_the_match_fails_
     status, error = match_state(deployment, match_id)
     assert status is MatchStatus.FAILED
     assert "'mine' version 1 changed since it was added" in error and "`mus bot add mine --dir " in error
+
+
+def test_a_machine_without_a_bots_folder_voids_the_match_for_another_machine_and_names_itself(
+    deployment: Deployment,
+) -> None:
+    """A review's worker on a machine the bot had never been copied to said the bot had changed, and to add it
+    again (stop 39): the match is left to another machine's worker, and the message says which is missing what."""
+    match_id, folder = league_with_a_folder_bot(deployment)
+    shutil.rmtree(folder)
+    assert play.play_league_match(match_id, worker="far:1") == "void"
+    status, error = match_state(deployment, match_id)
+    assert status is MatchStatus.QUEUED
+    assert error == (
+        f"refused by worker far:1: the folder of bot 'mine', {folder}, is not on this machine: every machine whose"
+        " workers play hosted bots needs each one's folder at the path it was added from"
+    )
 
 
 @pytest.mark.slow
