@@ -52,6 +52,7 @@ from workers.host_lock import host_play_lock
 from workers.launcher import (
     EXAMPLE_BOTS,
     SOCKET_DIR,
+    STDIO_BRIDGE,
     BotProcess,
     BotProgram,
     LaunchError,
@@ -925,7 +926,14 @@ def _ending(table: Table) -> str:
 # ---------------------------------------------------------------------------------------------- verdicts
 
 
-def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
+STDIO_HINT = (
+    "a program that reads requests on stdin and answers on stdout (docs/stdio.md) plays behind the stdio bridge:"
+    " `mus bot check --stdio -- COMMAND`, `mus bot add NAME --stdio -- COMMAND`"
+)
+"""Said when a seat that is not behind the bridge never joined (a review's Perl bot, checked without --stdio)."""
+
+
+def _handshake(played: _Played, join_timeout_s: float, *, bridged: bool) -> CheckResult:
     title = "handshake and protocol version"
     problems: list[str] = []
     waiting: list[str] = []
@@ -953,6 +961,8 @@ def _handshake(played: _Played, join_timeout_s: float) -> CheckResult:
         elif first.at > join_timeout_s:
             problems.append(f"seat {seat} joined after {_seconds(first.at)}: the limit is {join_timeout_s:g} s")
     problems += waiting
+    if not bridged and any(not record.joins for record in watch.seats.values()) and problems:
+        details.append(STDIO_HINT)
     if problems:
         return CheckResult("handshake", title, Status.FAIL, problems[0], (*problems[1:], *details))
     joins = [record.joins[0] for record in played.watch.seats.values()]
@@ -1264,7 +1274,7 @@ async def run_check(
 
     progress("the handshake: the first match")
     first = await (legal_match(0) if plan else probe_match())
-    shake = _handshake(first, config.join_timeout_s)
+    shake = _handshake(first, config.join_timeout_s, bridged=tuple(program.command[1:3]) == STDIO_BRIDGE[:2])
     report(shake)
     times = DecisionTimes(0, None, None, config.decision_timeout_s)
     if shake.status is not Status.PASS:

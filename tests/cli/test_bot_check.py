@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from clients.cpp.build import build_bot, missing_toolchain
 from tests.cli.helpers import error_of, use_database_copy
 from workers import checks
-from workers.checks import Status, output_tail
+from workers.checks import STDIO_HINT, Status, output_tail
 from workers.cli.main import app
 from workers.db.session import ensure_schema, make_engine
 from workers.launcher import BotProgram
@@ -372,6 +372,7 @@ def test_bot_add_check_runs_the_check_on_the_new_version_and_fails_with_it(datab
     assert handshake["check"] == "handshake" and handshake["status"] == "fail"
     assert re.fullmatch(r"seat [02]'s process ended before it joined \(the bot process exited with code 0\)",
                         handshake["summary"]), handshake  # fmt: skip
+    assert STDIO_HINT in handshake["details"], "a review's Perl bot, checked without --stdio, was told nothing more"
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,8 @@ def test_league_run_on_a_broker_it_cannot_reach_is_a_one_line_error_and_starts_n
     assert "cannot reach the broker redis://:**@127.0.0.1:1/7 (MUS_BROKER_URL): " in refused, refused
     status = json.loads(runner.invoke(app, ["league", "status", "bx", "--json"]).stdout)
     assert status["status"] == "created"
+    noted = runner.invoke(app, ["league", "run", "bx", "--workers", "3"])  # a review's, which did nothing (stop 39)
+    assert "note: --workers is for the embedded broker" in noted.stderr, noted.stderr
 
 
 def test_league_run_of_an_unknown_league_is_a_one_line_error(fresh_folder: Path) -> None:

@@ -43,6 +43,8 @@ def run_command(
         engine = make_engine()
         ensure_schema(engine)
     embedded = is_embedded()
+    if workers is not None and not embedded:  # a review's --workers 3 did nothing, and nothing said so
+        typer.echo("note: --workers is for the embedded broker; with MUS_BROKER_URL, start `mus worker`s", err=True)
     count = workers
     if embedded and count is None:
         with domain_errors(), session_scope(engine) as session:
