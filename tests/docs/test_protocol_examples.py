@@ -46,8 +46,9 @@ def assert_clean(data: dict[str, object], name: str) -> None:
     assert data["faults"] == [] and data["incidents"] == [], (data["faults"], data["incidents"])
 
 
-def test_the_page_holds_the_three_minimal_bots() -> None:
-    assert sorted(examples()) == ["minimal_bot.js", "minimal_bot.py", "minimal_bot.sh"]
+def test_the_page_holds_the_three_minimal_bots_and_the_remote_one() -> None:
+    """The remote one plays a league match in tests/workers/test_remote_bots.py."""
+    assert sorted(examples()) == ["minimal_bot.js", "minimal_bot.py", "minimal_bot.sh", "minimal_remote_bot.py"]
 
 
 @pytest.mark.slow

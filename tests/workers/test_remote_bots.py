@@ -17,6 +17,7 @@ import pytest
 
 from mus.v1 import admin_pb2, admin_pb2_grpc
 from referee.engine.replay import replay_record
+from tests.docs.test_protocol_examples import extract
 from tests.workers.conftest import EXAMPLE_COMMANDS, Deployment
 from workers import matches, play
 from workers.cli.replay_cmd import verify_replay
@@ -112,14 +113,17 @@ def remote_league(deployment: Deployment, name: str, *, absent_limit_s: float) -
     return league.id, match_ids, token
 
 
-def start_remote_bot(referee: StandaloneReferee, token: str, log_path: Path) -> subprocess.Popen[str]:
-    """The remote bot as its own program, on the lobby; returns once the referee has welcomed it."""
+def start_remote_bot(
+    referee: StandaloneReferee, token: str, log_path: Path, command: list[str] | None = None
+) -> subprocess.Popen[str]:
+    """The remote bot as its own program (the SDK's random bot unless `command`), on the lobby; returns once the
+    referee has welcomed it."""
     # Registered first, as `mus league run` does for a league's remote entrants: an unknown token is refused.
     register_remote_bots(referee.address, ADMIN_TOKEN, [RemoteBot(REMOTE, repo.token_sha256(token))])
     env = dict(os.environ, MUS_REFEREE=referee.address, MUS_TOKEN=token)
     # One match at a time: the lobby counts tables, and both seats of the bot's team at one table are one match.
     bot = "clients.bots.random_bot:RandomBot"
-    command = [sys.executable, "-m", "clients.sdk", bot, "--remote", "--max-matches", "1"]
+    command = command or [sys.executable, "-m", "clients.sdk", bot, "--remote", "--max-matches", "1"]
     with log_path.open("w") as output:
         process = subprocess.Popen(
             command,
@@ -163,6 +167,25 @@ def test_a_league_with_a_remote_bot_is_played_on_the_standalone_referee_and_stor
             assert verify_replay(repo.get_match_details(session, match_id), record, rules) == []
             match = repo.get_match(session, match_id)
             assert match.attempt == 1 and match.error is None
+
+
+def test_the_minimal_remote_bot_of_docs_protocol_plays_its_league_matches_clean(
+    worker_env: Deployment, referee: StandaloneReferee, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/protocol.md's remote bot over raw gRPC, extracted from the page (a newcomer had none to start from,
+    stop 39)."""
+    league_id, match_ids, token = remote_league(worker_env, "raw-remote", absent_limit_s=30)
+    program = extract("minimal_remote_bot.py", tmp_path)
+    bot = start_remote_bot(referee, token, tmp_path / "raw-remote.log", [sys.executable, str(program)])
+    monkeypatch.setenv("MUS_REFEREE_ADDRESS", referee.address)
+    monkeypatch.setenv("MUS_ADMIN_TOKEN", ADMIN_TOKEN)
+    try:
+        assert [play.play_league_match(match_id) for match_id in match_ids] == ["finished", "finished"]
+    finally:
+        _stop(bot)
+    with session_scope(worker_env.engine) as session:
+        for result in repo.league_results(session, league_id):
+            assert result.termination == "normal" and not result.faults and not result.incidents, result
 
 
 def test_an_offline_remote_bot_is_absent_after_the_league_limit_and_its_team_forfeits(
