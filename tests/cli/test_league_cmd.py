@@ -241,6 +241,15 @@ def test_standings_rank_the_bots_with_elo_intervals_wins_points_pairs_faults_and
     text = ok("standings", "cup").stdout
     assert "League cup (created): 12 of 12 matches finished" in text and "±" in text and "timeout" in text
     assert "inciden" in text and "crash" in text, text
+    assert "pairs: duplicate-pair score" in text and "/" in text
+
+
+def test_standings_of_independent_deals_show_no_pairs_column(database: str) -> None:
+    """A review's league of independent deals showed every bot's pairs as 0/0 (stop 39)."""
+    ok("create", "open", "--bots", "alpha,beta", "--matches-per-pairing", "2", "--deals", "independent")
+    play(database, "open", 4)
+    text = ok("standings", "open").stdout
+    assert "pairs" not in text and "0/0" not in text, text
 
 
 def test_standings_anchor_fixes_one_bot_and_plot_writes_a_png(database: str, tmp_path: Path) -> None:

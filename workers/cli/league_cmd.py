@@ -423,12 +423,14 @@ def standings_command(
         typer.echo(f"{title} finished: nothing to rank{'' if league.status.ended else ' yet'}.")
         typer.echo(f"Deals: {describe_deals(league)}. Sandbox: {describe_sandbox(league)}.")
         return
+    duplicate = league.deal_mode is DealMode.DUPLICATE  # independent deals have no pairs (a review's 0/0)
     table = cli_table(
         title=f"{title} finished",
-        caption=f"Elo by maximum likelihood over every result ({table_data.reference}); "
-        "pairs: duplicate-pair score over complete pairs (1 both won, 0.5 split).",
+        caption=f"Elo by maximum likelihood over every result ({table_data.reference})"
+        + ("; pairs: duplicate-pair score over complete pairs (1 both won, 0.5 split)." if duplicate else "."),
     )
-    for column in ("#", "bot", "Elo ± 95%", "W", "L", "games", "points", "pairs", "faults", "incidents"):
+    columns = ("#", "bot", "Elo ± 95%", "W", "L", "games", "points", *(("pairs",) if duplicate else ()))
+    for column in (*columns, "faults", "incidents"):
         left = column in ("bot", "faults", "incidents")
         table.add_column(column, justify="left" if left else "right", no_wrap=column not in ("faults", "incidents"))
     for row in table_data.rows:
@@ -441,13 +443,13 @@ def standings_command(
             str(row.losses),
             f"{row.games_won}-{row.games_lost}",
             f"{row.points_for}-{row.points_against}",
-            f"{row.pair_score:g}/{row.pairs}",
+            *((f"{row.pair_score:g}/{row.pairs}",) if duplicate else ()),
             _causes_text(dict(row.faults)),
             _causes_text(dict(row.incidents)),
         )
     print_table(table)
     typer.echo(f"Deals: {describe_deals(league)}. Sandbox: {describe_sandbox(league)}.")
-    if league.deal_mode is DealMode.DUPLICATE and any(2 * row.pairs < row.wins + row.losses for row in table_data.rows):
+    if duplicate and any(2 * row.pairs < row.wins + row.losses for row in table_data.rows):
         typer.echo(
             "Pairs: twins count as a pair only when both were played on one deal. A match played again (after"
             " Ctrl-C, a failure or a lost lease) moves to a fresh deal, and its twin, if already finished, keeps its"
