@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
 from kombu.entity import Exchange, Queue
 
 from workers import broker
@@ -164,6 +164,20 @@ def _own_connections(sender: Any = None, **_: Any) -> None:
     from workers.play import after_fork
 
     after_fork()
+
+
+@worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+def _clean_up_child(sender: Any = None, **_: Any) -> None:
+    """A prefork worker's child ends with os._exit, which runs no atexit function: what a worker process cleans up
+    there (its pools' processes and folders, its referee's sockets, its seats' /proc copies) is done here. A
+    review's warm shutdown of a `mus worker` left its child's `mus-pool` folder behind (stop 39)."""
+    from workers.launcher import remove_own_folders
+    from workers.matches import close_worker_referee
+    from workers.pool import close_pools
+
+    close_pools()
+    close_worker_referee()
+    remove_own_folders()
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]

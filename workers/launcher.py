@@ -515,13 +515,26 @@ MEMINFO_FIELDS = ("MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "S
 """The still /proc/meminfo's lines: the memory is the seat's limit, all of it free."""
 
 
+_OWN_FOLDERS: list[Path] = []
+"""The folders this worker process made for its seats' sandboxes, removed as it ends (`remove_own_folders`)."""
+
+
+@atexit.register
+def remove_own_folders() -> None:
+    """Remove this process's `_OWN_FOLDERS` (at its exit; a prefork worker's child, which ends with os._exit and
+    runs no atexit function, calls it on Celery's worker_process_shutdown)."""
+    while _OWN_FOLDERS:
+        shutil.rmtree(_OWN_FOLDERS.pop(), ignore_errors=True)
+    _proc_view.cache_clear()
+
+
 @cache
 def _proc_view(memory_bytes: int) -> tuple[str, ...]:
     """bwrap's binds over the seat's /proc: an empty file or folder over each entry a seat could read that is not
     in PROC_SHOWN or PROC_STATIC, and a still copy of each of HOST_COUNTERS that this kernel has: an idle machine
     of the seat's memory, with the host's CPUs and boot time (which never move). Made once per worker process."""
     folder = own_folder("mus-proc")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    _OWN_FOLDERS.append(folder)
     kb = memory_bytes // 1024
     cpus = os.cpu_count() or 1
     idle_cpu = "0 0 0 0 0 0 0 0 0 0"

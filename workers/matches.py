@@ -370,7 +370,7 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
     if _WORKER is None:
         loop = asyncio.new_event_loop()
         _WORKER = (loop, EmbeddedReferee())
-        atexit.register(_close_worker_referee)
+        atexit.register(close_worker_referee)
     loop, referee = _WORKER
     task = loop.create_task(play(referee))
     try:
@@ -383,7 +383,8 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
         raise
 
 
-def _close_worker_referee() -> None:
+def close_worker_referee() -> None:
+    """Close this process's worker referee (`run_on_worker_referee`), at its exit."""
     global _WORKER
     if _WORKER is not None:
         loop, referee = _WORKER

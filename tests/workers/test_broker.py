@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_process_shutdown
 from celery.worker import state
 from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
 from workers import app as app_module
-from workers import play
+from workers import launcher, matches, play
 from workers.app import broker_settings, later, make_app, make_broker_folders, match_queues
 from workers.broker import DELAY_HEADER, MAX_DELAY_S, SCHEME
+from workers.pool import worker_pool
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -205,3 +206,21 @@ def test_a_prefork_workers_child_takes_database_connections_of_its_own_as_it_sta
     assert app_module._own_connections in receivers
     app_module._own_connections()
     assert called == [True]
+
+
+def test_a_prefork_workers_child_cleans_up_its_pools_referee_and_seats_folders_as_it_ends() -> None:
+    """A child ends with os._exit, which runs no atexit function: a review's warm shutdown of a `mus worker` left
+    its child's `mus-pool` folder behind (stop 39). Celery's worker_process_shutdown does the clean-up."""
+
+    async def frames_of(referee: matches.EmbeddedReferee) -> Path:
+        return referee.frames_dir
+
+    receivers = [receiver() for _, receiver in worker_process_shutdown.receivers]  # weak references
+    assert app_module._clean_up_child in receivers
+    pool_root = worker_pool(None).root
+    frames = matches.run_on_worker_referee(frames_of)
+    launcher._proc_view(launcher.Limits().memory_bytes)
+    made = [pool_root, frames, *launcher._OWN_FOLDERS]
+    assert len(made) == 3 and all(folder.is_dir() for folder in made)
+    app_module._clean_up_child()
+    assert not any(folder.exists() for folder in made), made
