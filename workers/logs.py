@@ -4,8 +4,9 @@ A seat's output is capped at 8 MiB a match (`launcher.Limits.output_bytes`), and
 wrote its 16 MiB a match, about 36 GB an hour of league on a 2-core machine, until the disk that also holds the
 database was full (stop 39). So a worker, before a match and at most every `SCAN_EVERY_S`, adds up the folder and
 removes the oldest logs until the rest is under the limit: whole match folders (`match-N`), and the logs of pooled
-processes whose worker has ended (`pool/BOT-halfH-placeP-WORKERPID-N.log`; a running worker's may still be
-written). Between two looks the folder may pass the limit by what the seats write meanwhile.
+processes (`pool/*.log`), each counted by its newest write. What was written in the last `KEEP_RECENT_S` is kept:
+a match under way (this worker's, or another's on the machine), a pooled process that played a seat meanwhile.
+Between two looks the folder may pass the limit by what the seats write meanwhile.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.scratch import running
-
 LOG_DIR_VARIABLE = "MUS_LOG_DIR"
 LOG_LIMIT_VARIABLE = "MUS_LOG_LIMIT"
 DEFAULT_LIMIT = "2G"
 SCAN_EVERY_S = 30.0
 """How often a worker adds up its logs at most: a walk of the folder, a few ms for a league's thousand matches."""
 
+KEEP_RECENT_S = 120.0
+"""Logs written this recently are never removed: they may be written still."""
+
 _SIZE = re.compile(r"(\d+)\s*([KMGT]?)i?B?", re.IGNORECASE)
-_POOL_LOG = re.compile(r".*-(\d+)-\d+\.log")
 _last_scan: dict[Path, float] = {}
 """When this process last added up each logs folder (`keep_within_limit`)."""
 
@@ -66,9 +67,10 @@ def keep_within_limit(root: Path, limit: int | None) -> list[Path]:
     _last_scan[root] = now
     units = _units(root)
     total = sum(unit.size for unit in units)
+    recent = time.time() - KEEP_RECENT_S
     removed = []
     for unit in sorted(units, key=lambda unit: unit.modified):
-        if total <= limit:
+        if total <= limit or unit.modified > recent:
             break
         if unit.path.is_dir():
             shutil.rmtree(unit.path, ignore_errors=True)
@@ -88,8 +90,7 @@ def _units(root: Path) -> list[_Unit]:
             units.append(_Unit(Path(entry.path), sum(stat.st_size for stat in files), modified))
         elif entry.name == "pool" and entry.is_dir(follow_symlinks=False):
             for item in _entries(Path(entry.path)):
-                maker = _POOL_LOG.fullmatch(item.name)
-                if maker is not None and item.is_file(follow_symlinks=False) and not running(int(maker[1])):
+                if item.name.endswith(".log") and item.is_file(follow_symlinks=False):
                     stat = item.stat(follow_symlinks=False)
                     units.append(_Unit(Path(item.path), stat.st_size, stat.st_mtime))
     return units

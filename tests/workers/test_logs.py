@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from workers import logs, play
-
-
-def ended_pid() -> int:
-    """The pid of a process that has ended: a worker that is gone."""
-    process = subprocess.Popen(["true"])
-    process.wait()
-    return process.pid
 
 
 def write(path: Path, size: int, age_s: float) -> None:
@@ -49,24 +41,27 @@ def test_a_limit_that_is_no_size_is_refused_with_what_to_give_and_off_is_none(mo
     assert logs.log_limit() is None
 
 
-def test_the_oldest_match_folders_and_ended_workers_pool_logs_go_first_and_a_running_workers_stay(
-    tmp_path: Path,
-) -> None:
-    """A review's bot wrote its 16 MiB a match until the disk that held the database was full (stop 39)."""
-    ended, mine = ended_pid(), os.getpid()
+def test_the_oldest_match_folders_and_pool_logs_go_first_and_those_written_lately_stay(tmp_path: Path) -> None:
+    """A review's bot wrote its 16 MiB a match until the disk that held the database was full (stop 39). What was
+    written in the last KEEP_RECENT_S may be written still (a match under way, a pooled process between seats)."""
+    old = logs.KEEP_RECENT_S + 1000
     for number in range(1, 6):  # match-1 is the oldest
-        write(tmp_path / f"match-{number}" / "seat0-chatty.log", 1000, age_s=1000 - number * 100)
-        write(tmp_path / f"match-{number}" / "seat2-chatty.log", 1000, age_s=1000 - number * 100)
-    write(tmp_path / "pool" / f"chatty-half0-place0-{ended}-1.log", 1000, age_s=950)
-    write(tmp_path / "pool" / f"chatty-half0-place0-{mine}-1.log", 1000, age_s=2000)  # still written, maybe
-    removed = logs.keep_within_limit(tmp_path, 9000)  # of 12,000 bytes, the running worker's log counted
-    assert removed == [tmp_path / "pool" / f"chatty-half0-place0-{ended}-1.log", tmp_path / "match-1"]
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["match-2", "match-3", "match-4", "match-5", "pool"]
-    assert (tmp_path / "pool" / f"chatty-half0-place0-{mine}-1.log").exists()
+        write(tmp_path / f"match-{number}" / "seat0-chatty.log", 1000, age_s=old - number * 100)
+        write(tmp_path / f"match-{number}" / "seat2-chatty.log", 1000, age_s=old - number * 100)
+    write(tmp_path / "pool" / "chatty-half0-place0-4242-1.log", 1000, age_s=old + 50)  # a crash-looping bot's
+    write(tmp_path / "match-6" / "seat0-chatty.log", 5000, age_s=0)  # a match under way
+    write(tmp_path / "pool" / "chatty-half0-place0-4242-2.log", 1000, age_s=0)  # its process, between seats
+    removed = logs.keep_within_limit(tmp_path, 13_000)  # of 18,000 bytes
+    assert removed == [tmp_path / "pool" / "chatty-half0-place0-4242-1.log", tmp_path / "match-1", tmp_path / "match-2"]
+    logs._last_scan.clear()
+    removed = logs.keep_within_limit(tmp_path, 1)
+    assert removed == [tmp_path / f"match-{number}" for number in (3, 4, 5)], "what was written lately stays"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["match-6", "pool"]
+    assert [path.name for path in (tmp_path / "pool").iterdir()] == ["chatty-half0-place0-4242-2.log"]
 
 
 def test_a_folder_is_added_up_at_most_once_every_scan_period_and_not_at_all_without_a_limit(tmp_path: Path) -> None:
-    write(tmp_path / "match-1" / "seat0-bot.log", 5000, age_s=10)
+    write(tmp_path / "match-1" / "seat0-bot.log", 5000, age_s=logs.KEEP_RECENT_S + 10)
     assert logs.keep_within_limit(tmp_path, None) == []
     assert logs.keep_within_limit(tmp_path, 10_000) == []
     write(tmp_path / "match-2" / "seat0-bot.log", 9000, age_s=0)
@@ -80,7 +75,7 @@ def test_a_league_match_makes_room_under_the_limit_before_its_logs_are_written(
 ) -> None:
     monkeypatch.setenv("MUS_LOG_DIR", str(tmp_path))
     monkeypatch.setattr(play, "LOG_LIMIT", 1500)
-    write(tmp_path / "match-1" / "seat0-bot.log", 1000, age_s=100)
-    write(tmp_path / "match-2" / "seat0-bot.log", 1000, age_s=50)
+    write(tmp_path / "match-1" / "seat0-bot.log", 1000, age_s=logs.KEEP_RECENT_S + 100)
+    write(tmp_path / "match-2" / "seat0-bot.log", 1000, age_s=logs.KEEP_RECENT_S + 50)
     assert play.logs_dir(3) == tmp_path / "match-3"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["match-2"]
