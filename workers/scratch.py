@@ -31,13 +31,13 @@ def sweep(prefix: str) -> list[Path]:
     removed = []
     for folder in Path(tempfile.gettempdir()).glob(f"{prefix}-*-*"):
         maker = folder.name[len(prefix) + 1 :].partition("-")[0]
-        if maker.isdigit() and folder.is_dir() and not folder.is_symlink() and not running(int(maker)):
+        if maker.isdigit() and folder.is_dir() and not folder.is_symlink() and not _running(int(maker)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
 
 
-def running(pid: int) -> bool:
+def _running(pid: int) -> bool:
     """Whether a process `pid` runs (another user's counts: its folder is not ours to judge)."""
     if pid <= 0:
         return True  # not a process's pid: kill would signal a group
