@@ -77,38 +77,43 @@ def test_content_hash_covers_file_contents_and_names_but_not_caches(tmp_path: Pa
     assert repo.content_hash(COMMAND, folder) != original
 
 
-def test_content_hash_reads_regular_files_and_links_to_files_but_never_enters_a_link_to_a_folder(
+def test_content_hash_reads_files_and_counts_links_by_where_they_point_but_never_enters_a_linked_folder(
     tmp_path: Path,
 ) -> None:
-    """What the hash reads, as `os.walk` finds it: nested files and a link to a file (out of the folder, where it
-    points: the sandbox does not show the bot that place), never a linked folder (which could be anything on the
-    host), a broken link, a fifo or the skipped caches."""
+    """What the hash reads, as `os.walk` finds it: nested files, a link to a file by its bytes (out of the folder,
+    where it points too: the sandbox may show that file, a program's is bound in), a linked folder or a broken
+    link by where it points only (never entered: it could be anything on the host), never a fifo or the caches.
+    A review repointed a linked folder within the bot's and the hash did not move (stop 39)."""
     folder = bot_folder(tmp_path, "alpha")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("not the bot's\n")
     (folder / "lib" / "deep").mkdir(parents=True)
     (folder / "lib" / "deep" / "table.txt").write_text("rows\n")
+    (folder / "lib" / "v2").mkdir()
     (folder / "linked.txt").symlink_to(outside / "secret.txt")
     (folder / "linked_folder").symlink_to(outside)
+    (folder / "current").symlink_to("lib/deep")
     (folder / "broken").symlink_to(tmp_path / "nowhere")
     os.mkfifo(folder / "pipe")
     (folder / "lib" / "__pycache__").mkdir()
     (folder / "lib" / "__pycache__" / "x.pyc").write_bytes(b"\x00")
-    names = [relative for relative, _, _ in bots._bot_files(folder)]
-    assert "lib/deep/table.txt" in names and "linked.txt" in names
-    assert not [name for name in names if name.startswith(("linked_folder", "broken", "pipe", "lib/__pycache__"))]
-    assert names == sorted(names)
+    files = {relative: (link, content) for relative, _, link, content in bots._bot_files(folder)}
+    assert files["lib/deep/table.txt"] == (None, True)
+    assert files["linked.txt"] == (str(outside / "secret.txt"), True)
+    assert files["linked_folder"] == (str(outside), False) and files["current"] == ("lib/deep", False)
+    assert files["broken"] == (str(tmp_path / "nowhere"), False)
+    assert not [name for name in files if name.startswith(("pipe", "lib/__pycache__", "linked_folder/"))]
+    assert list(files) == sorted(files)
     before = repo.content_hash(COMMAND, folder)
     (outside / "secret.txt").write_text("changed out of the folder\n")
-    assert repo.content_hash(COMMAND, folder) == before, "out of the folder, a link counts by where it points"
-    (outside / "other.txt").write_text("elsewhere\n")
-    (folder / "linked.txt").unlink()
-    (folder / "linked.txt").symlink_to(outside / "other.txt")
-    assert repo.content_hash(COMMAND, folder) != before, "pointed elsewhere, it is another version"
+    assert repo.content_hash(COMMAND, folder) != before, "a linked file's bytes are the bot's"
     after = repo.content_hash(COMMAND, folder)
     (outside / "other.txt").write_text("beside it, in the linked folder\n")
     assert repo.content_hash(COMMAND, folder) == after, "a linked folder is not read"
+    (folder / "current").unlink()
+    (folder / "current").symlink_to("lib/v2")
+    assert repo.content_hash(COMMAND, folder) != after, "a linked folder pointed elsewhere is another version"
 
 
 RENAMED_HASH = f"""
@@ -130,12 +135,18 @@ def test_a_link_in_the_folder_counts_by_its_bytes_and_a_link_out_of_it_reads_the
     A link within the folder still counts by the bytes it shows."""
     folder = bot_folder(tmp_path, "alpha")
     (folder / "comm.txt").symlink_to("/proc/self/comm")
+    (folder / "out.txt").symlink_to("/proc/self/fd/1")  # a file to one process, a pipe to another (a review's)
+    (folder / "self").symlink_to("/proc/self")
+    (folder / "through.txt").symlink_to("self/comm")  # through a linked folder
     (folder / "book.txt").write_text("opening book\n")
     (folder / "same_book.txt").symlink_to(folder / "book.txt")
-    renamed = subprocess.run(  # a process of another name (PR_SET_NAME), as a worker is beside `mus bot add`
+    renamed = subprocess.run(  # another name (PR_SET_NAME) and its stdout a pipe, as a worker beside `mus bot add`
         [sys.executable, "-c", RENAMED_HASH, str(folder)], capture_output=True, text=True, check=True, cwd=PROJECT
     )
+    with (tmp_path / "stdout.txt").open("w") as stdout:  # and this one's stdout a file
+        subprocess.run([sys.executable, "-c", RENAMED_HASH, str(folder)], stdout=stdout, check=True, cwd=PROJECT)
     assert renamed.stdout.splitlines() == ["another-name", repo.content_hash(COMMAND, folder)]
+    assert (tmp_path / "stdout.txt").read_text() == renamed.stdout
     before = repo.content_hash(COMMAND, folder)
     (folder / "book.txt").write_text("another book\n")
     assert repo.content_hash(COMMAND, folder) != before

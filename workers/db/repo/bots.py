@@ -60,10 +60,10 @@ def content_hash(command: Sequence[str], folder: str | Path | None) -> str:
 
     Each part is framed (its relative path and length go in before its bytes), so moving bytes from one file
     to another, or renaming a file, changes the hash. The folder's own location does not count: the same
-    program copied elsewhere is the same version. A link to a file out of the folder counts by where it points,
-    not by what it holds there: the sandbox shows the bot its folder, not that place (docs/sandbox.md), and a
-    review's link to /proc/self/comm read differently in each process, so every match of its bot was refused as
-    changed, charged to nobody (stop 39).
+    program copied elsewhere is the same version. A link counts by where it points too, unless it leads to a file
+    of the folder, and through /proc, /sys or /dev by that only (`_bot_entries`): a review's link to
+    /proc/self/comm read differently in each process, and every match of its bot was refused as changed, charged
+    to nobody (stop 39).
     """
     words = _check_command(command)
     digest = hashlib.sha256(b"mus-arena/bot-content/v1\0")
@@ -73,11 +73,12 @@ def content_hash(command: Sequence[str], folder: str | Path | None) -> str:
     root = Path(folder)
     if not root.is_dir():
         raise NotFound(f"bot folder {str(root)!r} is not a directory")
-    for relative, path, link in _bot_files(root):
+    for relative, path, link, content in _bot_files(root):
         if link is not None:
             target = os.fsencode(link)
             digest.update(f"{relative}\0->\0{len(target)}\0".encode())
             digest.update(target)
+        if not content:
             continue
         try:
             data = path.read_bytes()
@@ -129,23 +130,48 @@ def _signature(root: Path) -> tuple[_Stamp, ...]:
         raise NotFound(f"bot folder {str(root)!r} is not a directory")
     return tuple(
         (relative, stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns, stat.st_dev)
-        for relative, _, stat, _ in _bot_entries(root)
+        for relative, _, stat, _, _ in _bot_entries(root)
     )
 
 
-def _bot_files(root: Path) -> list[tuple[str, Path, str | None]]:
-    """Each file of the content hash: its path in the folder, on the host, and for a link out of the folder where
-    it points (hashed in place of the bytes there)."""
-    return [(relative, Path(path), link) for relative, path, _, link in _bot_entries(root)]
+def _bot_files(root: Path) -> list[tuple[str, Path, str | None, bool]]:
+    """Each entry of the content hash: its path in the folder, on the host, for a link where it points (else None),
+    and whether its bytes count (`_bot_entries`)."""
+    return [(relative, Path(path), link, content) for relative, path, _, link, content in _bot_entries(root)]
 
 
-def _bot_entries(root: Path) -> list[tuple[str, str, os.stat_result, str | None]]:
-    """The regular files under `root` that make its content hash, path-sorted, each with its path and `stat` (one
-    each, following a link to a file), and for a link out of the folder where it points, with the link's own `stat`
-    (`content_hash`). As `os.walk` would find them (a link to a folder is not entered), on plain strings: a worker
-    stamps every file of each hosted side's folder before every match (a JavaScript bot's node_modules holds a
-    thousand), and the walk's paths cost as much as the stats."""
-    entries: list[tuple[str, str, os.stat_result, str | None]] = []
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+"""Where what a link leads to, and even whether it is a file, depends on the process that reads it."""
+
+
+def _through_pseudo(path: str) -> bool:
+    """Whether the link at `path`, or a link it leads through (its own or a folder's on the way), names a place
+    under PSEUDO_ROOTS: `/proc/self/comm` reads 'mus' to `mus bot add` and 'python' to a worker, `/proc/self/fd/1`
+    is a file to one process and a pipe to another."""
+    current = path
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        try:
+            text = os.readlink(current)
+        except OSError:
+            return False  # the end of the chain: not a link (or gone)
+        joined = os.path.join(os.path.dirname(current), text)
+        current = os.path.join(os.path.realpath(os.path.dirname(joined)), os.path.basename(joined))
+        if any(current == root or current.startswith(root + "/") for root in PSEUDO_ROOTS):
+            return True
+    return True  # a loop: nothing to read
+
+
+def _bot_entries(root: Path) -> list[tuple[str, str, os.stat_result, str | None, bool]]:
+    """The entries under `root` that make its content hash, path-sorted, each with its path, its `stat`, for a link
+    where it points, and whether its bytes count. As `os.walk` would find them (a link to a folder is not entered),
+    on plain strings: a worker stamps every file of each hosted side's folder before every match (a JavaScript
+    bot's node_modules holds a thousand), and the walk's paths cost as much as the stats.
+
+    A regular file counts by its bytes, and so does a link to one within the folder. Any other link counts by where
+    it points, whatever it leads to (a folder, nothing, a device), and a link to a regular file out of the folder
+    by its bytes too (the sandbox may show that file: the program's own is bound in); a link through /proc, /sys or
+    /dev by where it points only, the same to every reader (`_through_pseudo`)."""
+    entries: list[tuple[str, str, os.stat_result, str | None, bool]] = []
     inside = os.path.join(os.path.realpath(root), "")
     pending = [(str(root), "")]
     while pending:
@@ -157,30 +183,36 @@ def _bot_entries(root: Path) -> list[tuple[str, str, os.stat_result, str | None]
             continue  # gone, or unreadable: as os.walk skips it
         for item in items:
             name = item.name
+            if name in SKIPPED_DIRS or name in SKIPPED_FILES:
+                continue
             try:
-                is_folder = item.is_dir()
-            except OSError:
-                is_folder = False
-            if is_folder:
-                if name not in SKIPPED_DIRS and not item.is_symlink():
+                link = item.is_symlink()
+                if not link and item.is_dir(follow_symlinks=False):
                     pending.append((item.path, f"{prefix}{name}/"))
-                continue
-            if name in SKIPPED_FILES:
-                continue
-            try:
-                stat = item.stat()
+                    continue
+                entry = _link_entry(item, inside) if link else (item.stat(follow_symlinks=False), None, True)
             except OSError:
-                continue  # gone, or a broken link: not a file (as `is_file` says)
-            if not S_ISREG(stat.st_mode):
-                continue
-            link = None
-            if item.is_symlink() and not os.path.realpath(item.path).startswith(inside):
-                try:
-                    link, stat = os.readlink(item.path), item.stat(follow_symlinks=False)
-                except OSError:
-                    continue  # gone meanwhile
-            entries.append((f"{prefix}{name}", item.path, stat, link))
+                continue  # gone meanwhile
+            if entry is not None and (entry[1] is not None or S_ISREG(entry[0].st_mode)):
+                entries.append((f"{prefix}{name}", item.path, *entry))
     return sorted(entries, key=lambda entry: entry[0])
+
+
+def _link_entry(item: os.DirEntry[str], inside: str) -> tuple[os.stat_result, str | None, bool]:
+    """A link's (stat, where it points or None, whether its bytes count), as `_bot_entries` says: the stat is the
+    target's where its bytes count (a change of them shows), else the link's own."""
+    text = os.readlink(item.path)
+    if _through_pseudo(item.path):
+        return item.stat(follow_symlinks=False), text, False
+    target = os.path.realpath(item.path)
+    try:
+        stat = os.stat(target)
+    except OSError:
+        return item.stat(follow_symlinks=False), text, False  # leads nowhere
+    regular = S_ISREG(stat.st_mode)
+    if target.startswith(inside):
+        return (stat, None, True) if regular else (item.stat(follow_symlinks=False), text, False)
+    return (stat, text, True) if regular else (item.stat(follow_symlinks=False), text, False)
 
 
 def add_bot(
