@@ -449,6 +449,11 @@ def sandbox_command(
             bwrap += mount("--ro-bind", str(executable), str(executable))
             bound.append(executable)
     hidden = sandbox.hidden.resolve() if sandbox.hidden is not None else None
+    if hidden is not None and hidden in bound:  # covered, the bot would be gone too (a review's `--logs .`)
+        raise LaunchError(
+            f"the logs folder {hidden} is one the bots' sandboxes show them (a bot's own folder): it would show them"
+            " the other seats' output; give the logs a folder of their own (a new subfolder works)"
+        )
     if hidden is not None and hidden.is_dir() and any(hidden.is_relative_to(root) for root in bound):
         bwrap += mount("--perms", "0555", "--size", "4096", "--tmpfs", str(hidden))
     bwrap += ["--remount-ro", "/"]  # the root holding the mount points: nothing to write there either

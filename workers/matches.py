@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, TypeVar
 
@@ -608,7 +609,9 @@ async def _play(
                         gate.add(seat, member.freezer)
                         member.note(f"seat {seat} of table {table_id}" + (f", match {label}" if label else ""))
                         member.offer(own_address, token, frames=frames_address)
-                        watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, member, _left(member))))
+                        watchers.append(
+                            asyncio.create_task(_watch(admin, auth, table_id, seat, member, partial(_left, member)))
+                        )
                         continue
                     process = await launch_bot(
                         program,
@@ -620,7 +623,9 @@ async def _play(
                     )
                     gate.add(seat, process.freezer)
                     processes.append(process)
-                    watchers.append(asyncio.create_task(_watch(admin, auth, table_id, seat, process, _exited(process))))
+                    watchers.append(
+                        asyncio.create_task(_watch(admin, auth, table_id, seat, process, partial(_exited, process)))
+                    )
                 if local is not None and not gate:  # no seat can be stopped here: nothing to gate
                     local.tables[table_id].ungate()
                 final = await _wait_for_end(admin, table_id, auth, admin_address, patience_s=patience_s)
@@ -746,15 +751,17 @@ async def _watch(
     table_id: str,
     seat: int,
     process: _Seat,
-    exit: Awaitable[str],
+    exit: Callable[[], Awaitable[str]],
 ) -> None:
     """A hosted seat's process that exits before its table ends has crashed: tell the referee (ReportCrash).
+    `exit` makes the wait for its end only once this runs (a task cancelled before it starts, when a later seat
+    cannot be launched, leaves no coroutine behind never awaited).
 
     A sandbox that never ran its bot is no crash: the table is cancelled, and the runner raises (a void, not a
     result). Cancelled once the table has ended; a report that cannot be delivered leaves the referee to charge a
     disconnect after its grace period instead.
     """
-    detail = await exit
+    detail = await exit()
     with contextlib.suppress(grpc.RpcError):
         if process.sandbox_failed:
             reason = f"the sandbox of seat {seat} did not start: {process.sandbox_failed}"

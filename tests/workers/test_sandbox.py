@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import os
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -213,7 +215,8 @@ def test_a_match_whose_logs_lie_in_a_bots_own_folder_shows_that_bot_none_of_them
     an empty one (stop 39). Unconfined, the same bot lists them: the test is of the sandbox."""
     program, _ = hostile(tmp_path, "logs")
     assert program.cwd is not None
-    logs = program.cwd / "logs"
+    folder = Path(program.cwd)
+    logs = folder / "logs"
     program = dataclasses.replace(program, command=(*program.command, "--target", str(logs)))
     played = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, sandbox=Limits(), log_dir=logs))
     for seat in (0, 2):
@@ -222,6 +225,16 @@ def test_a_match_whose_logs_lie_in_a_bots_own_folder_shows_that_bot_none_of_them
     free = asyncio.run(play_programs((program, resolve_program("passive")), FAST, 3, log_dir=logs))
     seen = attacks(free.logs[0])["logs"][0]
     assert seen.startswith("BREACH") and "seat1-passive" in seen, seen
+    refused = ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:  # `--logs .`: covered, the bot would be gone too; refused at seat 1, once seat 0 runs
+            asyncio.run(play_programs((resolve_program("passive"), program), FAST, 3, sandbox=Limits(), log_dir=folder))
+        except LaunchError as error:
+            refused = str(error)
+        gc.collect()
+    assert "give the logs a folder of their own" in refused, refused
+    assert not [str(warning.message) for warning in caught if "never awaited" in str(warning.message)]
 
 
 def running_spans(log: Path) -> list[tuple[float, float]]:
