@@ -38,7 +38,8 @@ def log_root() -> Path:
 
 
 def log_limit() -> int | None:
-    """`MUS_LOG_LIMIT` in bytes (a number with K, M, G or T: `500M`, `2G`); `off` for none."""
+    """`MUS_LOG_LIMIT` in bytes (a number with K, M, G or T: `500M`, `2G`); `off` for none. `mus worker` and
+    `mus league run` check it as they start (`ValueError`, said in one line), so a wrong one voids no match."""
     text = os.environ.get(LOG_LIMIT_VARIABLE, "").strip() or DEFAULT_LIMIT
     if text.lower() == "off":
         return None

@@ -68,8 +68,6 @@ log = logging.getLogger(__name__)
 LEASE_S = float(os.environ.get("MUS_LEASE_S", "60"))
 """How long a claim lasts without a heartbeat; a worker that dies loses its match after this."""
 
-LOG_LIMIT = log_limit()
-"""MUS_LOG_LIMIT, read as the worker starts: a wrong one stops it there, not each match."""
 
 MAX_ATTEMPTS = 3
 """Infrastructure failures in a row after which a match is marked failed instead of requeued."""
@@ -152,7 +150,7 @@ def logs_dir(match_id: int) -> Path:
     """Where the bots' output of a match goes (MUS_LOG_DIR, default ./.mus-logs); made when a seat is launched
     there (a match whose seats are all pooled writes nothing of its own: its processes log in the pool's folder).
     The oldest logs make room first, should they pass MUS_LOG_LIMIT (`workers.logs`)."""
-    keep_within_limit(log_root(), LOG_LIMIT)
+    keep_within_limit(log_root(), log_limit())
     return log_root() / f"match-{match_id}"
 
 

@@ -91,6 +91,18 @@ def test_league_run_on_a_broker_it_cannot_reach_is_a_one_line_error_and_starts_n
     assert "note: --workers is for the embedded broker" in noted.stderr, noted.stderr
 
 
+@pytest.mark.parametrize("command", [["league", "run", "bx"], ["worker"]])
+def test_a_wrong_log_limit_stops_a_worker_before_it_starts_in_one_line_and_no_other_command(
+    fresh_folder: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """Read as the worker module was imported, a review's `MUS_LOG_LIMIT=1.5G` ended every mus command in a
+    traceback (stop 39): now only the commands that start workers stop on it, in one line."""
+    monkeypatch.setenv("MUS_LOG_LIMIT", "1.5G")
+    refused = error_of(runner.invoke(app, command))
+    assert refused == "error: MUS_LOG_LIMIT='1.5G': give a size such as 500M or 2G, or off", refused
+    assert runner.invoke(app, ["bot", "list"]).exit_code == 0
+
+
 def test_league_run_of_an_unknown_league_is_a_one_line_error(fresh_folder: Path) -> None:
     result = runner.invoke(app, ["league", "run", "nope"])
     assert result.exit_code == 1

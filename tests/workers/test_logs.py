@@ -74,7 +74,7 @@ def test_a_league_match_makes_room_under_the_limit_before_its_logs_are_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MUS_LOG_DIR", str(tmp_path))
-    monkeypatch.setattr(play, "LOG_LIMIT", 1500)
+    monkeypatch.setenv("MUS_LOG_LIMIT", "1500")
     write(tmp_path / "match-1" / "seat0-bot.log", 1000, age_s=logs.KEEP_RECENT_S + 100)
     write(tmp_path / "match-2" / "seat0-bot.log", 1000, age_s=logs.KEEP_RECENT_S + 50)
     assert play.logs_dir(3) == tmp_path / "match-3"

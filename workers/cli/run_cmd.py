@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from workers.app import broker_dir, is_embedded
 from workers.cli.db import domain_errors, one_line
 from workers.cli.errors import fail
+from workers.cli.worker_cmd import check_log_limit
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope, sqlite_file
 from workers.league_run import RunReport, default_worker_count, run_league
@@ -34,6 +35,7 @@ def run_command(
 ) -> None:
     """Play every unfinished match of a league; Ctrl-C stops cleanly and running it again resumes (a paused league
     too)."""
+    check_log_limit()
     if (path := sqlite_file()) is not None and not path.exists():
         fail(
             f"no league named {name!r}: there is no database at {path} (MUS_DATABASE_URL, default ./mus.db). Run mus"

@@ -17,6 +17,7 @@ from workers.db.repo.common import core_table
 from workers.db.session import database_url, make_engine, sqlite_file
 from workers.launcher import INSTALL_HINT, sandbox_available
 from workers.league_run import default_worker_count
+from workers.logs import log_limit
 
 
 def worker_command(
@@ -62,10 +63,20 @@ def worker_command(
     )
 
 
+def check_log_limit() -> None:
+    """A wrong MUS_LOG_LIMIT in one line, before any worker starts (it would void each match it played)."""
+    try:
+        log_limit()
+    except ValueError as error:
+        fail(str(error))
+
+
 def check_database() -> None:
-    """Refuse to start without the leagues' database: a worker plays the matches it is sent, as their database
-    says. A review's worker with a wrong MUS_DATABASE_URL took matches and dropped each one with an error while
-    its league waited; one with none made a `mus.db` of its own in its folder and dropped them as unknown."""
+    """Refuse to start with a wrong MUS_LOG_LIMIT, or without the leagues' database: a worker plays the matches it
+    is sent, as their database says. A review's worker with a wrong MUS_DATABASE_URL took matches and dropped each
+    one with an error while its league waited; one with none made a `mus.db` of its own in its folder and dropped
+    them as unknown."""
+    check_log_limit()
     path = sqlite_file()
     if path is not None and not path.exists():
         fail(
