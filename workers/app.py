@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
+from celery.concurrency.solo import TaskPool as SoloPool
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
 from kombu.entity import Exchange, Queue
 
@@ -143,6 +144,20 @@ def _new_app() -> Celery:
 
 app = _new_app()
 """The app of `celery -A workers.app worker` and of the tasks: its folders are made once a worker starts."""
+
+
+def _cancel_the_match_in_hand(self: SoloPool, pid: int, signal: int | None = None) -> None:
+    """The solo pool's `terminate_job`, which a cold shutdown (Ctrl-C of `mus league run`) calls from its signal
+    handler, in the thread that plays the match. Celery's raises NotImplementedError there, into whatever that
+    thread runs: a review's landed in the referee's read of a seat's stream, which charged the seat a protocol
+    error, and the match's forfeit was stored (stop 39). The match in hand is cancelled at its next await instead,
+    and voided (`workers.play`), as any match its worker stopped."""
+    from workers.matches import stop_match_in_hand
+
+    stop_match_in_hand()
+
+
+SoloPool.terminate_job = _cancel_the_match_in_hand  # `mus league run`'s workers: `--pool=solo`
 
 
 @worker_init.connect  # type: ignore[untyped-decorator]

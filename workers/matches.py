@@ -357,7 +357,19 @@ async def play_programs(
 
 
 _WORKER: tuple[asyncio.AbstractEventLoop, EmbeddedReferee] | None = None
+_IN_HAND: asyncio.Task[Any] | None = None
+"""The match `run_on_worker_referee` plays now, if any (`stop_match_in_hand`)."""
 _Result = TypeVar("_Result")
+
+
+def stop_match_in_hand() -> bool:
+    """Cancel the match this worker process plays, at its next await; whether there was one. Safe from a signal
+    handler of the thread that runs the loop (a cold shutdown's): it is scheduled as asyncio's own signal handling
+    schedules, through the loop's wake-up pipe."""
+    if _WORKER is None or _IN_HAND is None or _IN_HAND.done():
+        return False
+    _WORKER[0].call_soon_threadsafe(_IN_HAND.cancel)
+    return True
 
 
 def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, _Result]]) -> _Result:
@@ -367,13 +379,14 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
     Whatever interrupts the call (a time limit, Ctrl-C) also ends the match: it is cancelled and its clean-up
     runs (its bots killed, its pooled seats given back) before this raises, so no match plays on in the
     background of the next one."""
-    global _WORKER
+    global _WORKER, _IN_HAND
     if _WORKER is None:
         loop = asyncio.new_event_loop()
         _WORKER = (loop, EmbeddedReferee())
         atexit.register(close_worker_referee)
     loop, referee = _WORKER
     task = loop.create_task(play(referee))
+    _IN_HAND = task
     try:
         return loop.run_until_complete(task)
     except BaseException:
@@ -382,6 +395,8 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
             with contextlib.suppress(BaseException):
                 loop.run_until_complete(task)
         raise
+    finally:
+        _IN_HAND = None
 
 
 def close_worker_referee() -> None:

@@ -241,7 +241,7 @@ def _play_claimed(
         if cpu is not None:
             cpu.lap("referee", bots_s=played.bots_cpu_s)
             cpu.pool_started = started_here() - started
-    except Exception as error:
+    except (Exception, asyncio.CancelledError) as error:  # cancelled: a cold shutdown (`workers.app`)
         stop.set()
         log.exception("match_id=%s failed outside the bots: voided", match_id)
         with session_scope(engine) as session:
@@ -280,10 +280,11 @@ def _chains_twin(setup: MatchSetup) -> bool:
     return setup.duplicate_pair is not None and any(team.persistent and not team.remote for team in setup.teams)
 
 
-def _why_void(error: Exception) -> str:
+def _why_void(error: BaseException) -> str:
     """What a voided match's error says. A worker's cold shutdown (Ctrl-C of `mus league run`, SIGQUIT) ends the
-    match in hand by raising inside it whatever Celery's pool raises then (the solo pool's "does not implement
-    kill_job", which `mus league status` showed a newcomer as the match's infrastructure error)."""
+    match in hand: it is cancelled (`workers.app`), or, with a pool that raises into it, ends with what that raises
+    (the solo pool's "does not implement kill_job", which `mus league status` showed a newcomer as the match's
+    infrastructure error)."""
     from celery.worker import state  # the worker's own shutdown flags, set before it stops the task in hand
 
     if state.should_terminate:

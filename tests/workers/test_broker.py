@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from celery.concurrency.solo import TaskPool as SoloPool
 from celery.signals import worker_process_init, worker_process_shutdown
 from celery.worker import state
 from kombu.connection import Connection
@@ -224,3 +228,30 @@ def test_a_prefork_workers_child_cleans_up_its_pools_referee_and_seats_folders_a
     assert len(made) == 3 and all(folder.is_dir() for folder in made)
     app_module._clean_up_child()
     assert not any(folder.exists() for folder in made), made
+
+
+def test_a_cold_shutdown_cancels_the_match_in_hand_at_its_next_await_and_raises_nothing_into_it() -> None:
+    """Celery's cold shutdown (Ctrl-C of `mus league run`) calls the solo pool's terminate_job from its signal
+    handler, in the thread that plays the match: Celery's raised NotImplementedError into whatever ran there, and a
+    review's landed in the referee's read of a seat's stream, which charged the seat a protocol error (stop 39)."""
+    seen: list[object] = []
+
+    async def playing(referee: matches.EmbeddedReferee) -> None:
+        try:
+            while True:
+                try:
+                    await asyncio.sleep(0.001)
+                except Exception as error:  # as the referee's reads do: what lands here is the bot's doing
+                    seen.append(error)
+        finally:
+            seen.append("cleaned up")
+
+    previous = signal.signal(signal.SIGUSR1, lambda *_: SoloPool.terminate_job(None, 0))
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        with pytest.raises(asyncio.CancelledError):
+            matches.run_on_worker_referee(playing)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert seen == ["cleaned up"]
+    assert not matches.stop_match_in_hand(), "no match in hand any more"
