@@ -271,6 +271,10 @@ def _run(
     except KeyboardInterrupt:
         if embedded is not None:
             _stop_embedded(engine, league_id, embedded, "interrupted (Ctrl-C)")
+            with session_scope(engine) as session, contextlib.suppress(Conflict):  # Conflict: nothing left to play
+                # Paused, as `mus league pause` pauses it: another league's run in this folder shares the queues,
+                # and its workers played this league's matches on to its end (a chaos review, stop 39).
+                repo.pause_league(session, league_id)
             with session_scope(engine) as session:
                 progress = repo.league_progress(session, league_id)
         return RunReport(progress, completed=False, interrupted=True)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.workers.conftest import Deployment
+from workers import play
 from workers.app import broker_dir
 from workers.db import repo
 from workers.db.errors import Conflict
@@ -143,3 +144,25 @@ def test_two_workers_play_each_duplicate_pair_of_persistent_bots_whole(deploymen
         assert first.worker == second.worker, "one worker plays the pair"
         assert first.deal == second.deal, "still a pair: the same deal"
         assert first.finished_at is not None and second.started_at <= first.finished_at, "the twin taken at once"
+
+
+def test_a_league_interrupted_on_the_embedded_broker_is_paused_so_no_other_runs_workers_play_it_on(
+    deployment: Deployment,
+) -> None:
+    """Two leagues run at once from one folder share the embedded queues: after Ctrl-C of one, the other run's
+    workers played its matches on to its end, and it stayed `running`, its secret unrevealed (a chaos review,
+    stop 39). Interrupted, it is paused: no worker claims its matches, and running it again resumes it."""
+    league_id = deployment.league("stopped", ["random", "passive"], matches_per_pairing=8)
+
+    def ctrl_c_once_a_match_finished(progress: dict[str, int]) -> None:
+        if progress.get("finished"):
+            raise KeyboardInterrupt  # where a run's Ctrl-C lands: in its loop
+
+    report = run_league(deployment.engine, "stopped", workers=1, on_progress=ctrl_c_once_a_match_finished)
+    assert report.interrupted and not report.completed
+    with session_scope(deployment.engine) as session:
+        assert repo.get_league(session, "stopped").status == "paused"
+        waiting = repo.unfinished_match_ids(session, repo.get_league(session, league_id))
+    assert waiting and play.play_league_match(waiting[0]) == "skipped", "another run's worker drops its message"
+    resumed = run_league(deployment.engine, "stopped", workers=1)
+    assert resumed.completed
