@@ -68,7 +68,6 @@ log = logging.getLogger(__name__)
 LEASE_S = float(os.environ.get("MUS_LEASE_S", "60"))
 """How long a claim lasts without a heartbeat; a worker that dies loses its match after this."""
 
-
 MAX_ATTEMPTS = 3
 """Infrastructure failures in a row after which a match is marked failed instead of requeued."""
 

@@ -271,32 +271,43 @@ def test_a_client_that_fills_the_servers_budget_with_silent_streams_only_closes_
     assert divmod(counts, 100) == (49, 20), "one silent stream made room; the late connection keeps its 20"
 
 
-def test_a_waiting_stream_whose_call_ends_leaves_no_unretrieved_read_behind() -> None:
-    """A review's churn of streams that never sent their first message filled the referee's log with "Task
-    exception was never retrieved", 60 KB a second: the read each left behind when its call ended (stop 34)."""
+def logged_after_a_cancelled_first_read(*, stream_ends_after_s: float | None, turns: int, wait_s: float) -> list[str]:
+    """What asyncio logs once a stream waiting for its first message has its call cancelled: `turns` turns of the
+    event loop and `wait_s` after its read began; the client's stream ends `stream_ends_after_s` after it began
+    (None: it has ended already)."""
 
     async def scenario() -> list[str]:
         loop = asyncio.get_running_loop()
         logged: list[str] = []
         loop.set_exception_handler(lambda _, context: logged.append(str(context.get("message"))))
 
-        async def gone() -> Any:  # the client's stream: it ends a moment after the call did
-            await asyncio.sleep(0.05)
+        async def gone() -> Any:  # the client's stream
+            if stream_ends_after_s is not None:
+                await asyncio.sleep(stream_ends_after_s)
             return
             yield
 
         first = quota._FirstMessage(gone(), quota._Budget(10, 10), "peer", 60.0, {})
         reading = asyncio.ensure_future(anext(aiter(first)))
-        await asyncio.sleep(0.01)
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        await asyncio.sleep(wait_s)
         reading.cancel()  # the call ends while it waits for its first message
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
             await reading
+        del reading
         await asyncio.sleep(0.1)
         gc.collect()
         await asyncio.sleep(0.01)
         return logged
 
-    assert asyncio.run(scenario()) == []
+    return asyncio.run(scenario())
+
+
+def test_a_waiting_stream_whose_call_ends_leaves_no_unretrieved_read_behind() -> None:
+    """A review's churn of streams that never sent their first message filled the referee's log with "Task
+    exception was never retrieved", 60 KB a second: the read each left behind when its call ended (stop 34)."""
+    assert logged_after_a_cancelled_first_read(stream_ends_after_s=0.05, turns=0, wait_s=0.01) == []
 
 
 @pytest.mark.parametrize("turns", range(4))
@@ -305,30 +316,7 @@ def test_a_read_that_ended_as_its_call_was_cancelled_is_retrieved_too(turns: int
     call's cancel came in one turn of the loop, the read had already ended (StopAsyncIteration), and each such call
     left a traceback in the worker's log, 85 KB a second outside the seat's output cap (stop 39). `turns`: when
     the cancel comes, counted in turns of the event loop after the read began."""
-
-    async def scenario() -> list[str]:
-        loop = asyncio.get_running_loop()
-        logged: list[str] = []
-        loop.set_exception_handler(lambda _, context: logged.append(str(context.get("message"))))
-
-        async def gone() -> Any:  # the client's stream: it has already ended
-            return
-            yield
-
-        first = quota._FirstMessage(gone(), quota._Budget(10, 10), "peer", 60.0, {})
-        reading = asyncio.ensure_future(anext(aiter(first)))
-        for _ in range(turns):
-            await asyncio.sleep(0)
-        reading.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-            await reading
-        del reading
-        await asyncio.sleep(0.01)
-        gc.collect()
-        await asyncio.sleep(0.01)
-        return logged
-
-    assert asyncio.run(scenario()) == []
+    assert logged_after_a_cancelled_first_read(stream_ends_after_s=None, turns=turns, wait_s=0) == []
 
 
 def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(

@@ -209,10 +209,9 @@ def _link_entry(item: os.DirEntry[str], inside: str) -> tuple[os.stat_result, st
         stat = os.stat(target)
     except OSError:
         return item.stat(follow_symlinks=False), text, False  # leads nowhere
-    regular = S_ISREG(stat.st_mode)
-    if target.startswith(inside):
-        return (stat, None, True) if regular else (item.stat(follow_symlinks=False), text, False)
-    return (stat, text, True) if regular else (item.stat(follow_symlinks=False), text, False)
+    if not S_ISREG(stat.st_mode):
+        return item.stat(follow_symlinks=False), text, False
+    return stat, None if target.startswith(inside) else text, True
 
 
 def add_bot(
