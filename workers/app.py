@@ -27,6 +27,7 @@ from celery import Celery
 from celery.concurrency.solo import TaskPool as SoloPool
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
 from kombu.entity import Exchange, Queue
+from kombu.exceptions import ChannelError
 
 from workers import broker
 
@@ -113,6 +114,19 @@ def later(app: Celery, delay_s: float) -> dict[str, Any]:
 def send_match(app: Celery, match_id: int, half: int) -> None:
     """Ask a worker to play `match_id`, on its half's queue."""
     app.send_task("mus.play_match", (match_id,), queue=match_queues()[half])
+
+
+def waiting_messages(app: Celery, half: int) -> int | None:
+    """How many messages wait in `half`'s queue on the broker, taken by no worker yet: 0 where it has no such queue
+    (Redis drops an emptied list), None where the broker cannot be asked (then nobody knows)."""
+    with app.connection_for_read() as connection:
+        try:
+            declared = connection.default_channel.queue_declare(queue=match_queues()[half], passive=True)
+        except (ChannelError, *connection.channel_errors):
+            return 0
+        except (OSError, *connection.connection_errors):
+            return None
+        return int(declared.message_count)
 
 
 def make_app() -> Celery:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import grpc
 from sqlalchemy.engine import Engine
 
-from workers.app import broker_dir, is_embedded, make_app, send_match, worker_queues
+from workers.app import broker_dir, is_embedded, make_app, send_match, waiting_messages, worker_queues
 from workers.db import repo
 from workers.db.errors import Conflict
 from workers.db.models import LeagueStatus, MatchStatus
@@ -39,9 +39,11 @@ POLL_S = 0.25
 """How often progress is read from the database."""
 
 RESEND_AFTER_S = 30.0
-"""A queued match whose message was sent this long ago and still is not taken is sent again (the message may
-have been lost). A match requeued after a failed attempt is sent again at once. Duplicates are harmless:
-`play_match` claims the match before it plays."""
+"""A queued match whose message was sent this long ago and still is not taken is sent again if its half's queue
+holds no message (the broker lost it: restarted without its data, purged); while the queue still holds messages,
+the workers have not reached it yet. A match requeued after a failed attempt is sent again at once. A duplicate is
+harmless (`play_match` claims the match before it plays) but not free: resending every match still queued every
+30 s made a league of 3,000 matches queue 9,000 more messages in its first two minutes, each a worker's task."""
 
 
 @dataclass
@@ -164,10 +166,12 @@ def run_league(
     workers: int | None = None,
     on_progress: Callable[[dict[str, int]], None] = lambda progress: None,
     send: Callable[[int, int], None] | None = None,
+    queue_depth: Callable[[int], int | None] | None = None,
     on_start: Callable[[], None] = lambda: None,
     worker_environment: Callable[[int], Mapping[str, str]] = lambda index: {},
 ) -> RunReport:
     """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`;
+    `queue_depth(half)`: how many messages wait in that half's queue (`workers.app.waiting_messages`, RESEND_AFTER_S);
     `on_start()` before any worker starts; `worker_environment(index)`: what the embedded broker's `index`th
     worker's environment adds to this process's. A league that has ended starts nothing: a finished one reports its
     counts, a cancelled one is refused (Conflict), as is an unknown name (NotFound) and, on the embedded broker,
@@ -198,7 +202,7 @@ def run_league(
             connection.ensure_connection(max_retries=1)
     with _one_run(league_name) if is_embedded() else contextlib.nullcontext():
         on_start()
-        return _run(engine, league_name, workers, on_progress, send, worker_environment)
+        return _run(engine, league_name, workers, on_progress, send, queue_depth, worker_environment)
 
 
 def _run(
@@ -207,10 +211,12 @@ def _run(
     workers: int | None,
     on_progress: Callable[[dict[str, int]], None],
     send: Callable[[int, int], None] | None,
+    queue_depth: Callable[[int], int | None] | None,
     worker_environment: Callable[[int], Mapping[str, str]],
 ) -> RunReport:
     app = make_app()  # configured from this moment's environment (the broker a test or a user points at)
     send = send or (lambda match_id, half: send_match(app, match_id, half))
+    queue_depth = queue_depth or (lambda half: waiting_messages(app, half))
     with session_scope(engine) as session:
         league = repo.get_league(session, league_name)
         league_id = league.id
@@ -253,11 +259,19 @@ def _run(
                 cancelled = status is LeagueStatus.CANCELLED
                 return RunReport(progress, completed=False, paused=not cancelled, cancelled=cancelled)
             now = time.monotonic()
+            in_queue: dict[int, int | None] = {}  # messages waiting in each half's queue, asked once a poll
             for waiting in queued:
                 last = sent.get(waiting.id)
-                if last is None or last[0] != waiting.attempt or now - last[1] >= RESEND_AFTER_S:
-                    send(waiting.id, waiting.half)
-                    sent[waiting.id] = (waiting.attempt, now)
+                if last is not None and last[0] == waiting.attempt:
+                    if now - last[1] < RESEND_AFTER_S:
+                        continue
+                    if waiting.half not in in_queue:
+                        in_queue[waiting.half] = queue_depth(waiting.half)
+                    if in_queue[waiting.half]:  # not reached yet: as good as sent now
+                        sent[waiting.id] = (waiting.attempt, now)
+                        continue
+                send(waiting.id, waiting.half)
+                sent[waiting.id] = (waiting.attempt, now)
             on_progress(progress)
             if progress["finished"] + progress.get("failed", 0) >= progress["total"]:
                 break
@@ -353,8 +367,11 @@ def _register_remote(bots: list[RemoteBot]) -> None:
 
 
 def _purge_embedded_queue() -> None:
-    """Old messages of earlier runs are only hints; start the embedded queue empty."""
-    for folder in (broker_dir() / "queue", broker_dir() / "processed"):
+    """Old messages of earlier runs are only hints; start the embedded queue empty (each queue's folder, and the
+    messages an earlier version kept in the queue folder itself)."""
+    queue, processed = broker_dir() / "queue", broker_dir() / "processed"
+    queues = [path for path in queue.iterdir() if path.is_dir()] if queue.is_dir() else []
+    for folder in (queue, processed, *queues):
         if folder.is_dir():
             for path in folder.iterdir():
                 if path.suffix == ".msg":

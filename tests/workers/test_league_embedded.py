@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.workers.conftest import Deployment
-from workers import play
+from workers import league_run, play
 from workers.app import broker_dir
 from workers.db import repo
 from workers.db.errors import Conflict
@@ -77,6 +77,43 @@ def test_killing_a_worker_mid_league_loses_nothing_and_double_counts_nothing(
         killed = repo.get_match(session, victim.id or 0)
         assert killed.status == MatchStatus.FINISHED and killed.attempt >= 2
         assert killed.error is not None and "during the match" in killed.error, killed.error
+
+
+@pytest.mark.parametrize(
+    ("in_queue", "resent"), [(3, False), (0, True), (None, True)], ids=["waiting", "empty", "unknown"]
+)
+def test_a_match_not_yet_taken_is_sent_again_only_if_its_queue_has_nothing_left(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch, in_queue: int | None, resent: bool
+) -> None:
+    """A league's matches all wait in the queue from its start: resending every match not taken within
+    RESEND_AFTER_S queued a league of 3,000 matches three more times over within two minutes. Only a queue that
+    holds nothing (the broker lost the messages) or a broker that cannot be asked has them sent again."""
+    monkeypatch.setenv("MUS_BROKER_URL", "memory://")  # no worker: the matches stay queued
+    monkeypatch.setattr(league_run, "RESEND_AFTER_S", 0.1)
+    monkeypatch.setattr(league_run, "POLL_S", 0.02)
+    league_id = deployment.league("resent", ["random", "passive"], matches_per_pairing=4)
+    sent: list[int] = []
+    asked: list[int] = []
+
+    def queue_depth(half: int) -> int | None:
+        asked.append(half)
+        return in_queue
+
+    runner = threading.Thread(
+        target=lambda: run_league(
+            deployment.engine, "resent", send=lambda match_id, half: sent.append(match_id), queue_depth=queue_depth
+        )
+    )
+    runner.start()
+    time.sleep(1.0)
+    with session_scope(deployment.engine) as session:
+        repo.pause_league(session, "resent")
+    runner.join(timeout=30)
+    assert not runner.is_alive()
+    with session_scope(deployment.engine) as session:
+        ids = {match.id for match in repo.list_matches(session, league_id)}
+    assert set(sent) == ids and asked, "every match sent, the queue asked about"
+    assert (len(sent) > len(ids)) is resent, f"{len(sent)} messages for {len(ids)} matches"
 
 
 def test_a_second_run_of_a_league_being_run_is_refused_and_changes_nothing(deployment: Deployment) -> None:
