@@ -39,11 +39,12 @@ POLL_S = 0.25
 """How often progress is read from the database."""
 
 RESEND_AFTER_S = 30.0
-"""A queued match whose message was sent this long ago and still is not taken is sent again if its half's queue
-holds no message (the broker lost it: restarted without its data, purged); while the queue still holds messages,
-the workers have not reached it yet. A match requeued after a failed attempt is sent again at once. A duplicate is
-harmless (`play_match` claims the match before it plays) but not free: resending every match still queued every
-30 s made a league of 3,000 matches queue 9,000 more messages in its first two minutes, each a worker's task."""
+"""Every so often the run reads all the league's queued matches (else only those queued again after an attempt,
+which it sends at once), and sends again each whose message went this long ago if its half's queue holds no
+message (the broker lost it: restarted without its data, purged); while the queue still holds messages, the
+workers have not reached it yet. A duplicate is harmless (`play_match` claims the match before it plays) but not
+free: resending every match still queued every 30 s made a league of 3,000 matches queue 9,000 more messages in
+its first two minutes, each a worker's task."""
 
 
 @dataclass
@@ -242,13 +243,17 @@ def _run(
         embedded.start()
     sent: dict[int, tuple[int, float]] = {}
     progress: dict[str, int] = {}
+    read_all_at = 0.0  # when to read every queued match again (RESEND_AFTER_S)
     try:
         while True:
+            read_all = time.monotonic() >= read_all_at
             with session_scope(engine) as session:
                 status = repo.get_league(session, league_id).status
                 repo.requeue_expired(session, league_id)
-                queued = send_order(repo.queued_matches(session, league_id))
+                queued = send_order(repo.queued_matches(session, league_id, attempted=not read_all))
                 progress = repo.league_progress(session, league_id)
+            if read_all:
+                read_all_at = time.monotonic() + RESEND_AFTER_S
             if status in (LeagueStatus.PAUSED, LeagueStatus.CANCELLED):
                 # `mus league pause` or `cancel`, from any terminal: no worker claims a match of it any more
                 on_progress(progress)
