@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -288,15 +289,8 @@ def _run(
                             repo.void_match(session, match.id, match.worker, why)
             time.sleep(POLL_S)
     except KeyboardInterrupt:
-        if embedded is not None:
-            _stop_embedded(engine, league_id, embedded, "interrupted (Ctrl-C)")
-            with session_scope(engine) as session, contextlib.suppress(Conflict):  # Conflict: nothing left to play
-                # Paused, as `mus league pause` pauses it: another league's run in this folder shares the queues,
-                # and its workers played this league's matches on to its end (a chaos review, stop 39).
-                repo.pause_league(session, league_id)
-            with session_scope(engine) as session:
-                progress = repo.league_progress(session, league_id)
-        return RunReport(progress, completed=False, interrupted=True)
+        with _not_interrupted():
+            return _interrupted(engine, league_id, embedded)
     if embedded is not None:
         embedded.stop(finished=True)
     with session_scope(engine) as session:
@@ -308,6 +302,34 @@ def _run(
         worker_restarts=embedded.restarts if embedded else 0,
         failures=failures,
     )
+
+
+def _interrupted(engine: Engine, league_id: int, embedded: EmbeddedWorkers | None) -> RunReport:
+    """Ctrl-C (or SIGTERM, `mus league run`): this run's workers stopped, their matches voided, the league paused."""
+    if embedded is not None:
+        _stop_embedded(engine, league_id, embedded, "the run was interrupted (Ctrl-C or SIGTERM)")
+        with session_scope(engine) as session, contextlib.suppress(Conflict):  # Conflict: nothing left to play
+            # Paused, as `mus league pause` pauses it: another league's run in this folder shares the queues,
+            # and its workers played this league's matches on to its end (a chaos review, stop 39).
+            repo.pause_league(session, league_id)
+    with session_scope(engine) as session:
+        return RunReport(repo.league_progress(session, league_id), completed=False, interrupted=True)
+
+
+@contextlib.contextmanager
+def _not_interrupted() -> Iterator[None]:
+    """Ctrl-C pressed again (or SIGTERM) while the run stops its workers would cut that short, and leave their
+    matches running and the league open to another run's workers (a chaos review's double Ctrl-C, stop 39): they
+    wait, a few seconds at most (`EmbeddedWorkers.stop`). In the main thread only, where signals are handled."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _stop_embedded(

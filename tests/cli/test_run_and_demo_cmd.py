@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +112,52 @@ def test_league_run_of_an_unknown_league_is_a_one_line_error(fresh_folder: Path)
     result = runner.invoke(app, ["league", "run", "nope"])
     assert result.exit_code == 1
     assert "nope" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "signals", [[signal.SIGTERM], [signal.SIGINT, signal.SIGINT, signal.SIGTERM]], ids=["term", "again"]
+)
+def test_league_run_stopped_by_sigterm_or_a_second_ctrl_c_pauses_the_league_with_no_match_left_running(
+    fresh_folder: Path, signals: list[signal.Signals]
+) -> None:
+    """A chaos review's `kill` of the run (a container or service stopping sends SIGTERM) or its second Ctrl-C
+    left a match running and the league open to another run's workers until the next run (stop 39). Each now ends
+    as Ctrl-C does: the workers stopped, their matches voided, the league paused."""
+    for bot in ("random", "passive"):
+        added = runner.invoke(
+            app, ["bot", "add", bot, "--dir", str(EXAMPLES), "--", "python", "-m", f"clients.bots.{bot}"]
+        )
+        assert added.exit_code == 0, added.output
+    assert (
+        runner.invoke(
+            app, ["league", "create", "st", "--bots", "random,passive", "--matches-per-pairing", "40"]
+        ).exit_code
+        == 0
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-c", "from workers.cli.main import app; app()", "league", "run", "st"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with sqlite3.connect(fresh_folder / "mus.db") as db:
+                if db.execute("SELECT count(*) FROM match WHERE status = 'running'").fetchone()[0]:
+                    break
+            time.sleep(0.05)
+        for signum in signals:
+            run.send_signal(signum)
+            time.sleep(0.1)
+        output, _ = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    said = output.decode()
+    assert run.returncode == (143 if signals == [signal.SIGTERM] else 130), said
+    assert ("terminated (SIGTERM): " in said) == (signals == [signal.SIGTERM]), said
+    assert "Traceback" not in said, said
+    with sqlite3.connect(fresh_folder / "mus.db") as db:
+        assert db.execute("SELECT status FROM league WHERE name = 'st'").fetchone() == ("paused",)
+        assert db.execute("SELECT count(*) FROM match WHERE status = 'running'").fetchone() == (0,)

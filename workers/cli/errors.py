@@ -4,9 +4,11 @@ when it is told to stop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -54,3 +56,25 @@ def run_to_the_end(main: Coroutine[Any, Any, T]) -> T:
     if threading.current_thread() is not threading.main_thread():
         return asyncio.run(main)  # signal handlers are the main thread's only
     return asyncio.run(cancelled_by_sigterm())
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[list[bool]]:
+    """Within it, SIGTERM (a `kill`, a container or service stopping) interrupts the main thread as Ctrl-C does, so
+    the clean-up written for Ctrl-C runs for it too; the list it yields holds True once SIGTERM came. Python's
+    default exits at once: a chaos review's `kill` of `mus league run` left its match running and its league open
+    to another run's workers until the next run (stop 39)."""
+    terminated: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield terminated  # signal handlers are the main thread's only
+        return
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        terminated.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield terminated
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from workers.app import broker_dir, is_embedded
 from workers.cli.db import domain_errors, one_line
-from workers.cli.errors import fail
+from workers.cli.errors import EXIT_TERMINATED, fail, sigterm_as_ctrl_c
 from workers.cli.worker_cmd import check_log_limit
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope, sqlite_file
@@ -86,7 +86,7 @@ def run_command(
         progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
 
     try:
-        with domain_errors():
+        with domain_errors(), sigterm_as_ctrl_c() as terminated:
             report = run_league(engine, name, workers=count if embedded else None, on_progress=show, on_start=start)
     except kombu.exceptions.OperationalError as error:
         shown = maybe_sanitize_url(os.environ.get("MUS_BROKER_URL", ""))
@@ -94,7 +94,7 @@ def run_command(
     finally:
         if progress.live.is_started:  # stopping one never started prints a blank line
             progress.stop()
-    summarize(name, report, embedded=embedded)
+    summarize(name, report, embedded=embedded, terminated=bool(terminated))
 
 
 def where_logs(embedded: bool) -> str:
@@ -121,8 +121,10 @@ NO_WORKER_HINT_S = 15.0
 """With MUS_BROKER_URL, how long the progress may show no match taken before it asks whether a worker is running."""
 
 
-def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
+def summarize(name: str, report: RunReport, *, embedded: bool = True, terminated: bool = False) -> None:
+    """What the run ends with, and its exit code (`terminated`: it was stopped by SIGTERM, not Ctrl-C)."""
     counts = report.progress
+    stopped, code = ("terminated (SIGTERM)", EXIT_TERMINATED) if terminated else ("interrupted", 130)
     if report.cancelled:
         typer.echo(
             f"cancelled: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; the league plays no"
@@ -141,13 +143,13 @@ def summarize(name: str, report: RunReport, *, embedded: bool = True) -> None:
             f" workers go on playing what is queued. `mus league run {name}` again follows them to the end and"
             " finishes the league (its secret is published then)"
         )
-        raise typer.Exit(130)
+        raise typer.Exit(code)
     if report.interrupted:
         typer.echo(
-            f"interrupted: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; "
+            f"{stopped}: {counts.get('finished', 0)}/{counts.get('total', 0)} matches finished; "
             f"run `mus league run {name}` again to resume"
         )
-        raise typer.Exit(130)
+        raise typer.Exit(code)
     if counts.get("failed"):
         shown = list(report.failures.items())[:MAX_CAUSES_SHOWN]
         causes = "".join(f"\n  {count} x {cause}" for cause, count in shown)
