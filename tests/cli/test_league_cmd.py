@@ -394,7 +394,9 @@ def test_cancel_ends_a_league_that_cannot_finish_for_good(database: str, tmp_pat
     status = json.loads(ok("status", "cup", "--json").stdout)
     assert (status["status"], status["finished"], status["queued"]) == ("cancelled", 1, 1)
     assert status["secret"] is not None, "published: the league plays no more"
-    assert "Cancelled (`mus league cancel`): it plays no more matches" in " ".join(ok("status", "cup").stdout.split())
+    listed = ok("status", "cup", "--matches").stdout
+    assert "Cancelled (`mus league cancel`): it plays no more matches" in " ".join(listed.split())
+    assert "not played" in listed and "queued" not in listed, "its twin is not still to come"
     refused = runner.invoke(league_cmd.app, ["run", "cup"])
     assert refused.exit_code != 0 and "league 'cup' was cancelled" in error_of(refused)
     assert "playing on" not in refused.output and not (tmp_path / ".mus-broker").exists(), "no worker started"

@@ -266,7 +266,7 @@ def status_command(
     table.add_column("status")
     table.add_column("matches", justify="right")
     for status in MatchStatus:
-        table.add_row(status.value, str(progress[status.value]))
+        table.add_row(_status_label(status.value, cancelled), str(progress[status.value]))
     table.add_row("total", str(total))
     print_table(table)
     if league.status is LeagueStatus.PAUSED:
@@ -288,12 +288,18 @@ def status_command(
                 f"{_shorten(str(entry['error']), 200)}"
             )
     if matches:
-        _print_matches(league.name, listed)
+        _print_matches(league.name, listed, cancelled)
     else:
         typer.echo(f"Match ids (for `mus replay show MATCH`): `mus league status {league.name} --matches`.")
 
 
-def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
+def _status_label(status: str, cancelled: bool) -> str:
+    """A match status as the tables show it: in a cancelled league a queued match will never be played (a chaos
+    review read its cancelled league's 'queued' as matches still to come, stop 39)."""
+    return "not played" if cancelled and status == MatchStatus.QUEUED.value else status
+
+
+def _print_matches(league: str, rows: list[dict[str, Any]], cancelled: bool) -> None:
     table = cli_table(title=f"Matches of {league}")
     for column in ("id", "#", "pair", "team 0 (seats 0+2)", "team 1 (seats 1+3)", "status", "winner", "games", "seed"):
         table.add_column(column, justify="right" if column in ("id", "#", "pair", "seed") else "left")
@@ -306,7 +312,7 @@ def _print_matches(league: str, rows: list[dict[str, Any]]) -> None:
             "-" if row["duplicate_pair"] is None else str(row["duplicate_pair"]),
             team0,
             team1,
-            row["status"],
+            _status_label(row["status"], cancelled),
             _winner(result),
             f"{result['games'][0]}-{result['games'][1]}" if result else "",
             "" if row["seed"] is None else str(row["seed"]),  # published once its deal is played out (docs/leagues.md)
