@@ -27,7 +27,7 @@ from celery import Celery
 from celery.concurrency.solo import TaskPool as SoloPool
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
 from kombu.entity import Exchange, Queue
-from kombu.exceptions import ChannelError
+from kombu.exceptions import ChannelError, OperationalError
 
 from workers import broker
 
@@ -121,10 +121,11 @@ def waiting_messages(app: Celery, half: int) -> int | None:
     (Redis drops an emptied list), None where the broker cannot be asked (then nobody knows)."""
     with app.connection_for_read() as connection:
         try:
+            connection.ensure_connection(max_retries=1)  # not the default channel's retries for a broker that is down
             declared = connection.default_channel.queue_declare(queue=match_queues()[half], passive=True)
         except (ChannelError, *connection.channel_errors):
             return 0
-        except (OSError, *connection.connection_errors):
+        except (OperationalError, OSError, *connection.connection_errors):
             return None
         return int(declared.message_count)
 

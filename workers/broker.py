@@ -122,7 +122,10 @@ class Channel(filesystem.Channel):
                     with open(taken, "rb") as file:
                         payload = file.read()
                     if self.store_processed:
-                        shutil.move(taken, os.path.join(self.processed_folder, f"{name}.{queue}.msg"))
+                        kept = (
+                            f"{name}.{os.path.basename(folder)}.msg"  # the queue's name as its folder's: one component
+                        )
+                        shutil.move(taken, os.path.join(self.processed_folder, kept))
                     else:
                         os.remove(taken)
                 except OSError as exc:

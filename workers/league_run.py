@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 
 import grpc
 from sqlalchemy.engine import Engine
@@ -41,11 +42,70 @@ POLL_S = 0.25
 
 RESEND_AFTER_S = 30.0
 """Every so often the run reads all the league's queued matches (else only those queued again after an attempt,
-which it sends at once), and sends again each whose message went this long ago if its half's queue holds no
-message (the broker lost it: restarted without its data, purged); while the queue still holds messages, the
-workers have not reached it yet. A duplicate is harmless (`play_match` claims the match before it plays) but not
-free: resending every match still queued every 30 s made a league of 3,000 matches queue 9,000 more messages in
-its first two minutes, each a worker's task."""
+which it sends at once) and sends again each whose message went this long ago and is lost (`_Dispatch.lost`). A
+duplicate is harmless (`play_match` claims the match before it plays) but not free: resending every match still
+queued every 30 s made a league of 3,000 matches queue 9,000 more messages in its first two minutes, each a
+worker's task."""
+
+
+@dataclass
+class _Sent:
+    attempt: int
+    at: float
+    half: int
+    order: int
+    """How many messages the run had sent before this one: those of one poll are sent at one `at`."""
+
+
+@dataclass
+class _Dispatch:
+    """What the run has sent, and which of its messages it takes for lost.
+
+    A queue is first in, first out: once a message sent after a match's own has been taken (its match claimed) for
+    a whole RESEND_AFTER_S, the match's own, if it is still queued on the same attempt, went missing (a worker died
+    between taking it and claiming the match, a broker lost it). So did every message of a half whose queue holds
+    none. Other leagues' messages in a shared queue (a second run in the folder, a shared MUS_QUEUE) hide neither.
+    A match deferred for its twin (sent again for later) may be taken for lost and sent twice: harmless."""
+
+    queue_depth: Callable[[int], int | None]
+    """How many messages wait in a half's queue (`run_league`), asked at most once a half and full read."""
+    depths: dict[int, int | None] = field(default_factory=dict)
+    sent: dict[int, _Sent] = field(default_factory=dict)
+    overtaken: dict[int, int] = field(default_factory=dict)
+    """Per half, the `order` of the newest message that had been taken by the last full read."""
+    previous: dict[int, int] = field(default_factory=dict)
+    """The same as of the full read before: a message sent before it has been overtaken for a whole period."""
+    count: int = 0
+
+    def due(self, match: repo.QueuedMatch) -> bool:
+        """Whether `match`, read queued, has yet to be sent on its current attempt."""
+        last = self.sent.get(match.id)
+        return last is None or last.attempt != match.attempt
+
+    def read_all(self, queued: Sequence[repo.QueuedMatch]) -> None:
+        """Every queued match, read now: note how far each half's queue has been taken."""
+        attempts = {match.id: match.attempt for match in queued}
+        overtaken: dict[int, int] = {}
+        for match_id, last in self.sent.items():
+            if attempts.get(match_id) != last.attempt:  # claimed since it was sent
+                overtaken[last.half] = max(overtaken.get(last.half, -1), last.order)
+        self.previous, self.overtaken = self.overtaken, overtaken
+        self.depths.clear()
+
+    def lost(self, match: repo.QueuedMatch, now: float) -> bool:
+        """Whether `match`'s message, sent on its current attempt at least RESEND_AFTER_S ago, is lost."""
+        last = self.sent[match.id]
+        if now - last.at < RESEND_AFTER_S:
+            return False
+        if last.order < self.previous.get(match.half, -1):
+            return True
+        if match.half not in self.depths:
+            self.depths[match.half] = self.queue_depth(match.half)
+        return not self.depths[match.half]
+
+    def note(self, match: repo.QueuedMatch, now: float) -> None:
+        self.sent[match.id] = _Sent(match.attempt, now, match.half, self.count)
+        self.count += 1
 
 
 @dataclass
@@ -235,14 +295,15 @@ def _run(
     count = workers or default_worker_count(sandboxed=sandboxed)
     embedded = EmbeddedWorkers(count, worker_environment) if is_embedded() else None
     if embedded is not None:
-        _purge_embedded_queue()
+        if not _another_run(league_name):
+            _purge_embedded_queue()
         with session_scope(engine) as session:
             # No worker of ours is alive yet: whatever an interrupted run left running is stale.
             for match in repo.list_matches(session, league_id, status=MatchStatus.RUNNING):
                 if match.id is not None and match.worker:
                     repo.void_match(session, match.id, match.worker, "the previous run was interrupted")
         embedded.start()
-    sent: dict[int, tuple[int, float]] = {}
+    dispatch = _Dispatch(queue_depth)
     progress: dict[str, int] = {}
     read_all_at = 0.0  # when to read every queued match again (RESEND_AFTER_S)
     try:
@@ -255,6 +316,7 @@ def _run(
                 progress = repo.league_progress(session, league_id)
             if read_all:
                 read_all_at = time.monotonic() + RESEND_AFTER_S
+                dispatch.read_all(queued)
             if status in (LeagueStatus.PAUSED, LeagueStatus.CANCELLED):
                 # `mus league pause` or `cancel`, from any terminal: no worker claims a match of it any more
                 on_progress(progress)
@@ -265,19 +327,10 @@ def _run(
                 cancelled = status is LeagueStatus.CANCELLED
                 return RunReport(progress, completed=False, paused=not cancelled, cancelled=cancelled)
             now = time.monotonic()
-            in_queue: dict[int, int | None] = {}  # messages waiting in each half's queue, asked once a poll
             for waiting in queued:
-                last = sent.get(waiting.id)
-                if last is not None and last[0] == waiting.attempt:
-                    if now - last[1] < RESEND_AFTER_S:
-                        continue
-                    if waiting.half not in in_queue:
-                        in_queue[waiting.half] = queue_depth(waiting.half)
-                    if in_queue[waiting.half]:  # not reached yet: as good as sent now
-                        sent[waiting.id] = (waiting.attempt, now)
-                        continue
-                send(waiting.id, waiting.half)
-                sent[waiting.id] = (waiting.attempt, now)
+                if dispatch.due(waiting) or (read_all and dispatch.lost(waiting, now)):
+                    send(waiting.id, waiting.half)
+                    dispatch.note(waiting, now)
             on_progress(progress)
             if progress["finished"] + progress.get("failed", 0) >= progress["total"]:
                 break
@@ -319,12 +372,30 @@ def _interrupted(engine: Engine, league_id: int, embedded: EmbeddedWorkers | Non
 @contextlib.contextmanager
 def _not_interrupted() -> Iterator[None]:
     """Ctrl-C pressed again (or SIGTERM) while the run stops its workers would cut that short, and leave their
-    matches running and the league open to another run's workers (a chaos review's double Ctrl-C, stop 39): they
-    wait, a few seconds at most (`EmbeddedWorkers.stop`). In the main thread only, where signals are handled."""
+    matches running and the league open to another run's workers (a chaos review's double Ctrl-C, stop 39): the
+    first such signal is answered with a line and waits (stopping the workers takes a few seconds at most,
+    `EmbeddedWorkers.stop`), the next one interrupts the clean-up, for a database that does not answer. In the
+    main thread only, where signals are handled."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in signals}
+    asked: list[int] = []
+
+    def again(signum: int, frame: FrameType | None) -> None:
+        asked.append(signum)
+        if len(asked) == 1:
+            print(
+                "stopping the workers and voiding their matches; once more to leave them as they are", file=sys.stderr
+            )
+            return
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        raise KeyboardInterrupt
+
+    for signum in signals:
+        signal.signal(signum, again)
     try:
         yield
     finally:
@@ -393,6 +464,20 @@ def _register_remote(bots: list[RemoteBot]) -> None:
         log.warning("could not register the remote bots with the referee at %s: %s", address, error)
 
 
+def _another_run(league_name: str) -> bool:
+    """Whether another league's `mus league run` is under way in this folder (it holds its lock, `_one_run`): the
+    queues are shared, and purging them would drop its messages (a review's league then waited for the other's end)."""
+    for path in broker_dir().glob("league-*.lock"):
+        if path.name == f"league-{league_name}.lock":
+            continue  # this run's own
+        with path.open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+    return False
+
+
 def _purge_embedded_queue() -> None:
     """Old messages of earlier runs are only hints; start the embedded queue empty (each queue's folder, and the
     messages an earlier version kept in the queue folder itself)."""
@@ -403,3 +488,6 @@ def _purge_embedded_queue() -> None:
             for path in folder.iterdir():
                 if path.suffix == ".msg":
                     path.unlink(missing_ok=True)
+    for folder in queues:
+        with contextlib.suppress(OSError):  # not empty: a message being written or taken
+            folder.rmdir()  # Celery's reply and control queues leave one each

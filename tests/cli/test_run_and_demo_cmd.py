@@ -116,14 +116,17 @@ def test_league_run_of_an_unknown_league_is_a_one_line_error(fresh_folder: Path)
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "signals", [[signal.SIGTERM], [signal.SIGINT, signal.SIGINT, signal.SIGTERM]], ids=["term", "again"]
+    "signals",
+    [[signal.SIGTERM], [signal.SIGINT, signal.SIGTERM], [signal.SIGINT, signal.SIGINT, signal.SIGINT]],
+    ids=["term", "again", "thrice"],
 )
 def test_league_run_stopped_by_sigterm_or_a_second_ctrl_c_pauses_the_league_with_no_match_left_running(
     fresh_folder: Path, signals: list[signal.Signals]
 ) -> None:
     """A chaos review's `kill` of the run (a container or service stopping sends SIGTERM) or its second Ctrl-C
     left a match running and the league open to another run's workers until the next run (stop 39). Each now ends
-    as Ctrl-C does: the workers stopped, their matches voided, the league paused."""
+    as Ctrl-C does: the workers stopped, their matches voided, the league paused. A third signal leaves the
+    clean-up (a database that does not answer), still in one line."""
     for bot in ("random", "passive"):
         added = runner.invoke(
             app, ["bot", "add", bot, "--dir", str(EXAMPLES), "--", "python", "-m", f"clients.bots.{bot}"]
@@ -150,14 +153,18 @@ def test_league_run_stopped_by_sigterm_or_a_second_ctrl_c_pauses_the_league_with
             time.sleep(0.05)
         for signum in signals:
             run.send_signal(signum)
-            time.sleep(0.1)
+            time.sleep(0.05)
         output, _ = run.communicate(timeout=60)
     finally:
         run.kill()
     said = output.decode()
     assert run.returncode == (143 if signals == [signal.SIGTERM] else 130), said
     assert ("terminated (SIGTERM): " in said) == (signals == [signal.SIGTERM]), said
-    assert "Traceback" not in said, said
+    assert "Traceback" not in said and "Aborted" not in said, said
+    if len(signals) == 3:
+        assert "once more to leave them as they are" in said and "run `mus league run st` again" in said, said
+        return
+    assert ("once more to leave them as they are" in said) == (len(signals) == 2), said
     with sqlite3.connect(fresh_folder / "mus.db") as db:
         assert db.execute("SELECT status FROM league WHERE name = 'st'").fetchone() == ("paused",)
         assert db.execute("SELECT count(*) FROM match WHERE status = 'running'").fetchone() == (0,)

@@ -179,6 +179,29 @@ def test_a_message_sent_while_only_a_later_one_is_listed_is_taken_when_due(tmp_p
         queue.close()
 
 
+@pytest.mark.parametrize("name", ["team/a", "..", "%2E"])
+def test_a_queue_of_any_name_is_a_folder_of_its_own_and_its_messages_are_kept_once_taken(
+    tmp_path: Path, name: str
+) -> None:
+    """MUS_QUEUE names the queues: a slash in it made the taken message's kept name a path into no folder, and the
+    message was lost (a review)."""
+    processed = tmp_path / "processed"
+    processed.mkdir()
+    options = {
+        "data_folder_in": str(tmp_path / "queue"),
+        "data_folder_out": str(tmp_path / "queue"),
+        "store_processed": True,
+        "processed_folder": str(processed),
+    }
+    with Connection(f"{SCHEME}://", transport_options=options) as connection:  # type: ignore[no-untyped-call]
+        queue = connection.SimpleQueue(Queue(name, Exchange("mus"), routing_key=name))  # type: ignore[no-untyped-call]
+        queue.put({"match_id": 5})
+        assert [path.parent.parent for path in (tmp_path / "queue").glob("*/*.msg")] == [tmp_path / "queue"]
+        assert queue.get_nowait().payload == {"match_id": 5}
+        queue.close()
+    assert len(list(processed.iterdir())) == 1
+
+
 def test_a_queue_tells_how_many_messages_wait_in_it_and_is_purged_whole(tmp_path: Path) -> None:
     with connect(tmp_path) as connection:
         channel = connection.default_channel
@@ -299,6 +322,14 @@ def test_the_scheduler_is_told_how_many_matches_wait_in_each_halfs_queue(
             for name in match_queues():
                 with contextlib.suppress(Exception):
                     connection.default_channel.queue_delete(name)
+
+
+def test_a_broker_that_cannot_be_reached_cannot_say_how_many_matches_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Then nobody knows, and `mus league run` sends the match again as before (league_run._Dispatch.lost)."""
+    monkeypatch.setenv("MUS_BROKER_URL", "redis://127.0.0.1:1/0")
+    started = time.monotonic()
+    assert waiting_messages(make_app(), 0) is None
+    assert time.monotonic() - started < 3, "one try, not the default channel's retries (about 6 s)"
 
 
 def test_a_worker_started_without_queues_takes_both_halves() -> None:

@@ -7,13 +7,14 @@ import os
 import signal
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
 
 from tests.workers.conftest import Deployment
 from workers import league_run, play
-from workers.app import broker_dir
+from workers.app import broker_dir, match_queues
 from workers.db import repo
 from workers.db.errors import Conflict
 from workers.db.models import MatchStatus
@@ -116,6 +117,45 @@ def test_a_match_not_yet_taken_is_sent_again_only_if_its_queue_has_nothing_left(
     assert (len(sent) > len(ids)) is resent, f"{len(sent)} messages for {len(ids)} matches"
 
 
+def test_a_match_whose_message_a_later_one_overtook_is_sent_again_though_its_queue_is_not_empty(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue is first in, first out: a match still queued a whole period after a match sent later than it was
+    claimed lost its message (a worker died between taking it and claiming the match), even while the queue holds
+    others' messages (a second run in the folder, a shared MUS_QUEUE): a review's league waited on for hours."""
+    monkeypatch.setenv("MUS_BROKER_URL", "memory://")  # no worker: the matches stay queued unless claimed here
+    monkeypatch.setattr(league_run, "RESEND_AFTER_S", 0.1)
+    monkeypatch.setattr(league_run, "POLL_S", 0.02)
+    league_id = deployment.league("overtaken", ["random", "passive"], matches_per_pairing=8)
+    sent: list[int] = []
+    runner = threading.Thread(
+        target=lambda: run_league(
+            deployment.engine,
+            "overtaken",
+            send=lambda match_id, half: sent.append(match_id),
+            queue_depth=lambda half: 40,  # never empty
+        )
+    )
+    runner.start()
+    deadline = time.monotonic() + 10
+    while len(sent) < 8 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with session_scope(deployment.engine) as session:
+        halves = {match.id: match.half for match in repo.queued_matches(session, league_id)}
+        first_half = [match_id for match_id in sent if halves[match_id] == halves[sent[0]]]
+        assert len(first_half) == 4 and repo.claim_match(session, first_half[2], "w:1", 60) is not None
+    time.sleep(1.0)  # several periods
+    with session_scope(deployment.engine) as session:
+        repo.pause_league(session, "overtaken")
+    runner.join(timeout=30)
+    assert not runner.is_alive()
+    counts = {match_id: sent.count(match_id) for match_id in halves}
+    overtaken, claimed, behind = first_half[:2], first_half[2], first_half[3]
+    assert [counts[match_id] for match_id in overtaken] == [2, 2], counts
+    assert counts[claimed] == counts[behind] == 1, "claimed, or sent after the one claimed: not lost"
+    assert {counts[match_id] for match_id in halves if halves[match_id] != halves[sent[0]]} == {1}, "nothing taken"
+
+
 def test_between_full_reads_the_run_reads_only_matches_queued_again_and_sends_each_at_once(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -171,6 +211,21 @@ def test_a_second_run_of_a_league_being_run_is_refused_and_changes_nothing(deplo
         assert repo.get_league(session, "twice").status == "created", "the refused run started nothing"
     report = run_league(deployment.engine, "twice", workers=1)  # the lock goes with its holder
     assert report.completed and set(results_per_match(deployment, league_id).values()) == {1}
+
+
+def test_a_run_leaves_the_queued_messages_of_another_leagues_run_in_the_folder_alone(deployment: Deployment) -> None:
+    """The queues are shared: a second league's run purged the first's messages as it started, and the first's
+    matches then waited for the second's end (a review)."""
+    league_id = deployment.league("second", ["random", "passive"], matches_per_pairing=2)
+    queue = broker_dir() / "queue" / match_queues()[0]
+    queue.mkdir(parents=True)
+    theirs = queue / f"{time.monotonic_ns() + int(50e9):020d}_{uuid.uuid4()}.msg"  # due later than this league's end
+    theirs.write_text("{}")
+    with (broker_dir() / "league-first.lock").open("a") as held:  # what the first league's run holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        report = run_league(deployment.engine, "second", workers=1)
+    assert report.completed and set(results_per_match(deployment, league_id).values()) == {1}
+    assert theirs.exists(), "the other run's message is still queued"
 
 
 def test_a_paused_league_stops_being_played_and_runs_to_the_end_when_run_again(deployment: Deployment) -> None:

@@ -85,9 +85,14 @@ def run_command(
             )
         progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
 
+    terminated: list[bool] = []
     try:
         with domain_errors(), sigterm_as_ctrl_c() as terminated:
             report = run_league(engine, name, workers=count if embedded else None, on_progress=show, on_start=start)
+    except KeyboardInterrupt:  # as the run's workers start, or once its last result is in: nothing to clean up
+        stopped = "terminated (SIGTERM)" if terminated else "interrupted"
+        typer.echo(f"{stopped}: run `mus league run {name}` again to resume or finish it", err=True)
+        raise typer.Exit(EXIT_TERMINATED if terminated else 130) from None
     except kombu.exceptions.OperationalError as error:
         shown = maybe_sanitize_url(os.environ.get("MUS_BROKER_URL", ""))
         fail(one_line(f"cannot reach the broker {shown} (MUS_BROKER_URL): {error}"))
