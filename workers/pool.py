@@ -130,7 +130,10 @@ class BotPool:
             self._start_cpu_s[process.program.name] = cpu_s
         key = next((key for key, member in self._processes.items() if member is process), None)
         if key is not None and (not healthy or not process.alive or self._near_cpu_limit(process, cpu_s)):
-            self._retire(key)
+            # One that did not end its seat well is killed at once: its match may have been cut short (Ctrl-C of
+            # `mus league run`), and its stream is ended by the referee in this worker's event loop, which waiting
+            # here blocks: each waited its whole grace, 4 s before a worker stopped (a chaos review, stop 40).
+            self._retire(key, grace_s=1.0 if healthy else 0.0)
         elif key is not None and (held := process.memory_bytes()) is not None:
             self._memory[key] = held
             if not process.confine_memory(held):  # what it is counted by, until its next seat
@@ -177,10 +180,10 @@ class BotPool:
         """Those of its processes that can be frozen (a v2 cgroup each): what `stop_all` stops."""
         return [member.freezer for member in self._processes.values() if member.freezer is not None]
 
-    def _retire(self, key: tuple[str, int, int]) -> None:
+    def _retire(self, key: tuple[str, int, int], grace_s: float = 1.0) -> None:
         self._memory.pop(key, None)
         process = self._processes.pop(key)
-        process.close()
+        process.close(grace_s)
         shutil.rmtree(process.socket_dir, ignore_errors=True)
         self.retired += 1
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,6 +198,40 @@ def test_between_full_reads_the_run_reads_only_matches_queued_again_and_sends_ea
     assert not runner.is_alive()
     assert sorted(sent) == sorted([*range(min(sent), min(sent) + 4), voided]), "each once, the voided one again"
     assert reads[0] is False and len(reads) > 3 and all(reads[1:]), "after the first, only the attempted ones"
+
+
+STOPPED_CHILD = """
+import signal, sys, time
+said = []
+def note(signum, frame):
+    said.append(signal.Signals(signum).name)
+    print(signal.Signals(signum).name, flush=True)
+    if sys.argv[1] == "quick" or signum == signal.SIGQUIT:
+        time.sleep(0.2)  # the match in hand ends
+        sys.exit(0)
+signal.signal(signal.SIGTERM, note)
+signal.signal(signal.SIGQUIT, note)
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_ctrl_c_lets_a_workers_match_in_hand_end_within_its_grace_and_stops_the_others_cold(tmp_path: Path) -> None:
+    """A cold shutdown at once voided a match of instant bots that had 70 ms to go, and broke its duplicate pair (7
+    of a chaos review's 2,250, stop 40): a worker is asked to stop once its match is done (SIGTERM, Celery's warm
+    shutdown), and only one still playing after INTERRUPT_GRACE_S is stopped cold (SIGQUIT, its match voided)."""
+    workers = league_run.EmbeddedWorkers(2)
+    workers.processes = [
+        subprocess.Popen([sys.executable, "-c", STOPPED_CHILD, kind], stdout=subprocess.PIPE)
+        for kind in ("quick", "slow")
+    ]
+    for process in workers.processes:
+        assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+    workers.stop()
+    said = [process.communicate()[0].split() for process in workers.processes]
+    assert said == [[b"SIGTERM"], [b"SIGTERM", b"SIGQUIT"]]
+    assert [process.returncode for process in workers.processes] == [0, 0]
 
 
 def test_a_second_run_of_a_league_being_run_is_refused_and_changes_nothing(deployment: Deployment) -> None:

@@ -399,6 +399,28 @@ def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_fram
     assert served == [2, 2, 2, 2], "each process played both its seats over frames (the seat line's socket)"
 
 
+def test_a_process_that_did_not_end_its_seat_well_is_replaced_without_a_grace(
+    pool: BotPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its match may have been cut short (Ctrl-C of `mus league run`): its stream is ended by the referee in the
+    worker's event loop, which the wait for it to exit blocks, so each waited its whole grace (4 s for a match's four
+    seats, a chaos review, stop 40). One retired in good health (its seats played out) still gets its grace."""
+    graces: list[float] = []
+    close = PooledProcess.close
+
+    def closed(process: PooledProcess, grace_s: float = 1.0) -> None:
+        graces.append(grace_s)
+        close(process, grace_s)
+
+    monkeypatch.setattr(PooledProcess, "close", closed)
+    play_match((instant("a"), instant("b")), 1, pool)
+    first, second = pool.processes()[:2]
+    pool.release(first, healthy=False)
+    pool.retire_cpu_s = 0.0  # past half its CPU-time limit: replaced, in good health
+    pool.release(second, healthy=True)
+    assert graces == [0.0, 1.0] and not first.alive and not second.alive
+
+
 def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:
     small = BotPool(LIMITS, max_seats=1)
     try:
