@@ -265,6 +265,24 @@ def test_a_run_leaves_the_queued_messages_of_another_leagues_run_in_the_folder_a
     assert theirs.exists(), "the other run's message is still queued"
 
 
+def test_a_run_alone_in_the_folder_starts_with_its_queues_empty(deployment: Deployment) -> None:
+    """What earlier runs left: messages (an earlier version's in the queue folder itself), and what a killed process
+    left half written or taken (a chaos review's `.partial` files, stop 40)."""
+    deployment.league("alone", ["random", "passive"], matches_per_pairing=2)
+    queue = broker_dir() / "queue"
+    (queue / match_queues()[1]).mkdir(parents=True)
+    left = [
+        queue / f"{time.monotonic_ns() + int(50e9):020d}_{uuid.uuid4()}.{match_queues()[0]}.msg",
+        queue / match_queues()[1] / f"{time.monotonic_ns() + int(50e9):020d}_{uuid.uuid4()}.msg",
+        queue / match_queues()[1] / f".{uuid.uuid4()}.msg.partial",
+        queue / match_queues()[1] / f".{uuid.uuid4()}.msg.taken",
+    ]
+    for path in left:
+        path.write_text("{}")
+    assert run_league(deployment.engine, "alone", workers=1).completed
+    assert not any(path.exists() for path in left)
+
+
 def test_a_paused_league_stops_being_played_and_runs_to_the_end_when_run_again(deployment: Deployment) -> None:
     """`mus league pause` from another terminal: the run sees it, its workers take no other match, and the next
     `mus league run` resumes the league where it stopped."""
