@@ -121,7 +121,7 @@ def waiting_messages(app: Celery, half: int) -> int | None:
     (Redis drops an emptied list), None where the broker cannot be asked (then nobody knows)."""
     with app.connection_for_read() as connection:
         try:
-            connection.ensure_connection(max_retries=1)  # not the default channel's retries for a broker that is down
+            connection.ensure_connection(max_retries=1, interval_start=0)  # one try: the broker is down, or not
             declared = connection.default_channel.queue_declare(queue=match_queues()[half], passive=True)
         except (ChannelError, *connection.channel_errors):
             return 0

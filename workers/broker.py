@@ -163,7 +163,11 @@ class Transport(filesystem.Transport):
         """kombu's polling loop, which also returns as soon as the worker is asked to stop.
 
         A solo-pool worker waits in here for up to 2 s at a time and reads its stop flags only between calls, so
-        a stopped worker lingered 2-4 s before its clean-up (its pooled bots, its referee) began."""
+        a stopped worker lingered 2-4 s before its clean-up (its pooled bots, its referee) began. Nor does one take
+        a message once it is asked to stop: Celery's loop drains once more after its stop flag is set, and a warm
+        shutdown (`mus league run`'s Ctrl-C) would start another match, to be cut short and voided (a review)."""
+        if _stopping():
+            raise TimeoutError  # socket.timeout: "nothing arrived"
         deadline = None if timeout is None else monotonic() + timeout
         cycle = self.cycle
         assert cycle is not None  # set when the transport was made

@@ -39,6 +39,7 @@ class Deployment:
         persistent: Collection[str] = (),
         options: Mapping[str, Any] | None = None,
         sandbox: bool = True,
+        deal_mode: str | None = None,
     ) -> int:
         """A round robin of `bots`, each running `command` in `folder` when given, else its example bot
         (`EXAMPLE_COMMANDS`); the bots named in `persistent` play from a worker's pool."""
@@ -65,6 +66,7 @@ class Deployment:
                 matches_per_pairing=matches_per_pairing,
                 seed=seed,
                 sandbox=sandbox,
+                deal_mode=deal_mode,
             )
             assert league.id is not None
             return league.id

@@ -252,6 +252,22 @@ def test_a_worker_asked_to_stop_stops_waiting_for_messages_at_once(
         queue.close()
 
 
+def test_a_worker_asked_to_stop_takes_no_message_left_in_its_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Celery's loop drains once more after a warm shutdown's flag is set: Ctrl-C of `mus league run` let a worker
+    start one more match, to be cut short and voided (a review, stop 40)."""
+    with connect(tmp_path) as connection:
+        queue = connection.SimpleQueue("mus")
+        queue.put({"match_id": 9})
+        monkeypatch.setattr(state, "should_stop", 0)
+        with pytest.raises(queue.Empty):
+            queue.get(timeout=1)
+        monkeypatch.setattr(state, "should_stop", None)
+        assert queue.get(timeout=2).payload == {"match_id": 9}, "left for the next worker"
+        queue.close()
+
+
 def reachable(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         return True
