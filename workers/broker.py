@@ -27,6 +27,7 @@ import shutil
 import time
 import urllib.parse
 import uuid
+from pathlib import Path
 from queue import Empty
 from time import monotonic, monotonic_ns
 from typing import Any
@@ -103,7 +104,7 @@ class Channel(filesystem.Channel):
         is why a listing whose due names are all gone is made again)."""
         folder = self._folder(queue)
         listed = self._listed.get(queue)
-        for fresh in (False, True):
+        for fresh in (False, True) if listed else (True,):
             clock = monotonic_ns()
             now, latest = f"{clock:0{_DUE_DIGITS}d}", f"{clock + int(MAX_DELAY_S * 1e9):0{_DUE_DIGITS}d}"
             if fresh or listed is None:
@@ -121,11 +122,10 @@ class Channel(filesystem.Channel):
                 try:
                     with open(taken, "rb") as file:
                         payload = file.read()
-                    if self.store_processed:
-                        kept = (
-                            f"{name}.{os.path.basename(folder)}.msg"  # the queue's name as its folder's: one component
+                    if self.store_processed:  # named by the queue's folder: one path component, whatever the queue
+                        shutil.move(
+                            taken, os.path.join(self.processed_folder, f"{name}.{os.path.basename(folder)}.msg")
                         )
-                        shutil.move(taken, os.path.join(self.processed_folder, kept))
                     else:
                         os.remove(taken)
                 except OSError as exc:
@@ -146,6 +146,21 @@ class Channel(filesystem.Channel):
                 count += 1
         self._listed.pop(queue, None)
         return count
+
+
+def clear(queues: Path, processed: Path) -> None:
+    """Empty the broker's folders: every queue's messages, what a killed process left half written or taken there,
+    the messages an earlier version kept in the queue folder itself, and the processed ones. A queue's folder left
+    empty is removed (Celery's reply and control queues leave one each)."""
+    folders = [path for path in queues.iterdir() if path.is_dir()] if queues.is_dir() else []
+    for folder in (queues, processed, *folders):
+        if folder.is_dir():
+            for path in folder.iterdir():
+                if path.suffix in (".msg", ".partial", ".taken"):
+                    path.unlink(missing_ok=True)
+    for folder in folders:
+        with contextlib.suppress(OSError):  # not empty: a message being written
+            folder.rmdir()
 
 
 def _messages(folder: str) -> list[str]:

@@ -26,6 +26,7 @@ from types import FrameType
 import grpc
 from sqlalchemy.engine import Engine
 
+from workers import broker
 from workers.app import broker_dir, is_embedded, make_app, send_match, waiting_messages, worker_queues
 from workers.db import repo
 from workers.db.errors import Conflict
@@ -500,16 +501,6 @@ def _another_run(league_name: str) -> bool:
 
 
 def _purge_embedded_queue() -> None:
-    """Old messages of earlier runs are only hints; start the embedded queue empty (each queue's folder, with what
-    a killed process left half written or taken, and the messages an earlier version kept in the queue folder
-    itself). Only while no other run is under way in the folder (`_another_run`)."""
-    queue, processed = broker_dir() / "queue", broker_dir() / "processed"
-    queues = [path for path in queue.iterdir() if path.is_dir()] if queue.is_dir() else []
-    for folder in (queue, processed, *queues):
-        if folder.is_dir():
-            for path in folder.iterdir():
-                if path.suffix in (".msg", ".partial", ".taken"):
-                    path.unlink(missing_ok=True)
-    for folder in queues:
-        with contextlib.suppress(OSError):  # not empty: a message being written or taken
-            folder.rmdir()  # Celery's reply and control queues leave one each
+    """Old messages of earlier runs are only hints; start the embedded queues empty. Only while no other run is
+    under way in the folder (`_another_run`)."""
+    broker.clear(broker_dir() / "queue", broker_dir() / "processed")

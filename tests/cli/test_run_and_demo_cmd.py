@@ -173,10 +173,10 @@ def test_league_run_stopped_by_sigterm_or_a_second_ctrl_c_pauses_the_league_with
 def test_only_the_first_of_sigterm_and_ctrl_c_interrupts_and_the_next_waits_for_the_clean_up() -> None:
     """Both pending after one call into C (a busy database), the second interrupted the clean-up of the first
     before it could begin: the league stayed open and its matches running (a review, stop 40)."""
-    with sigterm_as_ctrl_c() as terminated:
+    with sigterm_as_ctrl_c() as interrupted:
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)
         os.kill(os.getpid(), signal.SIGINT)  # during the clean-up
         time.sleep(0.05)
-    assert terminated == [True]
+    assert interrupted == [signal.SIGTERM]

@@ -59,31 +59,29 @@ def run_to_the_end(main: Coroutine[Any, Any, T]) -> T:
 
 
 @contextlib.contextmanager
-def sigterm_as_ctrl_c() -> Iterator[list[bool]]:
+def sigterm_as_ctrl_c() -> Iterator[list[int]]:
     """Within it, SIGTERM (a `kill`, a container or service stopping) interrupts the main thread as Ctrl-C does, so
-    the clean-up written for Ctrl-C runs for it too; the list it yields holds True once SIGTERM came. Python's
-    default exits at once: a chaos review's `kill` of `mus league run` left its match running and its league open
-    to another run's workers until the next run (stop 39). Only the first of the two interrupts: one pending beside
-    it (both came during one call into C) would otherwise interrupt the clean-up before it could begin (a review)."""
-    terminated: list[bool] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield terminated  # signal handlers are the main thread's only
-        return
+    the clean-up written for Ctrl-C runs for it too; the list it yields holds the signal that interrupted, once one
+    has. Python's default for SIGTERM exits at once: a chaos review's `kill` of `mus league run` left its match
+    running and its league open to another run's workers until the next run (stop 39). Only the first signal
+    interrupts: one pending beside it (both came during one call into C) would otherwise interrupt the clean-up
+    before it could begin (a review)."""
     interrupted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted  # signal handlers are the main thread's only
+        return
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if interrupted:
             return  # the clean-up under way answers the next ones (`workers.league_run._not_interrupted`)
         interrupted.append(signum)
-        if signum == signal.SIGTERM:
-            terminated.append(True)
         raise KeyboardInterrupt
 
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     for signum in previous:
         signal.signal(signum, on_signal)
     try:
-        yield terminated
+        yield interrupted
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from typing import Annotated
 
@@ -85,11 +86,12 @@ def run_command(
             )
         progress.update(task, total=counts["total"], completed=counts["finished"], detail=detail)
 
-    terminated: list[bool] = []
+    interrupted: list[int] = []
     try:
-        with domain_errors(), sigterm_as_ctrl_c() as terminated:
+        with domain_errors(), sigterm_as_ctrl_c() as interrupted:
             report = run_league(engine, name, workers=count if embedded else None, on_progress=show, on_start=start)
     except KeyboardInterrupt:  # as the run's workers start, or once its last result is in: nothing to clean up
+        terminated = signal.SIGTERM in interrupted
         stopped = "terminated (SIGTERM)" if terminated else "interrupted"
         typer.echo(f"{stopped}: run `mus league run {name}` again to resume or finish it", err=True)
         raise typer.Exit(EXIT_TERMINATED if terminated else 130) from None
@@ -99,7 +101,7 @@ def run_command(
     finally:
         if progress.live.is_started:  # stopping one never started prints a blank line
             progress.stop()
-    summarize(name, report, embedded=embedded, terminated=bool(terminated))
+    summarize(name, report, embedded=embedded, terminated=signal.SIGTERM in interrupted)
 
 
 def where_logs(embedded: bool) -> str:
