@@ -53,8 +53,8 @@ configuration's figures are the medians over its rounds. What is measured, per c
   they tell a saturated machine from a slow league.
 
 Pinning (`--pin`, the default where there are at least as many cores as workers): each worker is pinned to a
-core of its own (`sched_setaffinity` on every thread of an embedded Celery worker as soon as it appears, or on
-a `mus worker` before its exec), and everything it starts inherits the core: its embedded referee runs in it,
+core of its own (`sched_setaffinity` before its exec, an embedded Celery worker's as a `mus worker`'s), and
+everything it starts inherits the core: its embedded referee runs in it,
 its bots and their sandboxes are its children. "2 workers over 1" then compares two cores with one, which is
 what more machines would give; `pinned_cores` says which. A pinned worker stands for a machine of its own, so it
 also has a host play lock of its own (`workers.host_lock`: one machine plays one match's bots at a time, whatever
@@ -377,58 +377,6 @@ def _pin_self(core: int) -> Any:
     return pin
 
 
-def pin_process(pid: int, core: int) -> bool:
-    """Pin every thread of `pid` to `core` (affinity is per thread; threads and children started later inherit
-    it from the thread that starts them). False if the process is gone."""
-    try:
-        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return False
-    for tid in threads:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(tid, {core})
-    return True
-
-
-def child_pids(parent: int) -> list[int]:
-    """The live children of `parent`, from /proc (field 4 of /proc/PID/stat, after the command's parenthesis)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 1 and int(fields[1]) == parent:
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-class Pinner:
-    """Pins the embedded Celery workers that `run_league` starts, each to its own core, as soon as they appear
-    (called from `run_league`'s progress callback, every 0.25 s; a worker takes about a second to import Celery
-    and starts no thread nor bot before that, so everything it starts inherits the core). Once every core has its
-    live worker it only checks that they live: reading every process's /proc entry four times a second (a league
-    has a hundred, its bots and sandboxes) was a fifth to two fifths of the scheduler's CPU, on the workers' cores."""
-
-    def __init__(self, cores: Sequence[int]) -> None:
-        self.cores = list(cores)
-        self.pinned: dict[int, int] = {}
-
-    def __call__(self) -> None:
-        if len(self.pinned) >= len(self.cores) and all(Path(f"/proc/{pid}").exists() for pid in self.pinned):
-            return  # one worker a core, all alive: no scan of /proc, whose CPU would land on the workers' cores
-        alive = set(child_pids(os.getpid()))
-        self.pinned = {pid: core for pid, core in self.pinned.items() if pid in alive}
-        for pid in sorted(alive - set(self.pinned)):
-            used = list(self.pinned.values())
-            core = min(self.cores, key=used.count)
-            if pin_process(pid, core):
-                self.pinned[pid] = core
-
-
 ENGINE_CODE = (
     "import json, sys\n"
     "from bench.engine import self_play_rate\n"
@@ -595,7 +543,6 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
     with deployment(url if broker == "redis" else None, settings.think_ms) as (root, engine):
         league_id = create_league(engine, settings)
         cores = core_plan(workers, settings)
-        pinner = Pinner(cores) if cores is not None and broker == "embedded" else None
         with session_scope(engine) as session:
             total = repo.league_progress(session, league_id)["total"]
         deadline = time.monotonic() + 60 + 10 * total
@@ -603,8 +550,6 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
         stopped: list[str] = []
 
         def watch(progress: dict[str, int]) -> None:
-            if pinner is not None:
-                pinner()
             if time.monotonic() > deadline:
                 stopped.append(f"stopped after {60 + 10 * total} s")
             elif mus_workers and all(worker.poll() is not None for worker in mus_workers):
@@ -620,7 +565,12 @@ def run_configuration(broker: str, workers: int, settings: Settings, url: str | 
             mus_workers.extend(start_mus_workers(workers, root, cores, host_of(root, cores)))
         try:
             report = run_league(
-                engine, LEAGUE, workers=workers, on_progress=watch, worker_environment=host_of(root, cores)
+                engine,
+                LEAGUE,
+                workers=workers,
+                on_progress=watch,
+                worker_environment=host_of(root, cores),
+                worker_cores=lambda index: None if cores is None else {cores[index]},
             )
         finally:
             stop_mus_workers(mus_workers)

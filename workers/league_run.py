@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -118,6 +118,20 @@ class _Dispatch:
         self.count += 1
 
 
+def _worker_setup(cores: Collection[int] | None) -> Callable[[], None]:
+    """A worker's `preexec_fn`: it dies with this process, on `cores` if given (only prctl, getppid and
+    sched_setaffinity run between fork and exec)."""
+    arm = die_with_parent()
+    if cores is None:
+        return arm
+
+    def setup() -> None:
+        arm()
+        os.sched_setaffinity(0, cores)
+
+    return setup
+
+
 @dataclass
 class EmbeddedWorkers:
     """Celery worker processes started for one `mus league run` on the embedded broker."""
@@ -125,6 +139,9 @@ class EmbeddedWorkers:
     count: int
     environment: Callable[[int], Mapping[str, str]] = lambda index: {}
     """What the `index`th worker's environment adds to this process's (`mus bench league`: a host play lock each)."""
+    cores: Callable[[int], Collection[int] | None] = lambda index: None
+    """The cores the `index`th worker may run on (`mus bench league`: one each), set before it runs any code, so
+    that everything it starts, its bots included, inherits them; None: this process's."""
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     restarts: int = 0
 
@@ -165,7 +182,7 @@ class EmbeddedWorkers:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent(),  # only prctl and getppid run between fork and exec
+                preexec_fn=_worker_setup(self.cores(index)),
             )
 
     def revive(self) -> dict[str, str]:
@@ -251,11 +268,13 @@ def run_league(
     queue_depth: Callable[[int], int | None] | None = None,
     on_start: Callable[[], None] = lambda: None,
     worker_environment: Callable[[int], Mapping[str, str]] = lambda index: {},
+    worker_cores: Callable[[int], Collection[int] | None] = lambda index: None,
 ) -> RunReport:
     """Queue the league's unfinished matches and wait until none is left (or Ctrl-C). `send(match_id, half)`;
     `queue_depth(half)`: how many messages wait in that half's queue (`workers.app.waiting_messages`, RESEND_AFTER_S);
     `on_start()` before any worker starts; `worker_environment(index)`: what the embedded broker's `index`th
-    worker's environment adds to this process's. A league that has ended starts nothing: a finished one reports its
+    worker's environment adds to this process's, and `worker_cores(index)` the cores it runs on (None: this
+    process's). A league that has ended starts nothing: a finished one reports its
     counts, a cancelled one is refused (Conflict), as is an unknown name (NotFound) and, on the embedded broker,
     a league with remote bots and no standalone referee to play them on; a `MUS_BROKER_URL` that cannot be reached
     raises kombu's OperationalError before anything is changed."""
@@ -284,7 +303,7 @@ def run_league(
             connection.ensure_connection(max_retries=1)
     with _one_run(league_name) if is_embedded() else contextlib.nullcontext():
         on_start()
-        return _run(engine, league_name, workers, on_progress, send, queue_depth, worker_environment)
+        return _run(engine, league_name, workers, on_progress, send, queue_depth, worker_environment, worker_cores)
 
 
 def _run(
@@ -295,6 +314,7 @@ def _run(
     send: Callable[[int, int], None] | None,
     queue_depth: Callable[[int], int | None] | None,
     worker_environment: Callable[[int], Mapping[str, str]],
+    worker_cores: Callable[[int], Collection[int] | None],
 ) -> RunReport:
     app = make_app()  # configured from this moment's environment (the broker a test or a user points at)
     send = send or (lambda match_id, half: send_match(app, match_id, half))
@@ -313,7 +333,7 @@ def _run(
         repo.requeue_failed(session, league)
     _register_remote(remote)
     count = workers or default_worker_count(sandboxed=sandboxed)
-    embedded = EmbeddedWorkers(count, worker_environment) if is_embedded() else None
+    embedded = EmbeddedWorkers(count, worker_environment, worker_cores) if is_embedded() else None
     if embedded is not None:
         if not _another_run(league_name):
             _purge_embedded_queue()

@@ -4,75 +4,12 @@ per-component figures are the workers' log lines added up as documented."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from bench import league
-from bench.league import Pinner, cpu_components, warm
-
-
-def test_the_pinner_puts_each_new_child_on_the_least_used_core_and_its_children_inherit_it() -> None:
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 2:
-        pytest.skip("one core: nothing to pin apart")
-    code = (
-        "import subprocess, sys; sys.stdin.readline(); "
-        "print(subprocess.check_output(['cat', '/proc/self/status']).decode())"
-    )
-    children = [
-        subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    try:
-        pinner = Pinner(cores[:2])
-        pinner()
-        assert sorted(pinner.pinned.get(child.pid, -1) for child in children) == cores[:2]
-        for child in children:
-            out, _ = child.communicate("go\n", timeout=30)
-            allowed = next(line for line in out.splitlines() if line.startswith("Cpus_allowed_list:"))
-            assert allowed.split()[-1] == str(pinner.pinned[child.pid]), "a grandchild runs on its worker's core"
-    finally:
-        for child in children:
-            child.kill()
-            child.wait()
-
-
-def test_the_pinner_reads_proc_only_until_every_core_has_its_live_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its scans of /proc run four times a second on the workers' cores: once each core has a live child, it only
-    checks they live; when one dies (a revived worker), it scans again and pins the new one."""
-    core = sorted(os.sched_getaffinity(0))[0]
-    scans: list[int] = []
-    real = league.child_pids
-
-    def counted(parent: int) -> list[int]:
-        scans.append(parent)
-        return real(parent)
-
-    monkeypatch.setattr(league, "child_pids", counted)
-    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    second: subprocess.Popen[bytes] | None = None
-    try:
-        pinner = Pinner([core])
-        pinner()
-        assert pinner.pinned == {first.pid: core} and len(scans) == 1
-        pinner()
-        pinner()
-        assert len(scans) == 1, "every core has its live worker: /proc is not scanned"
-        first.kill()
-        first.wait()
-        second = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        pinner()
-        assert pinner.pinned == {second.pid: core} and len(scans) == 2, "a worker died: scanned, the new one pinned"
-    finally:
-        for child in (first, second):
-            if child is not None:
-                child.kill()
-                child.wait()
+from bench.league import cpu_components, warm
 
 
 def test_cpu_components_add_up_each_workers_lines_and_leave_its_start_up_out(tmp_path: Path) -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -115,25 +113,3 @@ def test_the_default_bench_builds_nothing_and_probes_the_instant_and_example_ran
         (BotProgram("instant", league.BOT_COMMAND, league.BOT_SCRIPT.parent), None),
         (BotProgram("example_random", league.BOTS["random"][0]), None),
     ], "one match each, by the program itself (the instant bot in its folder), neither persistent nor pooled"
-
-
-def test_a_process_that_ends_while_the_pinner_lists_children_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`child_pids` reads /proc while processes come and go: one whose stat is gone by the time it is read (the
-    one smoke run above rarely meets one) is left out, and the others are still listed."""
-    children = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
-    try:
-        gone, alive = (str(child.pid) for child in children)
-        read_text = Path.read_text
-
-        def ended(path: Path, *args: object, **kwargs: object) -> str:
-            if path.parent.name == gone:
-                raise FileNotFoundError(f"{path}: the process has ended")
-            return read_text(path, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(Path, "read_text", ended)
-        listed = league.child_pids(os.getpid())
-        assert int(alive) in listed and int(gone) not in listed, listed
-    finally:
-        for child in children:
-            child.kill()
-            child.wait()

@@ -237,6 +237,28 @@ def test_ctrl_c_lets_a_workers_match_in_hand_end_within_its_grace_and_stops_the_
     assert [process.returncode for process in workers.processes] == [0, 0]
 
 
+def test_an_embedded_worker_given_cores_runs_on_them_before_any_code_and_so_does_all_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mus bench league` pins each worker to a core. It pinned the worker's threads once it saw it, from the run's
+    progress callback: a 3,000-match league's run queued for seconds first, and by then the worker's pooled bots
+    had started on every core (stop 41). Set before the worker's exec, nothing it starts escapes."""
+    core = sorted(os.sched_getaffinity(0))[-1]
+    monkeypatch.setenv("MUS_BROKER_DIR", str(tmp_path))
+
+    class Shown(league_run.EmbeddedWorkers):
+        def command(self, index: int) -> list[str]:
+            code = "import subprocess; print(subprocess.check_output(['cat', '/proc/self/status']).decode())"
+            return [sys.executable, "-c", code]
+
+    workers = Shown(1, cores=lambda index: {core})
+    workers.start()
+    assert workers.processes[0].wait(timeout=30) == 0
+    status = (tmp_path / "worker-0.log").read_text()
+    allowed = next(line for line in status.splitlines() if line.startswith("Cpus_allowed_list:"))
+    assert allowed.split()[-1] == str(core), "the worker's child runs on the worker's core"
+
+
 def test_a_second_run_of_a_league_being_run_is_refused_and_changes_nothing(deployment: Deployment) -> None:
     """Two `mus league run` of one league at once: the second voided the first's running matches as "the
     previous run was interrupted" and started workers of its own (newcomer walkthrough, stop 29)."""
