@@ -204,6 +204,7 @@ class Match(_Table, table=True):
     __table_args__ = (
         sa.UniqueConstraint("league_id", "index"),
         sa.Index(None, "league_id", "status"),
+        sa.Index(None, "league_id", "duplicate_pair"),
         sa.Index(None, "status", "lease_expires_at"),
         sa.Index(None, "team0_version_id"),
         sa.Index(None, "team1_version_id"),
