@@ -55,7 +55,7 @@ def _open_lock() -> int:
 @contextlib.asynccontextmanager
 async def host_play_lock() -> AsyncIterator[None]:
     """Hold the machine's play lock for the block, waiting (without blocking the event loop) while another match
-    of this machine holds it; meanwhile the match runs on one core (`on_one_core`)."""
+    of this machine holds it."""
     fd = _open_lock()
     try:
         while True:
@@ -64,8 +64,7 @@ async def host_play_lock() -> AsyncIterator[None]:
                 break
             except BlockingIOError:
                 await asyncio.sleep(POLL_S)
-        with on_one_core():  # no other match of the machine runs meanwhile, so none is put on the same core
-            yield
+        yield
     finally:
         os.close(fd)  # the lock goes with the file's last descriptor
 
@@ -79,36 +78,3 @@ def holding_host_play_lock() -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def thread_cpu() -> int | None:
-    """The core the calling thread is running on (/proc/thread-self/stat, field 39), or None."""
-    try:
-        return int(Path("/proc/thread-self/stat").read_text().rsplit(")", 1)[1].split()[36])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-@contextlib.contextmanager
-def on_one_core() -> Iterator[None]:
-    """Keep the calling thread, and the processes it starts, on the core it is on now until the block ends; then
-    it may run where it could before. A thread held to one core already is left as it is.
-
-    For a match that holds the play lock: its referee and its seats' processes on one core (pooled ones join it,
-    `workers.launcher.PooledProcess.follow`). The turns pass from the referee to one seat and back, never side by
-    side (`TurnGate`); on one core each wakes the next without waking another core, and the gate need not wait for
-    a seat running on another core to stop. A 3,000-match league of pooled instant bots on one unpinned worker
-    played 1.35 times as fast (the referee's CPU a match 12.4 -> 8.5 ms, docs/pool.md). Only under the lock: no
-    other match of the machine runs meanwhile, so none is held on the same core beside it (a `--no-sandbox`
-    league's matches take no lock, and run where the kernel puts them)."""
-    allowed = os.sched_getaffinity(0)
-    cpu = thread_cpu()
-    if len(allowed) < 2 or cpu not in allowed:
-        yield
-        return
-    os.sched_setaffinity(0, {cpu})
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, allowed)

@@ -52,6 +52,7 @@ from workers.launcher import (
     Sandbox,
     TurnGate,
     launch_bot,
+    on_one_core,
     open_to_seat,
     stop_all,
 )
@@ -388,13 +389,15 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
     task = loop.create_task(play(referee))
     _IN_HAND = task
     try:
-        return loop.run_until_complete(task)
-    except BaseException:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(task)
-        raise
+        with on_one_core():  # the match's referee and its seats' processes (docs/pool.md)
+            try:
+                return loop.run_until_complete(task)
+            except BaseException:
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        loop.run_until_complete(task)
+                raise
     finally:
         _IN_HAND = None
 

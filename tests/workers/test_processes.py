@@ -20,8 +20,7 @@ from workers import play
 from workers.db import repo
 from workers.db.models import LeagueStatus, MatchStatus
 from workers.db.session import session_scope
-from workers.host_lock import on_one_core
-from workers.launcher import INSTALL_HINT, sandbox_available
+from workers.launcher import INSTALL_HINT, on_one_core, sandbox_available
 
 pytestmark = pytest.mark.slow  # real worker processes, killed and restarted
 
