@@ -1174,35 +1174,6 @@ def _oom_kills(path: Path) -> int:
     return 0
 
 
-def thread_cpu() -> int | None:
-    """The core the calling thread is running on (/proc/thread-self/stat, field 39), or None."""
-    try:
-        return int(Path("/proc/thread-self/stat").read_text().rsplit(")", 1)[1].split()[36])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-@contextlib.contextmanager
-def on_one_core() -> Iterator[None]:
-    """Keep the calling thread, and the processes it starts, on the core it is on now until the block ends; then
-    it may run where it could before. For a worker's match: its referee and its seats' processes on one core
-    (pooled ones join it, `PooledProcess.follow`). A match's turns pass from the referee to one seat and back, never
-    side by side (`TurnGate`), and on one core each wakes the next without waking another core and without the
-    gate's wait for a seat running elsewhere to stop: a league of pooled instant bots played 1.25 times as fast
-    (the referee's CPU a match 12.4 -> 8.7 ms, docs/pool.md). A thread held to one core already is left as it is."""
-    allowed = os.sched_getaffinity(0)
-    cpu = thread_cpu()
-    if len(allowed) < 2 or cpu not in allowed:
-        yield
-        return
-    os.sched_setaffinity(0, {cpu})
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, allowed)
-
-
 def _kill_cgroup(path: Path) -> None:
     """SIGKILL every process left in the cgroup (cgroup.kill on v2; one by one on v1, until none is left)."""
     kill = path / "cgroup.kill"
@@ -1614,22 +1585,6 @@ class PooledProcess:
         for cgroup in self.cgroups:
             _remove_cgroup(cgroup)
         self._pump.join(1.0)
-
-    def follow(self) -> None:
-        """Run where the calling thread may run (a match's referee, `on_one_core`), as a process it started would:
-        every thread of every process in the process's cgroup. Without a cgroup its processes are not known (the
-        sandbox's is a grandchild), and they are left where they are."""
-        cores = os.sched_getaffinity(0)
-        for cgroup in self.cgroups:
-            pids = _read(cgroup / "cgroup.procs").split()
-            if not pids:
-                continue
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    for thread in os.listdir(f"/proc/{pid}/task"):
-                        with contextlib.suppress(OSError):
-                            os.sched_setaffinity(int(thread), cores)
-            return
 
     def note(self, text: str) -> None:
         """A line in the process's log from the worker: which seat, table and match comes next (one log holds all

@@ -52,7 +52,6 @@ from workers.launcher import (
     Sandbox,
     TurnGate,
     launch_bot,
-    on_one_core,
     open_to_seat,
     stop_all,
 )
@@ -389,15 +388,13 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
     task = loop.create_task(play(referee))
     _IN_HAND = task
     try:
-        with on_one_core():  # the match's referee and its seats' processes (docs/pool.md)
-            try:
-                return loop.run_until_complete(task)
-            except BaseException:
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(BaseException):
-                        loop.run_until_complete(task)
-                raise
+        return loop.run_until_complete(task)
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
     finally:
         _IN_HAND = None
 
@@ -626,7 +623,6 @@ async def _play(
                         cpu_before[seat] = member.cpu_seen if member.cpu_seen is not None else member.cpu_s()
                         gate.add(seat, member.freezer)
                         member.note(f"seat {seat} of table {table_id}" + (f", match {label}" if label else ""))
-                        member.follow()
                         member.offer(own_address, token, frames=frames_address)
                         watchers.append(
                             asyncio.create_task(_watch(admin, auth, table_id, seat, member, partial(_left, member)))

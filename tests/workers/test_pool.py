@@ -752,39 +752,3 @@ def test_after_a_match_the_largest_pooled_processes_are_retired_until_the_rest_f
         assert small.retired == 2
     finally:
         small.close()
-
-
-def allowed_cores(pid: int | str) -> set[str]:
-    """The cores each thread of process `pid` may run on, all threads together (as /proc lists them)."""
-    found = set()
-    for thread in os.listdir(f"/proc/{pid}/task"):
-        status = Path(f"/proc/{pid}/task/{thread}/status").read_text()
-        found.add(next(line for line in status.splitlines() if line.startswith("Cpus_allowed_list:")).split()[-1])
-    return found
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing to move")
-def test_a_pooled_process_plays_each_seat_on_the_core_of_its_matchs_referee(pool: BotPool) -> None:
-    """A worker's match keeps its referee on one core and its seats' processes with it (`on_one_core`): a process
-    started by an earlier match, on another core, is moved to this match's when it is given its seat."""
-    first, second = sorted(os.sched_getaffinity(0))[:2]
-    everywhere = os.sched_getaffinity(0)
-    try:
-        os.sched_setaffinity(0, {first})
-        play_match((instant("a"), instant("b")), 1, pool)
-        os.sched_setaffinity(0, {second})
-        played = play_match((instant("a"), instant("b")), 2, pool)
-    finally:
-        os.sched_setaffinity(0, everywhere)
-    assert played.match.outcome is not None and not played.incidents
-    members = pool.processes()
-    if not all(member.cgroups for member in members):
-        pytest.skip("no cgroup of its own: a pooled process's sandboxed processes are not known")
-    cores = {
-        core
-        for member in members
-        for cgroup in member.cgroups[:1]
-        for pid in (cgroup / "cgroup.procs").read_text().split()
-        for core in allowed_cores(pid)
-    }
-    assert cores == {str(second)}, "every thread of every process of the pool, on the second match's core"

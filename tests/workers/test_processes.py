@@ -20,7 +20,7 @@ from workers import play
 from workers.db import repo
 from workers.db.models import LeagueStatus, MatchStatus
 from workers.db.session import session_scope
-from workers.launcher import INSTALL_HINT, on_one_core, sandbox_available
+from workers.launcher import INSTALL_HINT, sandbox_available
 
 pytestmark = pytest.mark.slow  # real worker processes, killed and restarted
 
@@ -181,24 +181,3 @@ def test_a_lone_celery_worker_takes_back_and_plays_a_match_whose_worker_died(dep
     finally:
         worker.kill()
         worker.wait()
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing to hold")
-def test_a_match_runs_on_the_core_it_started_on_with_what_it_starts_and_then_anywhere_again() -> None:
-    """`on_one_core` (a worker's match, docs/pool.md): the thread and the processes it starts on one core, the
-    thread's own set given back after; a thread held to one core already is left on it."""
-    everywhere = os.sched_getaffinity(0)
-    status = "print(next(line for line in open('/proc/self/status') if line.startswith('Cpus_allowed_list')))"
-    with on_one_core():
-        held = os.sched_getaffinity(0)
-        child = subprocess.run([sys.executable, "-c", status], capture_output=True, text=True, check=True)
-    assert len(held) == 1 and child.stdout.split()[-1] == str(next(iter(held)))
-    assert os.sched_getaffinity(0) == everywhere
-    last = max(everywhere)
-    try:
-        os.sched_setaffinity(0, {last})
-        with on_one_core():
-            assert os.sched_getaffinity(0) == {last}
-        assert os.sched_getaffinity(0) == {last}
-    finally:
-        os.sched_setaffinity(0, everywhere)
