@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,24 @@ def results_per_match(deployment: Deployment, league_id: int) -> dict[int, int]:
     return counts
 
 
-def test_a_league_runs_to_the_end_on_real_worker_processes_with_one_result_per_match(deployment: Deployment) -> None:
+def test_a_league_runs_to_the_end_on_real_worker_processes_with_one_result_per_match(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
     league_id = deployment.league("small", ["random", "passive"], matches_per_pairing=4)
     seen: list[dict[str, int]] = []
-    report = run_league(deployment.engine, "small", workers=2, on_progress=seen.append)
+    cores = sorted(os.sched_getaffinity(0))
+    set_up: list[object] = []  # each worker's cores, as its preexec_fn is made (`worker_cores`, `mus bench league`)
+    real_setup = league_run._worker_setup
+
+    def noted(given: Collection[int] | None) -> Callable[[], None]:
+        set_up.append(given)
+        return real_setup(given)
+
+    monkeypatch.setattr(league_run, "_worker_setup", noted)
+    report = run_league(
+        deployment.engine, "small", workers=2, on_progress=seen.append, worker_cores=lambda index: {cores[-index]}
+    )
+    assert set_up == [{cores[0]}, {cores[-1]}]
     assert report.completed and not report.interrupted
     assert report.progress["finished"] == report.progress["total"] == 4
     assert set(results_per_match(deployment, league_id).values()) == {1}
