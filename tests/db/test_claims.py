@@ -240,9 +240,9 @@ def test_failure_causes_count_the_failed_matches_by_error(engine: Engine, match_
 
 def test_a_match_finds_its_twin_without_reading_the_rest_of_its_league(engine: Engine, match_ids: list[int]) -> None:
     """Each league match looks up its twin several times as it is claimed and played. The `(league_id, status)`
-    index narrowed those look-ups to the league only: every match of it was read: in a 3,000-match
-    league the worker's database work a match fell from 3.2 to 2.7 ms with the index (stop 41). Every read of the match table goes through an index down to the pair, or the
-    match's own id, or the matches of one status."""
+    index narrowed those look-ups to the league only: every match of it was read (in a 3,000-match league the
+    worker's database work a match fell from 3.2 to 2.7 ms with the index, stop 41). Every read of the match table
+    goes through an index down to the pair, or the match's own id, or the matches of one status."""
     if engine.dialect.name != "sqlite":
         pytest.skip("the query plans read are SQLite's (EXPLAIN QUERY PLAN)")
     statements: list[tuple[str, Sequence[Any]]] = []
