@@ -38,7 +38,8 @@ configuration's figures are the medians over its rounds. What is measured, per c
 - `wall_s`, `matches_per_s_wall`: from starting the workers to `run_league`'s return, start-up included;
 - `in_match_ms`: median time a worker holds a match, from its claim to its result's timestamp (set-up, the
   bots' start-up, play, the bots' exit); `gap_ms`: median time a worker spends between two matches (writing
-  the result, acknowledging the message, getting the next one from the broker, claiming it);
+  the result, acknowledging the message, getting the next one from the broker, claiming it): below zero where a
+  worker plays duplicate pairs whole (pooled bots), since it claims the twin before it writes the first's result;
 - `cpu_s_per_match`: CPU-seconds per match by component, measured with getrusage and cgroups, not sampled.
   The workers write one line per match (`MUS_CPU_LOG`, workers/cpu_log.py): `bots` (the four seats, sandbox
   included, from each seat's cgroup: cpuacct on cgroup v1, cpu.stat on v2), `referee` (the worker's own CPU
@@ -133,9 +134,9 @@ CPP_COMMAND = (str(CPP_BOT),)
 BOTS = {
     "instant": (
         BOT_COMMAND,
-        "instant: bench/league_bot.py, a bare mus.v1 client (grpc, the generated messages and "
-        "clients/bots/wire_random.py only) answering each decision at once with a random legal action seeded by "
-        "its seat and first cards, exiting on the outcome",
+        "instant: bench/league_bot.py, a bare mus.v1 client (the generated messages and clients/bots/wire_random.py"
+        " only; over frames where it is offered them, as a pooled or a league seat is, else over grpc) answering each"
+        " decision at once with a random legal action seeded by its seat and first cards",
     ),
     "cpp": (
         CPP_COMMAND,
@@ -754,9 +755,12 @@ def run(settings: Settings | None = None, *, quick: bool = False) -> dict[str, A
             else "off (--no-pin): the kernel places every process; the workers share this machine's host play lock"
         ),
         "what_cpu_s_per_match_means": (
-            "getrusage: bots = the worker's reaped children (sandboxes, bots) per match; referee and database = "
-            "the worker's own CPU while playing and in the match's transactions; worker = the rest of the worker's "
-            "CPU between its first claim and its last result; scheduler = the run_league process"
+            "the workers' MUS_CPU_LOG (workers/cpu_log.py) and getrusage: bots = the four seats' cgroups (cpuacct "
+            "on cgroup v1, cpu.stat on v2: sandbox included; the reaped children's CPU where there is none); "
+            "referee and database = the worker's own CPU while playing and in the match's transactions; worker = "
+            "the rest of the worker's CPU between its first claim and its last result; scheduler = the run_league "
+            "process; total = their sum (league_cpu_s_per_match). warm_cpu_s_per_match: bots, referee and "
+            "database of the matches for which no pooled process was started"
         ),
         "what_efficiency_means": (
             "league matches_per_s / the engine's random self-play matches_per_s on the same cores, in the same round"

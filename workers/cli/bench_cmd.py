@@ -82,9 +82,11 @@ def league_command(
         list[str] | None,
         typer.Option("--broker", help="Only this broker: embedded or redis; repeatable (default: both)."),
     ] = None,
-    repeats: Annotated[int | None, typer.Option(min=1, help="Rounds of every configuration (medians).")] = None,
+    repeats: Annotated[
+        int | None, typer.Option(min=1, help="Rounds of every configuration (medians; default 3).")
+    ] = None,
     matches_per_pairing: Annotated[
-        int | None, typer.Option(min=2, help="Matches per pairing of the six entrants (even).")
+        int | None, typer.Option(min=2, help="Matches per pairing of the six entrants (even; default 4: 60 matches).")
     ] = None,
     option: Annotated[
         list[str] | None, typer.Option("--option", "-o", help="A rules option key=value; repeatable.")
