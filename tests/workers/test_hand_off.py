@@ -174,3 +174,29 @@ def test_a_pair_played_whole_weighs_its_twins_starts_too(
         monkeypatch.setattr(play, "existing_pool", lambda limits: HalfPool(warm=1, cost_s=0.5))
         pause = play._hand_off_pause(session, repo.match_setup(session, mine[1]), "me:1")
     assert (pause is None) == twin_played
+
+
+def test_a_warm_pool_plays_a_pair_whole_without_asking_the_database_for_its_twin(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where nothing of the pair is to start, its twin's state weighs nothing: every match of a warm pool asked the
+    database whether its twin was still to play (stop 41). Where the twin's processes are to start, it asks."""
+    halves = league_by_half(deployment)
+    asked: list[int] = []
+    real = repo.unplayed_twin
+
+    def counted(session: object, match_id: int) -> Match | None:
+        asked.append(match_id)
+        return real(session, match_id)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repo, "unplayed_twin", counted)
+    mine = halves[1][1]
+    with session_scope(deployment.engine) as session:
+        setup = repo.match_setup(session, mine)
+        assert play._chains_twin(setup), "persistent bots: the pair is played whole"
+        monkeypatch.setattr(play, "existing_pool", lambda limits: Pool(0.0))
+        assert play._hand_off_pause(session, setup, "me:1") is None
+        assert asked == [], "a warm pool: nothing to weigh, nothing asked"
+        monkeypatch.setattr(play, "existing_pool", lambda limits: HalfPool(warm=1, cost_s=0.5))
+        play._hand_off_pause(session, setup, "me:1")
+        assert asked == [mine], "the twin's half is to start: whether the twin is still to play counts"
