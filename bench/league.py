@@ -122,7 +122,7 @@ from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.host_lock import HOST_LOCK_VARIABLE
 from workers.launcher import EXAMPLE_BOTS, BotProgram
-from workers.league_run import run_league
+from workers.league_run import run_league, worker_preexec
 from workers.pool import BotPool
 from workers.tournament import schedule_round_robin
 
@@ -333,7 +333,7 @@ def start_mus_workers(
                     stdout=subprocess.DEVNULL,
                     stderr=log,
                     start_new_session=True,
-                    preexec_fn=None if core is None else _pin_self(core),
+                    preexec_fn=worker_preexec(None if core is None else {core}),
                 )
             )
     return workers
@@ -371,13 +371,6 @@ def core_plan(workers: int, settings: Settings) -> list[int] | None:
     return cores[:workers]
 
 
-def _pin_self(core: int) -> Any:
-    def pin() -> None:
-        os.sched_setaffinity(0, {core})
-
-    return pin
-
-
 ENGINE_CODE = (
     "import json, sys\n"
     "from bench.engine import self_play_rate\n"
@@ -394,7 +387,7 @@ def engine_rate(workers: int, cores: Sequence[int] | None, settings: Settings) -
         subprocess.Popen(
             [sys.executable, "-c", ENGINE_CODE, json.dumps(dict(settings.options)), str(settings.engine_s)],
             stdout=subprocess.PIPE,
-            preexec_fn=None if cores is None else _pin_self(cores[index]),
+            preexec_fn=worker_preexec(None if cores is None else {cores[index]}),
         )
         for index in range(workers)
     ]

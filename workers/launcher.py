@@ -1416,6 +1416,10 @@ IDLE_MEMORY_SLACK = 32 * 1024**2
 for a bot that finishes its seat (its log, a collection)."""
 
 
+CLOSE_GRACE_S = 1.0
+"""How long a pooled process is given to exit at the end of its input before it is killed."""
+
+
 class PooledProcess:
     """A hosted bot's process that plays many seats, one after another, each given on its standard input.
 
@@ -1570,7 +1574,7 @@ class PooledProcess:
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
 
-    def close(self, grace_s: float = 1.0) -> None:
+    def close(self, grace_s: float = CLOSE_GRACE_S) -> None:
         """End of input (a well-behaved process exits), then kill what is left and remove its cgroups."""
         self.end_input()
         try:

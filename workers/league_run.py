@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 
 import grpc
@@ -118,9 +119,9 @@ class _Dispatch:
         self.count += 1
 
 
-def _worker_setup(cores: Collection[int] | None) -> Callable[[], None]:
+def worker_preexec(cores: Collection[int] | None) -> Callable[[], None]:
     """A worker's `preexec_fn`: it dies with this process, on `cores` if given (only prctl, getppid and
-    sched_setaffinity run between fork and exec)."""
+    sched_setaffinity run between fork and exec). `mus bench league` starts its pinned processes with it too."""
     arm = die_with_parent()
     if cores is None:
         return arm
@@ -182,7 +183,7 @@ class EmbeddedWorkers:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_worker_setup(self.cores(index)),
+                preexec_fn=worker_preexec(self.cores(index)),
             )
 
     def revive(self) -> dict[str, str]:
@@ -458,14 +459,18 @@ def _stop_embedded(
                 repo.void_match(session, match.id, match.worker, why)
 
 
+def _run_lock(league_name: str) -> Path:
+    """The file whose lock a league's `mus league run` holds while it runs (`_one_run`)."""
+    return broker_dir() / f"league-{league_name}.lock"
+
+
 @contextlib.contextmanager
 def _one_run(league_name: str) -> Iterator[None]:
     """One `mus league run` of a league at a time on an embedded broker: a second one voided the first's running
     matches as "the previous run was interrupted" and started workers of its own (a newcomer's two runs at once).
     The lock is the kernel's: it goes with the process that held it, however that process ends."""
-    folder = broker_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / f"league-{league_name}.lock").open("a") as lock:
+    broker_dir().mkdir(parents=True, exist_ok=True)
+    with _run_lock(league_name).open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -509,8 +514,8 @@ def _register_remote(bots: list[RemoteBot]) -> None:
 def _another_run(league_name: str) -> bool:
     """Whether another league's `mus league run` is under way in this folder (it holds its lock, `_one_run`): the
     queues are shared, and purging them would drop its messages (a review's league then waited for the other's end)."""
-    for path in broker_dir().glob("league-*.lock"):
-        if path.name == f"league-{league_name}.lock":
+    for path in broker_dir().glob(_run_lock("*").name):
+        if path == _run_lock(league_name):
             continue  # this run's own
         with path.open("a") as lock:
             try:

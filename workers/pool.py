@@ -41,7 +41,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from workers.host_lock import holding_host_play_lock
-from workers.launcher import BotProgram, Freezer, Limits, PooledProcess, open_to_seat, start_pooled
+from workers.launcher import CLOSE_GRACE_S, BotProgram, Freezer, Limits, PooledProcess, open_to_seat, start_pooled
 from workers.scratch import own_folder
 
 MAX_SEATS = 500
@@ -133,7 +133,7 @@ class BotPool:
             # One that did not end its seat well is killed at once: its match may have been cut short (Ctrl-C of
             # `mus league run`), and its stream is ended by the referee in this worker's event loop, which waiting
             # here blocks: each waited its whole grace, 4 s before a worker stopped (a chaos review, stop 40).
-            self._retire(key, grace_s=1.0 if healthy else 0.0)
+            self._retire(key, grace_s=CLOSE_GRACE_S if healthy else 0.0)
         elif key is not None and (held := process.memory_bytes()) is not None:
             self._memory[key] = held
             if not process.confine_memory(held):  # what it is counted by, until its next seat
@@ -180,7 +180,7 @@ class BotPool:
         """Those of its processes that can be frozen (a v2 cgroup each): what `stop_all` stops."""
         return [member.freezer for member in self._processes.values() if member.freezer is not None]
 
-    def _retire(self, key: tuple[str, int, int], grace_s: float = 1.0) -> None:
+    def _retire(self, key: tuple[str, int, int], grace_s: float = CLOSE_GRACE_S) -> None:
         self._memory.pop(key, None)
         process = self._processes.pop(key)
         process.close(grace_s)
