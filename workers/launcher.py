@@ -702,7 +702,7 @@ class BotProcess:
 
     def __init__(
         self,
-        process: asyncio.subprocess.Process,
+        process: _Child,
         pump: asyncio.Task[None],
         cgroups: tuple[Path, ...],
         sandboxed: bool,
@@ -763,6 +763,7 @@ class BotProcess:
             await asyncio.wait_for(asyncio.shield(self.pump), 2.0)
         except TimeoutError:
             self.pump.cancel()
+        self.process.close_output()
         self.cpu_s = cgroup_cpu_s(self.cgroups)
         if self.freezer is not None:
             self.freezer.close()
@@ -877,21 +878,11 @@ async def _launch(
             env[FRAMES_VARIABLE] = frames
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            cwd=cwd,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
-        )
+        process = await _Child.start(command, cwd, env, () if seccomp_fd is None else (seccomp_fd,))
     except OSError as error:
         for cgroup in cgroups:
             _remove_cgroup(cgroup)
         raise LaunchError(f"cannot start {program.name}: {error.strerror}") from error
-    assert process.stdout is not None
     started, setup_output = asyncio.Event(), bytearray()
     if sandbox is None:
         started.set()
@@ -899,6 +890,89 @@ async def _launch(
         _keep_output(process.stdout, log_path, limits.output_bytes, started=started, setup_output=setup_output)
     )
     return BotProcess(process, pump, cgroups, sandbox is not None, started, setup_output)
+
+
+class _Child:
+    """A started seat process, its output and its exit, on whichever event loop runs (`referee.service.loop`).
+
+    Not `asyncio.create_subprocess_exec`: on uvloop, the referee's loop, it forks through libuv and runs Python in
+    the child before the exec (`PyOS_AfterFork_Child`), which in a worker with gRPC's threads crashed the child
+    (bwrap exited with SIGSEGV before the bot started). `subprocess.Popen` forks and execs in C, as asyncio's own
+    loop does under its subprocess API; the output is read through the loop (`connect_read_pipe`) and the exit is
+    awaited on a pidfd (Linux 5.3 and later), else by a thread."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdout: asyncio.StreamReader, output: asyncio.BaseTransport):
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdout = stdout
+        self._output = output
+        self._exit: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    @classmethod
+    async def start(
+        cls, command: Sequence[str], cwd: Path | None, env: dict[str, str] | None, pass_fds: tuple[int, ...]
+    ) -> _Child:
+        popen = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+        assert popen.stdout is not None
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(loop=loop)
+        try:
+            output, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), popen.stdout
+            )
+        except BaseException:
+            popen.kill()
+            popen.wait()
+            popen.stdout.close()
+            raise
+        child = cls(popen, reader, output)
+        child._watch()
+        return child
+
+    def _watch(self) -> None:
+        loop = self._exit.get_loop()
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # not Linux, or a kernel before 5.3
+            threading.Thread(target=self._wait_in_thread, name=f"wait-{self.pid}", daemon=True).start()
+            return
+
+        def exited() -> None:
+            if self._popen.poll() is not None:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+                self._exited(self._popen.returncode)
+
+        loop.add_reader(pidfd, exited)
+
+    def _wait_in_thread(self) -> None:
+        code = self._popen.wait()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
+            self._exit.get_loop().call_soon_threadsafe(self._exited, code)
+
+    def _exited(self, code: int) -> None:
+        if not self._exit.done():
+            self._exit.set_result(code)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._exit.result() if self._exit.done() else None
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._exit)
+
+    def close_output(self) -> None:
+        """Stop reading the output (a grandchild of an unconfined bot may hold its pipe open after the exit)."""
+        self._output.close()
 
 
 async def _read_start(stream: asyncio.StreamReader, started: asyncio.Event, setup_output: bytearray) -> bytes:
