@@ -38,6 +38,7 @@ import grpc
 from mus.v1 import play_pb2
 from mus.v1 import types_pb2 as pb
 from referee.engine.match import Match
+from referee.service.loop import run
 from referee.service.server import SERVER_OPTIONS, settle_start_up_heap, start_server
 from referee.service.servicer import Referee
 from referee.service.table import Table
@@ -173,7 +174,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--admin-token", required=True)
     arguments = parser.parse_args()
-    asyncio.run(serve(arguments.admin_token))
+    run(serve(arguments.admin_token))  # on the loop `mus referee serve` runs on
 
 
 if __name__ == "__main__":

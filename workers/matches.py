@@ -37,6 +37,7 @@ from referee.engine.outcome import FaultCause
 from referee.engine.replay import dumps_record, match_record, replay_record
 from referee.engine.rules import Rules
 from referee.service.frames import FrameServer
+from referee.service.loop import new_event_loop
 from referee.service.server import start_server
 from referee.service.servicer import InProcessAdmin, PlayServicer, Referee
 from referee.service.table import Incident
@@ -381,7 +382,7 @@ def run_on_worker_referee(play: Callable[[EmbeddedReferee], Coroutine[Any, Any, 
     background of the next one."""
     global _WORKER, _IN_HAND
     if _WORKER is None:
-        loop = asyncio.new_event_loop()
+        loop = new_event_loop()
         _WORKER = (loop, EmbeddedReferee())
         atexit.register(close_worker_referee)
     loop, referee = _WORKER

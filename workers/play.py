@@ -43,6 +43,7 @@ from sqlmodel import Session, col, select
 
 from referee.engine.outcome import MatchOutcome
 from referee.engine.rules import Rules
+from referee.service.loop import run
 from workers import cpu_log
 from workers.commands import add_command_line
 from workers.db import repo
@@ -478,7 +479,7 @@ def _play_with_remote_bots(setup: MatchSetup, token_hashes: dict[str, str | None
         if not token_hash:
             raise RuntimeError(f"remote bot {team.bot_name!r} has no token (it was removed)")
         teams.append(RemoteBot(team.bot_name, token_hash))
-    played = asyncio.run(
+    played = run(
         play_on_referee(
             (teams[0], teams[1]),
             Rules.from_options(setup.rules),

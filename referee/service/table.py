@@ -139,12 +139,14 @@ class Clock(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LoopClock:
-    """The event loop's own clock and timers."""
+    """The event loop's timers, and the monotonic clock: asyncio's loop reads the same clock, but uvloop's reads
+    it to the millisecond, and only once per turn of the loop (`referee.service.loop`), and a seat's decision times
+    are recorded as read here."""
 
     loop: asyncio.AbstractEventLoop
 
     def now(self) -> float:
-        return self.loop.time()
+        return time.monotonic()
 
     def call_later(self, delay: float, callback: Callable[..., object], *args: object) -> Timer:
         return self.loop.call_later(delay, callback, *args)

@@ -13,6 +13,8 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
+from referee.service.loop import run
+
 T = TypeVar("T")
 
 
@@ -27,9 +29,10 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 def run_to_the_end(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(main)`, where SIGTERM (a `kill`, a container or CI job stopping) cancels `main` as Ctrl-C
-    does, so its `finally` blocks run (the seats' processes stopped, the referee's folders removed) before the
-    command exits with EXIT_TERMINATED. Python's default for SIGTERM is to exit at once and run none of them."""
+    """`asyncio.run(main)` on the referee's event loop (`referee.service.loop`), where SIGTERM (a `kill`, a
+    container or CI job stopping) cancels `main` as Ctrl-C does, so its `finally` blocks run (the seats' processes
+    stopped, the referee's folders removed) before the command exits with EXIT_TERMINATED. Python's default for
+    SIGTERM is to exit at once and run none of them."""
 
     async def cancelled_by_sigterm() -> T:
         task = asyncio.current_task()
@@ -54,8 +57,8 @@ def run_to_the_end(main: Coroutine[Any, Any, T]) -> T:
             loop.remove_signal_handler(signal.SIGTERM)
 
     if threading.current_thread() is not threading.main_thread():
-        return asyncio.run(main)  # signal handlers are the main thread's only
-    return asyncio.run(cancelled_by_sigterm())
+        return run(main)  # signal handlers are the main thread's only
+    return run(cancelled_by_sigterm())
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from referee.service.lobby import StateError
+from referee.service.loop import run
 from referee.service.server import settle_start_up_heap, start_admin_server, start_server
 from referee.service.servicer import Referee
 from workers.cli.errors import fail
@@ -80,7 +81,7 @@ def serve_command(
     except StateError as error:
         fail(str(error))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_serve(referee, address, admin_token is None, public_address, admin_address))
+    run(_serve(referee, address, admin_token is None, public_address, admin_address))
 
 
 async def _serve(
