@@ -218,19 +218,19 @@ def _play_claimed(
     if missing:  # another machine's worker may have it: void, not failed
         log.error("match_id=%s %s", match_id, missing)
         with session_scope(engine) as session:
-            repo.void_match(session, match_id, worker, missing, max_attempts=MAX_ATTEMPTS)
+            repo.void_match(session, match_id, worker, missing, max_attempts=MAX_ATTEMPTS, dealt=False)
         return "void"
     if changed:
         log.error("match_id=%s refused: %s", match_id, changed)
         with session_scope(engine) as session:
-            repo.void_match(session, match_id, worker, changed, max_attempts=1)
+            repo.void_match(session, match_id, worker, changed, max_attempts=1, dealt=False)
         return "failed"
     hosted = any(not team.remote for team in setup.teams)
     if hosted and setup.sandbox and not sandbox_available():
         message = f"refused by worker {worker}: {INSTALL_HINT}, or create the league with --no-sandbox"
         log.error("match_id=%s %s", match_id, message)
         with session_scope(engine) as session:
-            repo.void_match(session, match_id, worker, message, max_attempts=MAX_ATTEMPTS)
+            repo.void_match(session, match_id, worker, message, max_attempts=MAX_ATTEMPTS, dealt=False)
         return "void"
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(engine, match_id, worker, lease_s, stop), daemon=True)

@@ -92,6 +92,23 @@ def test_a_voided_match_whose_twin_finished_plays_a_fresh_deal_alone(engine: Eng
     assert (results[match_ids[0]].deal, results[match_ids[1]].deal) == (1, 0)
 
 
+def test_a_match_refused_before_its_bots_started_keeps_its_deal_and_its_twin(
+    engine: Engine, match_ids: list[int]
+) -> None:
+    """A machine without a bot's folder (or without a sandbox) refuses a match before any process saw its deal: a
+    fresh deal would only part it from its twin, whose result stands on the deal they share."""
+    with session_scope(engine) as session:
+        assert finish(session, match_ids[1])
+        assert repo.claim_match(session, match_ids[0], "far:1", 30.0) is not None
+        assert repo.void_match(session, match_ids[0], "far:1", "no folder here", dealt=False)
+    refused, twin = matches(engine)[:2]
+    assert (refused.deal, refused.status) == (0, MatchStatus.QUEUED) and refused.seed == twin.seed
+    with session_scope(engine) as session:
+        assert finish(session, match_ids[0], "near:1")
+        results = {result.match_id: result for result in repo.league_results(session, "spring")}
+    assert results[match_ids[0]].deal == results[match_ids[1]].deal == 0
+
+
 def test_a_voided_match_whose_twin_is_being_played_leaves_the_twin_alone(engine: Engine, match_ids: list[int]) -> None:
     with session_scope(engine) as session:
         # Twins never run at once, unless a worker's lease expired and it voids its match after all.

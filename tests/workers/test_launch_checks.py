@@ -83,10 +83,15 @@ def test_a_machine_without_a_bots_folder_voids_the_match_for_another_machine_and
     """A review's worker on a machine the bot had never been copied to said the bot had changed, and to add it
     again (stop 39): the match is left to another machine's worker, and the message says which is missing what."""
     match_id, folder = league_with_a_folder_bot(deployment)
+    with session_scope(deployment.engine) as session:
+        dealt = repo.get_match(session, match_id).seed
     shutil.rmtree(folder)
     assert play.play_league_match(match_id, worker="far:1") == "void"
     status, error = match_state(deployment, match_id)
     assert status is MatchStatus.QUEUED
+    with session_scope(deployment.engine) as session:
+        match = repo.get_match(session, match_id)
+        assert (match.deal, match.seed) == (0, dealt), "no bot saw the deal: it stays, and a twin's pair with it"
     assert error == (
         f"refused by worker far:1: the folder of bot 'mine', {folder}, is not on this machine: every machine whose"
         " workers play hosted bots needs each one's folder at the path it was added from"

@@ -417,11 +417,21 @@ def requeue_failed(session: Session, league: LeagueRef) -> int:
     return int(result.rowcount)
 
 
-def void_match(session: Session, match_id: int, worker: str, error: str, *, max_attempts: int | None = None) -> bool:
+def void_match(
+    session: Session,
+    match_id: int,
+    worker: str,
+    error: str,
+    *,
+    max_attempts: int | None = None,
+    dealt: bool = True,
+) -> bool:
     """End an attempt that failed for an infrastructure reason: no result, nothing charged to a bot.
 
     Its bots may have seen its deal, so the match moves on to a fresh one (`_fresh_deal`), and so does its
-    duplicate twin if the twin is not finished or being played. The match goes back to the queue with the
+    duplicate twin if the twin is not finished or being played; a twin that is keeps its deal, and the two are no
+    longer a pair. Not `dealt` (refused before any of its bots started: a machine without a bot's folder, or
+    without a sandbox), the match keeps its deal and its twin. The match goes back to the queue with the
     error kept for the operator, or to `failed` once it has been attempted `max_attempts` times, so a match that
     can never run does not loop forever. False (and nothing changed) if this worker no longer holds the match.
     Commits.
@@ -438,7 +448,7 @@ def void_match(session: Session, match_id: int, worker: str, error: str, *, max_
         .execution_options(synchronize_session=False)
     )
     voided = result.rowcount == 1
-    if voided:
+    if voided and dealt:
         _fresh_deal(session, match_id)
     _expire_matches(session)
     session.commit()
