@@ -30,6 +30,7 @@ from kombu.entity import Exchange, Queue
 from kombu.exceptions import ChannelError, OperationalError
 
 from workers import broker
+from workers.paths import resolved
 
 EMBEDDED_POLLING_S = 0.02
 """How often an idle embedded worker looks for a message."""
@@ -40,7 +41,7 @@ LONGEST_MATCH_S = 6 * 3600
 
 def broker_dir() -> Path:
     """The embedded broker's folder."""
-    return Path(os.environ.get("MUS_BROKER_DIR", ".mus-broker")).resolve()
+    return resolved(os.environ.get("MUS_BROKER_DIR", ".mus-broker"))
 
 
 def _broker_folders() -> tuple[Path, Path, Path]:

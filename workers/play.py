@@ -38,7 +38,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from referee.engine.outcome import MatchOutcome
@@ -50,7 +50,7 @@ from workers.db import repo
 from workers.db.errors import DbError
 from workers.db.models import Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
-from workers.db.session import database_url, ensure_schema, make_engine, session_scope
+from workers.db.session import ensure_schema, make_engine, session_scope, sqlite_file
 from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
 from workers.logs import keep_within_limit, log_limit, log_root
 from workers.matches import (
@@ -406,11 +406,8 @@ def exposed_by(folder: Path) -> Path | None:
     `mus bot add` refuses such a folder, and a worker refuses a match whose bot's folder has come to hold one."""
     from workers.app import broker_dir  # not at import: the app module makes the embedded broker's folders
 
-    private: list[Path] = []
-    url = make_url(database_url())
-    if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
-        private.append(Path(url.database).resolve())
-    private += [broker_dir(), log_root()]
+    database = sqlite_file()
+    private = [*([database] if database is not None else []), broker_dir(), log_root()]
     folder = folder.resolve()
     return next((path for path in private if path.is_relative_to(folder)), None)
 
