@@ -756,14 +756,17 @@ class BotProcess:
         """Kill what is left, wait for the process and its output, remove its cgroup."""
         if self.process.returncode is None:
             self.kill()
-        await self.process.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
         try:
-            await asyncio.wait_for(asyncio.shield(self.pump), 2.0)
-        except TimeoutError:
-            self.pump.cancel()
-        self.process.close_output()
+            await self.process.wait()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            try:
+                await asyncio.wait_for(asyncio.shield(self.pump), 2.0)
+            except TimeoutError:
+                self.pump.cancel()
+                await asyncio.wait([self.pump])  # its log file is closed when the seat is
+        finally:
+            self.process.close_output()  # cancelled too: the pipe is the worker's, and its loop outlives the match
         self.cpu_s = cgroup_cpu_s(self.cgroups)
         if self.freezer is not None:
             self.freezer.close()
@@ -878,7 +881,7 @@ async def _launch(
             env[FRAMES_VARIABLE] = frames
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        process = await _Child.start(command, cwd, env, () if seccomp_fd is None else (seccomp_fd,))
+        process = _Child.start(command, cwd, env, () if seccomp_fd is None else (seccomp_fd,))
     except OSError as error:
         for cgroup in cgroups:
             _remove_cgroup(cgroup)
@@ -892,51 +895,73 @@ async def _launch(
     return BotProcess(process, pump, cgroups, sandbox is not None, started, setup_output)
 
 
+OUTPUT_CHUNK_BYTES = 65536
+"""What a seat's output pipe is read by at a time (`_Child`)."""
+
+
 class _Child:
     """A started seat process, its output and its exit, on whichever event loop runs (`referee.service.loop`).
 
     Not `asyncio.create_subprocess_exec`: on uvloop, the referee's loop, it forks through libuv and runs Python in
     the child before the exec (`PyOS_AfterFork_Child`), which in a worker with gRPC's threads crashed the child
     (bwrap exited with SIGSEGV before the bot started). `subprocess.Popen` forks and execs in C, as asyncio's own
-    loop does under its subprocess API; the output is read through the loop (`connect_read_pipe`) and the exit is
-    awaited on a pidfd (Linux 5.3 and later), else by a thread."""
+    loop does under its subprocess API. Its output is read as the loop says the pipe is readable, and its one
+    descriptor closed here, once: uvloop's pipe transport closed it and then had the pipe's file object close the
+    same number again, which another of the worker's threads (its heartbeat's SQLite, gRPC's) could have opened in
+    between (a review, stop 42). Its exit is awaited on a pidfd (Linux 5.3 and later), else by a thread. Starting
+    it awaits nothing, so no cancellation falls between the fork and the watching."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], stdout: asyncio.StreamReader, output: asyncio.BaseTransport):
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        loop = asyncio.get_running_loop()
+        assert popen.stdout is not None
         self._popen = popen
         self.pid = popen.pid
-        self.stdout = stdout
-        self._output = output
-        self._exit: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.stdout = asyncio.StreamReader(loop=loop)
+        self._exit: asyncio.Future[int] = loop.create_future()
+        self._output = popen.stdout.fileno()
+        os.set_blocking(self._output, False)
+        loop.add_reader(self._output, self._read)
+        self._watch()
 
     @classmethod
-    async def start(
+    def start(
         cls, command: Sequence[str], cwd: Path | None, env: dict[str, str] | None, pass_fds: tuple[int, ...]
     ) -> _Child:
-        popen = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
-        assert popen.stdout is not None
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(loop=loop)
-        try:
-            output, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), popen.stdout
+        return cls(
+            subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=pass_fds,
             )
-        except BaseException:
-            popen.kill()
-            popen.wait()
-            popen.stdout.close()
-            raise
-        child = cls(popen, reader, output)
-        child._watch()
-        return child
+        )
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self._output, OUTPUT_CHUNK_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.stdout.feed_data(data)
+        else:
+            self.close_output()
+
+    def close_output(self) -> None:
+        """Stop reading the output, at its end or when the seat closes (a grandchild of an unconfined bot may hold
+        its pipe open after the exit); the reader then sees its end."""
+        if self._output < 0:
+            return
+        self._exit.get_loop().remove_reader(self._output)
+        self._output = -1
+        assert self._popen.stdout is not None
+        self._popen.stdout.close()
+        self.stdout.feed_eof()
 
     def _watch(self) -> None:
         loop = self._exit.get_loop()
@@ -969,10 +994,6 @@ class _Child:
 
     async def wait(self) -> int:
         return await asyncio.shield(self._exit)
-
-    def close_output(self) -> None:
-        """Stop reading the output (a grandchild of an unconfined bot may hold its pipe open after the exit)."""
-        self._output.close()
 
 
 async def _read_start(stream: asyncio.StreamReader, started: asyncio.Event, setup_output: bytearray) -> bytes:

@@ -42,3 +42,20 @@ def test_a_seat_process_output_and_exit_are_read_on_the_referee_loop(
 def test_a_killed_seat_process_reads_as_killed(tmp_path: Path) -> None:
     _, code = run(launched("sleep 30", tmp_path / "seat.log", kill=True))
     assert code == -signal.SIGKILL
+
+
+def test_a_seat_whose_output_a_grandchild_holds_open_leaves_no_descriptor_behind(tmp_path: Path) -> None:
+    """The worker's loop outlives its matches: a seat's pipe is closed with the seat even when a process it started
+    in a session of its own (out of reach of the seat's process group) still holds the pipe's other end."""
+
+    async def seat() -> tuple[int, int]:
+        before = len(os.listdir("/proc/self/fd"))
+        program = BotProgram("shell", ("sh", "-c", "setsid sleep 5 & echo started"))
+        process = await launch_bot(program, "unix:/nowhere", "token", log_path=tmp_path / "seat.log")
+        assert await process.wait() == 0
+        await process.close()
+        return before, len(os.listdir("/proc/self/fd"))
+
+    before, after = run(seat())
+    assert after == before
+    assert "started" in (tmp_path / "seat.log").read_text()
