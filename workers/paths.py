@@ -2,10 +2,10 @@
 
 The database file, the embedded broker's folder and the logs' folder are named by the operator's configuration (an
 environment variable, or a default relative to the working directory), and a worker asks where they are several
-times a match: to log, and to refuse a bot whose folder would show them to it (`play.exposed_by`). Each resolve
-reads the file system once per component of the path (about 50 µs on the test machine, a match's worth of them
-about 1% of a pooled match's CPU). The answer is kept per path and working directory: a symbolic link an operator
-puts in the way of a running worker's folders is seen when the worker restarts.
+times a match. Each resolve reads the file system once per component of the path (about 20-50 µs on the test
+machine). The answer is kept per path and working directory: a worker goes on writing where its folders were when
+it first asked, and a symbolic link put in their way since is followed by the next process. The check that no
+bot's folder holds them (`play.exposed_by`) resolves them again every time.
 """
 
 from __future__ import annotations

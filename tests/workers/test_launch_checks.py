@@ -189,3 +189,18 @@ def test_a_bot_whose_folder_holds_the_database_is_refused_before_its_sandbox_wou
     status, error = match_state(deployment, match.id)
     assert status is MatchStatus.FAILED
     assert f"holds {deployment.root / 'mus.db'}" in error and "a folder of its own" in error
+
+
+def test_a_link_put_in_place_of_the_logs_folder_since_the_worker_started_is_seen_at_the_next_check(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker resolves its own folders once (`workers.paths`), but the check resolves them again: whoever can write
+    beside the logs' folder and swaps it for a link into a bot's folder has the next match of that bot refused."""
+    bot, logs = deployment.root / "bot", deployment.root / "logs"
+    (bot / "inside").mkdir(parents=True)
+    logs.mkdir()
+    monkeypatch.setenv("MUS_LOG_DIR", str(logs))
+    assert play.exposed_by(bot) is None
+    logs.rmdir()
+    logs.symlink_to(bot / "inside")
+    assert play.exposed_by(bot) == (bot / "inside").resolve()

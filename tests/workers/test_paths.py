@@ -22,7 +22,7 @@ def test_a_configured_path_resolves_from_the_working_directory_it_is_asked_in(
 def test_a_link_put_in_a_resolved_path_is_seen_by_the_next_process_not_this_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Read once: a worker asks for these paths several times a match, and they are the operator's to move."""
+    """Read once: a worker asks for these paths several times a match, and goes on writing where they were."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "elsewhere").mkdir()
     before = resolved("logs")
