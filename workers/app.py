@@ -30,7 +30,6 @@ from kombu.entity import Exchange, Queue
 from kombu.exceptions import ChannelError, OperationalError
 
 from workers import broker
-from workers.paths import resolved
 
 EMBEDDED_POLLING_S = 0.02
 """How often an idle embedded worker looks for a message."""
@@ -41,7 +40,7 @@ LONGEST_MATCH_S = 6 * 3600
 
 def broker_dir() -> Path:
     """The embedded broker's folder."""
-    return resolved(os.environ.get("MUS_BROKER_DIR", ".mus-broker"))
+    return Path(os.environ.get("MUS_BROKER_DIR", ".mus-broker")).resolve()
 
 
 def _broker_folders() -> tuple[Path, Path, Path]:

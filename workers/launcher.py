@@ -881,7 +881,7 @@ async def _launch(
             env[FRAMES_VARIABLE] = frames
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        process = _Child.start(command, cwd, env, () if seccomp_fd is None else (seccomp_fd,))
+        process = _Child(_spawn(command, cwd, env, seccomp_fd, stdin=subprocess.DEVNULL))
     except OSError as error:
         for cgroup in cgroups:
             _remove_cgroup(cgroup)
@@ -893,6 +893,24 @@ async def _launch(
         _keep_output(process.stdout, log_path, limits.output_bytes, started=started, setup_output=setup_output)
     )
     return BotProcess(process, pump, cgroups, sandbox is not None, started, setup_output)
+
+
+def _spawn(
+    command: Sequence[str], cwd: Path | None, env: dict[str, str] | None, seccomp_fd: int | None, *, stdin: int
+) -> subprocess.Popen[bytes]:
+    """A seat's or a pooled process, its output on a pipe, in a session of its own (its process group is what
+    `killpg` ends), handed the seccomp filter's descriptor. No preexec_fn: it makes Popen fork() (not vfork) a
+    process whose gRPC threads then break the child before its exec."""
+    return subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+    )
 
 
 OUTPUT_CHUNK_BYTES = 65536
@@ -922,23 +940,6 @@ class _Child:
         os.set_blocking(self._output, False)
         loop.add_reader(self._output, self._read)
         self._watch()
-
-    @classmethod
-    def start(
-        cls, command: Sequence[str], cwd: Path | None, env: dict[str, str] | None, pass_fds: tuple[int, ...]
-    ) -> _Child:
-        return cls(
-            subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=pass_fds,
-            )
-        )
 
     def _read(self) -> None:
         try:
@@ -1747,19 +1748,9 @@ def _start_pooled(
         env[SEATS_VARIABLE] = "stdin"
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            # No preexec_fn: it makes Popen fork() (not vfork) a process whose gRPC threads then break the child
-            # before its exec. A sandbox dies with the worker (bwrap --die-with-parent); an unconfined pooled
-            # process sees the end of its input when the worker dies, and exits.
-            start_new_session=True,
-            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
-        )
+        # A sandbox dies with the worker (bwrap --die-with-parent); an unconfined pooled process sees the end of its
+        # input when the worker dies, and exits.
+        process = _spawn(command, cwd, env, seccomp_fd, stdin=subprocess.PIPE)
     except OSError as error:
         for cgroup in cgroups:
             _remove_cgroup(cgroup)

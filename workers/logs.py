@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.paths import resolved
-
 LOG_DIR_VARIABLE = "MUS_LOG_DIR"
 LOG_LIMIT_VARIABLE = "MUS_LOG_LIMIT"
 DEFAULT_LIMIT = "2G"
@@ -36,7 +34,7 @@ _last_scan: dict[Path, float] = {}
 
 def log_root() -> Path:
     """`MUS_LOG_DIR`, default `./.mus-logs`, as an absolute path."""
-    return resolved(os.environ.get(LOG_DIR_VARIABLE, ".mus-logs"))
+    return Path(os.environ.get(LOG_DIR_VARIABLE, ".mus-logs")).resolve()
 
 
 def log_limit() -> int | None:

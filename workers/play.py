@@ -406,9 +406,7 @@ def exposed_by(folder: Path) -> Path | None:
     `mus bot add` refuses such a folder, and a worker refuses a match whose bot's folder has come to hold one."""
     from workers.app import broker_dir  # not at import: the app module makes the embedded broker's folders
 
-    # Resolved again here, not as `workers.paths` keeps them: a link put in their way since (by whoever can write
-    # beside them) is seen at the next match's check, not at the worker's next start (a review, stop 42).
-    private = [path.resolve() for path in (sqlite_file(), broker_dir(), log_root()) if path is not None]
+    private = [path for path in (sqlite_file(), broker_dir(), log_root()) if path is not None]
     folder = folder.resolve()
     return next((path for path in private if path.is_relative_to(folder)), None)
 

@@ -194,8 +194,8 @@ def test_a_bot_whose_folder_holds_the_database_is_refused_before_its_sandbox_wou
 def test_a_link_put_in_place_of_the_logs_folder_since_the_worker_started_is_seen_at_the_next_check(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker resolves its own folders once (`workers.paths`), but the check resolves them again: whoever can write
-    beside the logs' folder and swaps it for a link into a bot's folder has the next match of that bot refused."""
+    """The check resolves the deployment's folders anew each time: whoever can write beside the logs' folder and swaps
+    it for a link into a bot's folder has the next match of that bot refused (a review, stop 42)."""
     bot, logs = deployment.root / "bot", deployment.root / "logs"
     (bot / "inside").mkdir(parents=True)
     logs.mkdir()

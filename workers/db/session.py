@@ -23,7 +23,6 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
 from workers.db.errors import DbError, InvalidInput
-from workers.paths import resolved
 
 DATABASE_URL_ENV = "MUS_DATABASE_URL"
 DEFAULT_DATABASE_FILE = "mus.db"
@@ -65,7 +64,7 @@ def sqlite_file(url: str | sa.URL | None = None) -> Path | None:
     database = parsed.database
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
         return None
-    return resolved(database)
+    return Path(database).resolve()
 
 
 def create_private_file(path: Path) -> bool:
