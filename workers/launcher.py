@@ -269,6 +269,12 @@ def stdio_command(command: Sequence[str]) -> list[str]:
     return ["python", *STDIO_BRIDGE, *command]
 
 
+def bridged(command: Sequence[str]) -> Sequence[str]:
+    """The program proper of a stored command: behind the stdio bridge (`stdio_command`), the one it runs."""
+    end = 1 + len(STDIO_BRIDGE)
+    return command[end:] if tuple(command[1:end]) == STDIO_BRIDGE and len(command) > end else command
+
+
 # ---------------------------------------------------------------------------------------------- availability
 
 

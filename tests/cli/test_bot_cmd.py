@@ -195,12 +195,16 @@ def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(d
     assert "'./nothere.sh', which is no file here" in " ".join(missing.stderr.split())
     quiet = ok("add", "gone2", "--json", "--", "./nothere.sh")  # JSON on stdout, the warning still on stderr
     assert json.loads(quiet.stdout)["bot"] == "gone2" and "which is no file here" in " ".join(quiet.stderr.split())
-    # A newcomer followed a hint to `-- python mybot.py` from the project folder: a version that could not start.
-    script = " ".join(ok("add", "beta", "--", "python", "mybot.py").stderr.split())
+    # A newcomer followed a hint to `-- python mybot.py` from the project folder: a version that could not start,
+    # and no machine could run it (its folder is hashed here): refused, not registered with a warning (stop 43).
+    script = " ".join(error_of(runner.invoke(bot_cmd.app, ["add", "beta", "--", "python", "mybot.py"])).split())
     assert "the command names 'mybot.py', which is no file here" in script and "bots/NAME/NAME.py" in script
+    assert runner.invoke(bot_cmd.app, ["show", "beta"]).exit_code != 0, "nothing registered"
     assert "warning" not in ok("add", "alpha", "--", "python", "alpha/bot.py").stderr
     # With --dir, the command's words are taken from that folder: a newcomer's typo was told to give them from here.
-    typo = " ".join(ok("add", "typo", "--dir", "alpha", "--", "python", "bott.py").stderr.split())
+    typo = " ".join(
+        error_of(runner.invoke(bot_cmd.app, ["add", "typo", "--dir", "alpha", "--", "python", "bott.py"])).split()
+    )
     assert f"'bott.py', which is no file in {(tmp_path / 'alpha').resolve()}" in typo, typo
     assert "Give paths from the bot's folder (--dir) or from the folder you run mus in" in typo, typo
     (tmp_path / "alpha" / "bot.sh").write_text("echo paso\n")

@@ -418,17 +418,46 @@ def test_bot_add_refuses_a_program_that_lies_in_another_bots_folder(
     (victim / "bot").write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
     (victim / "bot").chmod(0o755)
     assert runner.invoke(app, ["bot", "add", "victim", "--", "./bots/victim/bot"]).exit_code == 0
-    message = error_of(runner.invoke(app, ["bot", "add", "evil", "--", str(victim / "bot")]))
+    (tmp_path / "bots" / "evil").mkdir()
+    message = error_of(runner.invoke(app, ["bot", "add", "evil", "--dir", "bots/evil", "--", str(victim / "bot")]))
     assert f"the program {victim / 'bot'} lies in the folder of bot 'victim'" in message
     again = runner.invoke(app, ["bot", "add", "victim", "--", "./bots/victim/bot"])
     assert again.exit_code == 0, again.output
+    message = error_of(runner.invoke(app, ["bot", "add", "evil", "--dir", "bots", "--", "./victim/bot"]))
+    assert f"the folder {(tmp_path / 'bots').resolve()} holds {victim / 'bot'}, the program of bot 'victim'" in message
 
 
+@pytest.mark.parametrize("stdio", [False, True], ids=["grpc", "stdio"])
+def test_two_bots_may_share_one_folder_however_their_program_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stdio: bool
+) -> None:
+    """A persistent variant under a name of its own (clients/js/README's jsbot and jskeeper): the folder is each
+    bot's own, whether given with --dir or as the program's path. A newcomer's re-check (stop 43) had the path form
+    refused as another bot's program, and then the first bot's own command refused too, while --dir passed."""
+    monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "bots" / "cbot"
+    folder.mkdir(parents=True)
+    (folder / "cbot").write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
+    (folder / "cbot").chmod(0o755)
+    bridge = ["--stdio"] if stdio else []
+    for name, options, program in [
+        ("cbot", [], "bots/cbot/cbot"),
+        ("ckeeper", ["--persistent"], "bots/cbot/cbot"),
+        ("cbot", [], "bots/cbot/cbot"),
+        ("ckeeper2", ["--persistent", "--dir", "bots/cbot"], "./cbot"),
+    ]:
+        added = runner.invoke(app, ["bot", "add", name, *bridge, *options, "--", program])
+        assert added.exit_code == 0, (name, added.output)
+
+
+@pytest.mark.parametrize("stdio", [False, True], ids=["grpc", "stdio"])
 def test_bot_add_refuses_a_folder_that_holds_another_bots_program(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stdio: bool
 ) -> None:
     """The other way round: a bot whose program lies outside its folder (an engine of its own, run as an
-    interpreter), then another bot whose folder holds it: that bot's sandbox would show it the first one's program."""
+    interpreter), then another bot whose folder holds it: that bot's sandbox would show it the first one's program.
+    Behind the stdio bridge the program is the bridged one (stop 43: the stored command's `python` was looked at)."""
     monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
     engine = tmp_path / "tools" / "engine"
@@ -437,7 +466,8 @@ def test_bot_add_refuses_a_folder_that_holds_another_bots_program(
     engine.write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
     engine.chmod(0o755)
     (tmp_path / "bots" / "victim" / "bot.txt").write_text("options\n")
-    added = runner.invoke(app, ["bot", "add", "victim", "--dir", "bots/victim", "--", str(engine)])
+    bridge = ["--stdio"] if stdio else []
+    added = runner.invoke(app, ["bot", "add", "victim", *bridge, "--dir", "bots/victim", "--", str(engine)])
     assert added.exit_code == 0, added.output
     (tmp_path / "tools" / "evil.py").write_text("print('paso')\n")
     message = error_of(runner.invoke(app, ["bot", "add", "evil", "--", "python3", "tools/evil.py"]))

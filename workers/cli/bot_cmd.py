@@ -26,6 +26,7 @@ from workers.db.models import Bot, BotVersion
 from workers.launcher import (
     LANGUAGE_BY_SUFFIX,
     SYSTEM_DIRS,
+    bridged,
     own_program_file,
     own_seat_uids,
     program_file,
@@ -235,6 +236,10 @@ def add_command(
         return
     if not words:
         fail(f"give the command that runs the bot after `--`: mus bot add {name} -- python mybot.py")
+    try:
+        repo.check_bot_input(name, language)
+    except repo.InvalidInput as error:
+        fail(str(error))
     folder = bot_folder(words, directory)
     if folder is not None and (private := exposed_by(folder)) is not None:
         if not private.exists() and Path.cwd().resolve().is_relative_to(folder.resolve()):
@@ -255,10 +260,11 @@ def add_command(
     if folder is not None and own_seat_uids() and (unreadable := unreadable_by_seats(folder)):
         fail(unreadable)
     with open_session() as session:
-        if (owner := _other_bots_program(session, name, words[0])) is not None:
+        if (owner := _other_bots_program(session, name, words[0], folder)) is not None:
             fail(
                 f"the program {words[0]} lies in the folder of bot {owner!r}: a bot runs a program of its own folder,"
-                " the system's or a language runtime's, never another bot's"
+                " the system's or a language runtime's, never another bot's. Two bots may share one folder (a"
+                f" persistent variant, say): give it as this one's too, `mus bot add {name} --dir FOLDER -- ...`"
             )
         if folder is not None and (held := _program_held(session, name, folder)) is not None:
             fail(
@@ -317,15 +323,18 @@ def add_command(
         raise typer.Exit(code=1)
 
 
-def _other_bots_program(session: Session, name: str, program: str) -> str | None:
+def _other_bots_program(session: Session, name: str, program: str, folder: Path | None) -> str | None:
     """The bot, other than `name`, in whose registered folder the program file `program` lies, if any (a review
-    registered another bot's program file as its own; the sandbox binds a bot's program wherever it lies)."""
+    registered another bot's program file as its own; the sandbox binds a bot's program wherever it lies). A
+    folder that is this bot's own, `folder`, too is shared, not another's: two bots registered with one folder
+    (a persistent variant, say) each see that folder and nothing beyond it."""
     path = program_file(program, Path.cwd())
     if path is None:
         return None
+    shared = folder.resolve() if folder is not None else None
     for info in repo.list_bots(session):
-        folders = {version.folder for version in info.versions if version.folder}
-        if info.bot.name != name and any(path.is_relative_to(Path(folder).resolve()) for folder in folders):
+        folders = {Path(version.folder).resolve() for version in info.versions if version.folder} - {shared}
+        if info.bot.name != name and any(path.is_relative_to(other) for other in folders):
             return info.bot.name
     return None
 
@@ -333,15 +342,16 @@ def _other_bots_program(session: Session, name: str, program: str) -> str | None
 def _program_held(session: Session, name: str, folder: Path) -> tuple[str, Path] | None:
     """A bot other than `name` whose registered program file lies in `folder`, and that file: the other way round
     from `_other_bots_program` (a bot added first, with a program outside any bot's folder, then a folder around
-    it)."""
+    it). A bot registered with `folder` itself shares it; a stdio bot's program is the one behind the bridge."""
     inside = folder.resolve()
     for info in repo.list_bots(session):
         if info.bot.name == name:
             continue
         for version in info.versions:
-            if not version.command:
+            own = Path(version.folder) if version.folder else None
+            if not version.command or (own is not None and own.resolve() == inside):
                 continue
-            path = program_file(version.command[0], Path(version.folder) if version.folder else None)
+            path = program_file(bridged(version.command)[0], own)
             if path is not None and path.is_relative_to(inside):
                 return info.bot.name, path
     return None
@@ -366,14 +376,11 @@ class _Before:
 
 
 def _missing_files(command: list[str], folder: Path | None) -> list[str]:
-    """Warnings for what the stored command needs that this machine lacks, looked up as the launch does, from the
-    bot's folder (`launcher.program_file`): its program, and a script it names by a language's suffix. Either way a
-    worker would charge the bot a crash in every match. Warnings, not refusals: a `mus worker` elsewhere may hold
-    them."""
+    """What the stored command needs that this machine lacks, looked up as the launch does, from the bot's folder
+    (`launcher.program_file`): its program, and a script it names by a language's suffix. A missing program is a
+    warning (a `mus worker` elsewhere may have it on its PATH); a missing script refuses the bot: no machine could run
+    this version, whose folder is hashed here (a newcomer's `-- python bots/nope/nope.py` was registered, stop 43)."""
     program, *arguments = command
-    missing = [] if program_file(program, folder) is not None else [(program, "/" not in program)]
-    scripts = [word for word in arguments if Path(word).suffix.lower() in LANGUAGE_BY_SUFFIX]
-    missing += [(word, False) for word in scripts if not (folder or Path()).joinpath(word).is_file()]
     where = f"no file in {folder}" if folder is not None else "no file here"
     # With --dir, a word that is no file from here is taken from the bot's folder (a newcomer was told otherwise).
     paths = (
@@ -381,11 +388,19 @@ def _missing_files(command: list[str], folder: Path | None) -> list[str]:
         if folder
         else "from the folder you run mus in"
     )
+    scripts = [word for word in arguments if Path(word).suffix.lower() in LANGUAGE_BY_SUFFIX]
+    for word in scripts:
+        if not (folder or Path()).joinpath(word).is_file():
+            fail(
+                f"the command names {word!r}, which is {where} on this machine. Give paths {paths} (`-- python"
+                " bots/NAME/NAME.py`); `mus bot check NAME` then runs it here first."
+            )
+    if program_file(program, folder) is not None:
+        return []
     return [
-        f"warning: the command names {word!r}, which is {'not on PATH' if on_path else where} on this machine: a"
-        f" worker that cannot run it charges the bot a crash in every match. Give paths {paths} (`-- python"
+        f"warning: the command names {program!r}, which is {'not on PATH' if '/' not in program else where} on this"
+        f" machine: a worker that cannot run it charges the bot a crash in every match. Give paths {paths} (`-- python"
         " bots/NAME/NAME.py`); `mus bot check NAME` runs it here first."
-        for word, on_path in missing
     ]
 
 

@@ -424,6 +424,14 @@ def _check_command(command: Sequence[str]) -> list[str]:
     return list(command)
 
 
+def check_bot_input(name: str, language: str | None) -> None:
+    """What `add_bot` checks of a bot's name and language, for a caller that looks at the bot's files first (`mus bot
+    add`): a bad name is the first thing said, not a missing file."""
+    check_name("bot", name)
+    if language is not None:
+        _check_language(language)
+
+
 def _check_language(language: str) -> str:
     language = language.strip()
     if not language or len(language) > 32:
