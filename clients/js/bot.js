@@ -557,7 +557,8 @@ function loadStrategy(file) {
   try {
     loaded = require(path.resolve(file));
   } catch (error) {
-    throw new Failure(`cannot load the strategy ${file}: ${String(error.message).split('\n')[0]}`);
+    const from = path.isAbsolute(file) ? '' : ` (a path from the folder the bot runs in, ${process.cwd()})`;
+    throw new Failure(`cannot load the strategy ${file}${from}: ${String(error.message).split('\n')[0]}`);
   }
   if (!loaded || typeof loaded.chooseAction !== 'function') {
     throw new Failure(`the strategy ${file} does not export chooseAction(request, rules)`);

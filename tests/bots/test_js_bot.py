@@ -98,6 +98,12 @@ def test_bad_arguments_and_missing_settings_are_one_line_errors(node: str) -> No
         ([bot, "--remote", "--max-matches", "0"], {}, "--max-matches takes an integer >= 1"),
         ([bot], {"MUS_REFEREE": "127.0.0.1:1", "MUS_TOKEN": "t", "MUS_PROTO_DIR": "/nowhere"}, "MUS_PROTO_DIR"),
         ([bot, "--strategy", "/nowhere.js"], {"MUS_REFEREE": "127.0.0.1:1", "MUS_TOKEN": "t"}, "cannot load"),
+        # A newcomer's relative path, taken from the folder the bot ran in, not the bot's (stop 43): it says so.
+        (
+            [bot, "--strategy", "mine.js"],
+            {"MUS_REFEREE": "127.0.0.1:1", "MUS_TOKEN": "t"},
+            f"cannot load the strategy mine.js (a path from the folder the bot runs in, {Path.cwd()})",
+        ),
     ]
     for argv, env, message in cases:
         done = subprocess.run([node, *argv], env=env, capture_output=True, text=True, timeout=30, check=False)
