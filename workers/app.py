@@ -20,12 +20,14 @@ order given (`worker_queues`); RabbitMQ delivers from both as they come.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from celery import Celery
 from celery.concurrency.solo import TaskPool as SoloPool
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
+from celery.exceptions import SecurityWarning
+from celery.signals import celeryd_init, worker_init, worker_process_init, worker_process_shutdown, worker_ready
 from kombu.entity import Exchange, Queue
 from kombu.exceptions import ChannelError, OperationalError
 
@@ -144,6 +146,8 @@ def _new_app() -> Celery:
         # Both halves' queues: a worker started without -Q (plain `celery worker`) takes both, in this order.
         task_queues=[Queue(name, Exchange(name), routing_key=name) for name in match_queues()],  # type: ignore[no-untyped-call]
         task_ignore_result=True,
+        accept_content=["json"],  # never pickle: a worker runs as root (`_root_is_expected`)
+        task_serializer="json",
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
@@ -173,6 +177,14 @@ def _cancel_the_match_in_hand(self: SoloPool, pid: int, signal: int | None = Non
 
 
 SoloPool.terminate_job = _cancel_the_match_in_hand  # `mus league run`'s workers: `--pool=solo`
+
+
+@celeryd_init.connect  # type: ignore[untyped-decorator]
+def _root_is_expected(sender: Any = None, **_: Any) -> None:
+    """Celery warns a worker started as root, which the docs ask of a worker that plays strangers' bots (each seat
+    then runs as a user of its own: docs/sandbox.md). Its warning is against pickle, which would run what a message
+    holds: this app accepts JSON only (`accept_content`). Set just before Celery's check, in the worker alone."""
+    warnings.filterwarnings("ignore", message="You're running the worker with superuser", category=SecurityWarning)
 
 
 @worker_init.connect  # type: ignore[untyped-decorator]

@@ -272,6 +272,24 @@ def test_list_shows_every_bot_and_all_includes_removed_ones(database: str, tmp_p
     assert [row["bot"] for row in everything] == ["alpha", "beta"] and everything[1]["removed_at"] is not None
 
 
+def test_show_says_when_a_version_was_added_and_when_it_was_made_current_again(database: str, tmp_path: Path) -> None:
+    """A version added again after a later one (a revert) is current again: `show` said only "registered" with
+    the latest time, and an old version looked newer than the next (newcomer walkthrough, stop 43)."""
+    program = bot_program(tmp_path, "alpha")
+    ok("add", "alpha", "--", "python", str(program))
+    program.write_text("print('envido')\n")
+    ok("add", "alpha", "--", "python", str(program))
+    program.write_text("print('paso')\n")
+    ok("add", "alpha", "--", "python", str(program))
+    with make_engine(database).begin() as connection:  # version 1 was first added an hour before the others
+        connection.execute(sa.text("UPDATE bot_version SET created_at = '2026-01-01 00:00:00' WHERE number = 1"))
+    text = ok("show", "alpha").stdout
+    assert "Version 1 (current), added 2026-01-01 00:00, last registered " in text, text
+    assert "Version 2, added " in text and "Version 2, added 2026-01-01" not in text, text
+    versions = json.loads(ok("show", "alpha", "--json").stdout)["versions"]
+    assert versions[0]["created_at"][:10] == "2026-01-01", versions
+
+
 def test_show_prints_each_version_whole_on_a_narrow_terminal(
     database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -285,7 +303,7 @@ def test_show_prints_each_version_whole_on_a_narrow_terminal(
     assert "Bot alpha: hosted program, python" in text and "Leagues: none" in text
     versions = json.loads(ok("show", "alpha", "--json").stdout)["versions"]
     assert len(versions) == 1, "adding the same program again sets persistent anew"
-    assert "Version 1 (current), registered " in text
+    assert "Version 1 (current), added " in text
     assert f"\n  command: python {program.name}\n" in text
     assert f"\n  folder:  {program.parent.resolve()}\n" in text
     assert f"\n  hash:    {versions[0]['content_hash']}\n" in text

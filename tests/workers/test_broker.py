@@ -11,6 +11,7 @@ import signal
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -408,3 +409,21 @@ def test_a_cold_shutdown_cancels_the_match_in_hand_at_its_next_await_and_raises_
         signal.signal(signal.SIGUSR1, previous)
     assert seen == ["cleaned up"]
     assert not matches.stop_match_in_hand(), "no match in hand any more"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Celery warns only a worker started as root")
+def test_a_worker_started_as_root_is_not_warned_against_it_and_accepts_json_only() -> None:
+    """The docs ask root of a worker that plays strangers' bots (a seat runs as a user of its own); Celery warned
+    such a worker against it in every log, against the docs (newcomer walkthrough, stop 43). Its warning is about
+    pickle: the app accepts JSON only."""
+    from celery.exceptions import SecurityWarning
+    from celery.platforms import check_privileges
+    from celery.signals import celeryd_init
+
+    app = app_module.app
+    assert list(app.conf.accept_content) == ["json"] and app.conf.task_serializer == "json"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        celeryd_init.send(sender="test@host", instance=None, conf=app.conf, options={})  # as a worker starts
+        check_privileges(app.conf.accept_content)
+    assert not [warning for warning in caught if issubclass(warning.category, SecurityWarning)]

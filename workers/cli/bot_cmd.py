@@ -421,6 +421,7 @@ def _version_json(version: BotVersion) -> dict[str, Any]:
         "folder": version.folder,
         "language": version.language,
         "persistent": version.persistent,
+        "created_at": iso(version.created_at),
         "registered_at": iso(version.registered_at),
     }
 
@@ -503,7 +504,14 @@ def show_command(
         # the folder into columns a few letters wide (newcomer walkthrough, stop 33).
         for version in info.versions:
             current = " (current)" if version.id == current_id else ""
-            typer.echo(f"Version {version.number}{current}, registered {when(version.registered_at)} UTC")
+            # Added when first registered; a later `bot add` of the same content (which makes it current again)
+            # is said apart: a version re-added looked newer than the one after it (newcomer walkthrough, stop 43).
+            again = (
+                f", last registered {when(version.registered_at)}"
+                if when(version.registered_at) != when(version.created_at)
+                else ""
+            )
+            typer.echo(f"Version {version.number}{current}, added {when(version.created_at)}{again} UTC")
             _echo_version(version)
     if leagues:
         shown = ", ".join(f"{league['league']} (v{league['version']}, {league['status']})" for league in leagues)
