@@ -110,6 +110,10 @@ MARGIN_S = 0.5
 TAIL_LINES = 3
 """How many last lines of a seat's output a failure quotes."""
 
+QUOTED_LINE_CHARS = 400
+"""The most of one line a failure quotes; the rest is marked cut. At 200 the stdio bridge's advice lost its end
+("log to" stderr) behind its own timestamp (newcomer walkthrough, stop 43)."""
+
 
 class Status(enum.Enum):
     PASS = "pass"
@@ -695,9 +699,13 @@ def output_tail(path: Path | None) -> tuple[str, ...]:
     shown = any(HEADLINE.search(line) for line in tail)
     headline = None if shown else next((line for line in above if HEADLINE.search(line)), None)
     if headline is None:
-        return (f"last lines of its output ({path}):", *(f"  {line[:200]}" for line in tail))
+        return (f"last lines of its output ({path}):", *(_quoted(line) for line in tail))
     quoted = (headline, *tail)
-    return (f"its first error and last lines of output ({path}):", *(f"  {line[:200]}" for line in quoted))
+    return (f"its first error and last lines of output ({path}):", *(_quoted(line) for line in quoted))
+
+
+def _quoted(line: str) -> str:
+    return f"  {line[:QUOTED_LINE_CHARS]} [cut]" if len(line) > QUOTED_LINE_CHARS else f"  {line}"
 
 
 def visible(line: str) -> str:
@@ -1116,11 +1124,13 @@ def _probe_results(played: _Played | None, skipped: str = "") -> list[CheckResul
             continue
         verdict = played.watch.verdicts.get(key)
         if verdict is None:
-            record = played.watch.seats[played.bot_seats[0]]
-            asked = len(record.asked)
+            # Every seat of the bot's: the probed one may not have been asked at all when its partner's answers
+            # ended the match ("after seat 0 was asked 0 decisions" read as a miscount: newcomer, stop 43).
+            counts = [(seat, len(played.watch.seats[seat].asked)) for seat in played.bot_seats]
+            said = " and ".join(f"{asked} (seat {seat})" for seat, asked in counts)
             reason = (
-                f"not reached: the probe match ended ({_ending(played.table)}) after seat {record.seat} was asked"
-                f" {asked} decision{'s' if asked != 1 else ''}"
+                f"not reached: the probe match ended ({_ending(played.table)}) after its seats were asked {said}"
+                " decisions"
             )
             results.append(CheckResult(check, title, Status.SKIP, reason))
             continue

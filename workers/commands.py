@@ -29,6 +29,12 @@ LANGUAGE_BY_PROGRAM = {
     "julia": "julia",
     "sh": "shell",
     "bash": "shell",
+    "dash": "shell",
+    "zsh": "shell",
+    "awk": "awk",
+    "gawk": "awk",
+    "mawk": "awk",
+    "tclsh": "tcl",
 }
 """The language of a command whose program is an interpreter or toolchain (version suffixes stripped)."""
 

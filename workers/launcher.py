@@ -212,6 +212,8 @@ LANGUAGE_BY_SUFFIX = {
     ".r": "r",
     ".jl": "julia",
     ".sh": "shell",
+    ".awk": "awk",
+    ".tcl": "tcl",
 }
 """The language of a command by the suffix of a file it names, when its program says nothing; what makes an
 argument a script (`_script_folder`)."""

@@ -454,6 +454,13 @@ def test_a_failures_quoted_output_starts_at_the_error_line_above_a_stack_traces_
     plain = tmp_path / "plain.log"
     plain.write_text("one\ntwo\nthree\nfour\n")
     assert output_tail(plain)[1:] == ("  two", "  three", "  four")
+    # The bridge's advice behind its timestamp, about 230 characters, was cut before its end at 200 (stop 43).
+    advice = (
+        '2026-12-06 15:05:06,993 stdio-bridge ERROR request 1: cannot read your answer "thinking...": not JSON'
+        " (Expecting value: line 1 column 1 (char 0)). Only answers go to stdout, one JSON line each; log to stderr"
+    )
+    plain.write_text(f"{advice}\n{'x' * 1000}\n")
+    assert output_tail(plain)[1:] == (f"  {advice}", f"  {'x' * 400} [cut]"), output_tail(plain)
 
 
 def test_a_quoted_output_shows_what_a_terminal_would_act_on_as_escapes(tmp_path: Path) -> None:
@@ -506,3 +513,14 @@ def test_a_stdio_program_that_does_not_flush_its_answers_is_told_so_in_the_outpu
         ],
     )
     assert played.exit_code == 3 and "its stdout is not flushed" in played.stdout, played.output
+
+
+@pytest.mark.slow
+def test_a_probe_not_reached_counts_the_decisions_of_each_of_the_bots_seats(tmp_path: Path) -> None:
+    """A bot that prints garbage forfeits on its partner seat's answers before its probed seat is asked: the skip
+    said "after seat 0 was asked 0 decisions", read as a miscount (newcomer walkthrough, stop 43)."""
+    (tmp_path / "garbage.sh").write_text("while read line; do echo thinking...; done\n")
+    result, report = check(*ONE_VARIANT, "--stdio", "--", "sh", str(tmp_path / "garbage.sh"))
+    assert result.exit_code == 1, result.output
+    status, summary = verdicts(report)["illegal_action_retry"]
+    assert status == "skip" and re.search(r"after its seats were asked \d+ \(seat 0\) and \d+ \(seat 2\)", summary)

@@ -238,6 +238,8 @@ def test_the_language_is_guessed_from_the_interpreter_or_the_file() -> None:
     assert guess_language(["java", "-jar", "bot.jar"]) == "java"
     assert guess_language(["./run", "main.go"]) == "go"
     assert guess_language(["./mybot"]) == "unknown"
+    # A newcomer's awk bot was registered `unknown` (stop 43).
+    assert guess_language(["awk", "-f", "bot.awk"]) == "awk" and guess_language(["./run", "bot.awk"]) == "awk"
 
 
 def test_remote_prints_a_token_once_and_stores_only_its_hash(database: str) -> None:
