@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import secrets
 import shlex
 import shutil
 import signal
@@ -35,6 +36,7 @@ from functools import cache, lru_cache
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from workers.host_lock import lock_path
 from workers.scratch import own_folder
 from workers.seccomp import seccomp_filter
 
@@ -72,11 +74,19 @@ SANDBOX_UID = 65534
 """The uid and gid a bot runs as inside its user namespace (nobody), where the worker is not root."""
 
 SEAT_UID_BASE = 1 << 30
-"""Where the worker is root, each seat runs as a host uid and gid of its own: this plus the host pid of its bwrap,
-which no other live process has. The kernel keeps some counts per user (the pages of its pipes, its messages in
-flight): shared by every seat, as under one user namespace's mapping, one seat could move them and another read
-them, a channel between partners and between the halves of a duplicate pair that a security review used to pass
-cards exactly. Each seat's own uid gives each its own counts."""
+"""Where the worker is root, each seat runs as a host uid and gid of its own: this plus the host pid of its bwrap
+put through the machine's secret permutation (`seat_uid_script`), which no other live process has. The kernel
+keeps some counts per user (the pages of its pipes, its messages in flight): shared by every seat, as under one
+user namespace's mapping, one seat could move them and another read them, a channel between partners and between
+the halves of a duplicate pair that a security review used to pass cards exactly. Each seat's own uid gives each
+its own counts."""
+
+PID_BITS = 22
+"""A host pid is below 2**22 (the kernel's PID_MAX_LIMIT on 64-bit): the permutation's domain."""
+
+SEAT_UID_KEY_SUFFIX = ".seat-uid-key"
+"""Beside the host's play lock (`host_lock.lock_path`), the file of the machine's permutation keys, which every root
+worker of the machine reads (or writes once): one permutation a machine, so no two live seats share a uid."""
 
 SEAT_UID = "{mus-seat-uid}"
 """Stands in a sandbox command for the seat's uid until the shell that becomes its bwrap knows its pid
@@ -645,6 +655,53 @@ def own_seat_uids() -> bool:
     return os.geteuid() == 0
 
 
+@cache
+def _seat_uid_keys() -> tuple[int, ...]:
+    """The machine's four round keys of the seat uid permutation, from their file beside the host lock, which the
+    first root worker writes (linked into place whole, so every worker reads the same keys). A file a user other
+    than root could have written is refused: its keys would be theirs."""
+    path = lock_path().with_name(lock_path().name + SEAT_UID_KEY_SUFFIX)
+    if not path.exists():
+        draft = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, " ".join(str(secrets.randbelow(1 << 24)) for _ in range(4)).encode())
+        finally:
+            os.close(fd)
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
+        draft.unlink()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        status = os.fstat(fd)
+        text = os.read(fd, 256).decode(errors="replace")
+    finally:
+        os.close(fd)
+    keys = tuple(int(word) for word in text.split() if word.isdigit())
+    if status.st_uid != 0 or status.st_mode & 0o077 or len(keys) != 4 or max(keys) >= 1 << 24:
+        raise LaunchError(
+            f"{path} is not the seat uid keys a root worker writes (root's own, 0600, four numbers): remove it, and"
+            " the next worker writes it again"
+        )
+    return keys
+
+
+def seat_uid_script(pid: str = "$$", keys: Sequence[int] | None = None) -> str:
+    """A shell fragment that sets `uid` to the seat's uid: SEAT_UID_BASE plus `pid` put through a four-round
+    Feistel permutation of PID_BITS bits keyed by the machine's keys. A permutation keeps each live seat's uid its
+    own; a secret one keeps the host's pid counter out of it: the pid itself (stop 42's uid) let a seat read how
+    far the counter had moved since another seat started, and a bot moved it (forks after its match) to tell its
+    seat in the duplicate twin three bits of a rival's hand (a security review, stop 43)."""
+    half = PID_BITS // 2
+    mask = (1 << half) - 1
+    rounds = " ".join(str(key) for key in (keys if keys is not None else _seat_uid_keys()))
+    return (
+        f"l=$(({pid} >> {half})) && r=$(({pid} & {mask})) && for k in {rounds}; do"
+        f" t=$r; r=$((l ^ ((((r + k) * 2654435761) >> 13) & {mask}))); l=$t; done"
+        f" && uid=$(({SEAT_UID_BASE} + (l << {half} | r)))"
+    )
+
+
 def seat_command(command: list[str], cgroups: Sequence[Path] = ()) -> list[str]:
     """A sandbox command as it is started: a shell that joins the seat's `cgroups`, puts the seat's uid in place of
     SEAT_UID and becomes the command (prlimit, then bwrap: the same pid all along, so everything the seat starts
@@ -654,7 +711,7 @@ def seat_command(command: list[str], cgroups: Sequence[Path] = ()) -> list[str]:
         steps.append(f"shift {len(cgroups)}")
     if SEAT_UID in command:
         steps.append(
-            f"uid=$(({SEAT_UID_BASE} + $$)) && for word; do shift;"
+            f"{seat_uid_script()} && for word; do shift;"
             f' if [ "$word" = {shlex.quote(SEAT_UID)} ]; then set -- "$@" "$uid"; else set -- "$@" "$word"; fi; done'
         )
     if not steps:

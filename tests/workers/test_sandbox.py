@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import itertools
 import logging
 import os
 import shutil
@@ -35,6 +36,7 @@ from workers.launcher import (
     PROC_STATIC,
     SANDBOX_HOME,
     SEAT_UID,
+    SEAT_UID_BASE,
     SOCKET_DIR,
     STARTED_MARKER,
     TRUNCATED_MARKER,
@@ -52,6 +54,7 @@ from workers.launcher import (
     sandbox_command,
     sandbox_environment,
     seat_command,
+    seat_uid_script,
 )
 from workers.matches import PlayedMatch, fault_records, incident_records, play_on_referee, play_programs
 from workers.scratch import own_folder
@@ -448,6 +451,60 @@ def test_seats_running_as_their_own_users_share_no_per_user_count_of_the_kernel(
         holder.wait()
     assert int(lines[1].split()[1]) < 65536, "the holder's own new pipes shrank: it is past its user's soft limit"
     assert output.splitlines()[-1] == "reader 65536", "the other seat, another user, sees nothing of it"
+
+
+def _uids(pids: str, keys: tuple[int, ...] | None = None) -> list[int]:
+    """What `seat_uid_script` makes of each pid the shell loop `pids` gives, less SEAT_UID_BASE."""
+    script = f"for p in {pids}; do {seat_uid_script('$p', keys)}; echo $uid; done"
+    output = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, check=True).stdout
+    return [int(word) - SEAT_UID_BASE for word in output.split()]
+
+
+def test_a_seats_uid_is_a_secret_permutation_of_its_pid_which_tells_nothing_of_the_pid_counter() -> None:
+    """The uid was SEAT_UID_BASE plus the pid: a seat read the host's pid counter off it, and a bot moved the counter
+    after its match (forks) to tell its seat in the duplicate twin three bits of a rival's hand (a security review,
+    stop 43). A permutation keeps every live seat's uid its own; keys the bot never sees keep the counter out."""
+    keys = (123456, 7654321, 42, 9999999)
+    pids = "$(seq 30000 34095)"
+    uids = _uids(pids, keys)
+    assert len(set(uids)) == 4096 and all(0 <= uid < 1 << 22 for uid in uids), "one uid a pid, in range"
+    steps = {later - earlier for earlier, later in itertools.pairwise(uids)}
+    assert len(steps) > 4000, "consecutive pids give unrelated uids: no step a seat could count"
+    assert _uids(pids, (1, 2, 3, 4)) != uids, "another machine's keys, another permutation"
+
+
+def test_the_machines_seat_uid_keys_are_written_once_root_only_and_refused_when_anyone_else_could_have(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not own_seat_uids():
+        pytest.skip("the worker is not root: seats run as nobody in a user namespace, no uid of their own")
+    monkeypatch.setenv("MUS_HOST_LOCK", str(tmp_path / "play.lock"))
+    launcher._seat_uid_keys.cache_clear()
+    try:
+        keys = launcher._seat_uid_keys()
+        path = tmp_path / "play.lock.seat-uid-key"
+        assert path.stat().st_mode & 0o777 == 0o600 and len(keys) == 4
+        assert sorted(item.name for item in tmp_path.iterdir()) == [path.name], "the draft linked into place, gone"
+        launcher._seat_uid_keys.cache_clear()
+        assert launcher._seat_uid_keys() == keys, "every worker of the machine reads the same keys"
+        path.chmod(0o644)
+        launcher._seat_uid_keys.cache_clear()
+        with pytest.raises(LaunchError, match="is not the seat uid keys a root worker writes"):
+            launcher._seat_uid_keys()
+    finally:
+        launcher._seat_uid_keys.cache_clear()
+
+
+@needs_bwrap
+def test_a_seat_runs_as_the_permuted_pid_of_its_bwrap_not_the_pid(tmp_path: Path) -> None:
+    if not own_seat_uids():
+        pytest.skip("the worker is not root: every seat runs as its user, mapped to nobody (docs/sandbox.md)")
+    program = BotProgram("seat", (sys.executable, "-c", "import os; print(os.getuid(), os.getgid())"))
+    command = seat_command(sandbox_command(program, Sandbox(tmp_path), {"PATH": "/usr/bin:/bin"}, socket=False))
+    seat = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    output, _ = seat.communicate(timeout=30)
+    uid, gid = (int(word) for word in output.splitlines()[-1].split())
+    assert uid == gid and uid - SEAT_UID_BASE == _uids(str(seat.pid))[0] != seat.pid, (uid, seat.pid)
 
 
 # ---------------------------------------------------------------------------------------------- attacks
