@@ -109,7 +109,9 @@ class BotPool:
                 # The worker's pid: every worker on the machine logs in the same folder.
                 log_path = self.log_dir / f"{program.name}-half{half}-place{place}-{os.getpid()}-{self.started}.log"
             # Short: a referee's socket is made in it, and a unix socket's path is at most 107 bytes (matches.py).
-            folder = open_to_seat(Path(tempfile.mkdtemp(prefix=f"h{half}p{place}-", dir=self.root)))
+            # Named by nothing of the process's: bound at /run/mus, its host path is in bwrap's command line and in
+            # the seat's mountinfo, where `h{half}p{place}-` told a process which half it plays (a review, stop 43).
+            folder = open_to_seat(Path(tempfile.mkdtemp(prefix="p-", dir=self.root)))
             try:
                 current = start_pooled(program, folder, limits=self.limits, log_path=log_path)
             except BaseException:

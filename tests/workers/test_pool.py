@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -128,6 +129,16 @@ def test_the_twin_of_a_duplicate_pair_is_played_by_other_processes_than_the_firs
     second_half = {place: pid for (name, half, place), pid in seat_pids(pool).items() if name == "a" and half == 1}
     assert sorted(second_half) == [0, 1] and len(first_half) == 2
     assert first_half.isdisjoint(second_half.values()), "no process of a saw that deal from the other side"
+
+
+def test_a_pooled_processs_folder_is_named_by_nothing_that_tells_its_half(pool: BotPool) -> None:
+    """Bound at /run/mus, its host path is in bwrap's command line (/proc/1/cmdline) and in the seat's mountinfo:
+    named `h{half}p{place}-`, it told a process which half of the pair it plays before its first seat (a security
+    review, stop 43)."""
+    play_match((instant("a"), instant("b")), 11, pool, half=0)
+    play_match((instant("b"), instant("a")), 11, pool, half=1)
+    names = [folder.name for folder in pool.root.iterdir() if folder.is_dir()]
+    assert len(names) == 8 and all(re.fullmatch(r"p-\w{8}", name) for name in names), names
 
 
 def test_in_one_half_a_bots_two_processes_play_it_on_either_team(pool: BotPool) -> None:
