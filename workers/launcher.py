@@ -1087,15 +1087,25 @@ class _CappedLog:
     left the seat's pipe unread, and the worker waited for that seat's end for good, holding the machine's play
     lock (stop 39)."""
 
-    def __init__(self, log_path: Path | None, cap: int) -> None:
+    def __init__(self, log_path: Path | None, cap: int, *, tag: str = "") -> None:
+        """`tag`: the worker's lines (`note`, the truncation marker) carry it, and a first line says so. A bot
+        printed lines of the worker's form, naming another table and match, and a truncation marker (a review,
+        stop 43): its program never sees the tag, so it cannot write a line that carries it."""
         self.path = log_path
         self.cap = cap
+        self.tag = tag
+        self.marker = TRUNCATED_MARKER if not tag else TRUNCATED_MARKER.replace(b"]", f" mus {tag}]".encode(), 1)
         self.written = 0
         self.line_ended = True
         self.output: BinaryIO | None = None
         if log_path is not None:
             try:
                 self.output = log_path.open("ab")
+                if tag:
+                    self.output.write(
+                        f"--- mus [{tag}]: the worker's lines in this log carry [{tag}], which the bot never sees;"
+                        " any other line is the bot's output ---\n".encode()
+                    )
             except OSError as error:
                 self._lost(error)
 
@@ -1108,7 +1118,7 @@ class _CappedLog:
             self.written += len(kept)
             self.line_ended = kept.endswith(b"\n")
             if self.written >= self.cap:
-                self.output.write(TRUNCATED_MARKER)
+                self.output.write(self.marker)
             self.output.flush()
         except OSError as error:
             self._lost(error)
@@ -1119,7 +1129,8 @@ class _CappedLog:
 
     def note(self, text: str) -> None:
         """A line of the worker's own in the log, on a line of its own (`PooledProcess.note`)."""
-        self.write((b"" if self.line_ended else b"\n") + f"--- mus: {text} ---\n".encode())
+        mark = f"mus [{self.tag}]" if self.tag else "mus"
+        self.write((b"" if self.line_ended else b"\n") + f"--- {mark}: {text} ---\n".encode())
 
     def close(self) -> None:
         output, self.output = self.output, None
@@ -1629,7 +1640,7 @@ class PooledProcess:
         # A seat line is written at once or never: a process that fills its own input (it may open the pipe's
         # writing end through /proc/self/fd/0) must not block the worker's event loop in `offer`.
         os.set_blocking(process.stdin.fileno(), False)
-        self._log = _CappedLog(log_path, output_bytes)
+        self._log = _CappedLog(log_path, output_bytes, tag=secrets.token_hex(4))
         self._log_lock = threading.Lock()
         self._pump = threading.Thread(target=self._keep_output, name=f"mus-pool-{program.name}", daemon=True)
         self._pump.start()

@@ -22,7 +22,7 @@ import tests.support.hostile_seats
 from bench.league import BOT_COMMAND, BOT_SCRIPT
 from referee.engine.rules import Rules
 from tests.workers.conftest import Deployment
-from workers import matches, play
+from workers import launcher, matches, play
 from workers.db import repo
 from workers.db.session import session_scope
 from workers.launcher import (
@@ -568,9 +568,10 @@ def test_a_league_worker_plays_a_persistent_bot_from_its_pool_and_launches_the_o
         log_dir = worker_pool(LIMITS).log_dir
         assert log_dir is not None
         notes = [
-            line for log in log_dir.glob("keeper-*.log") for line in log.read_text().splitlines() if "mus:" in line
+            line for log in log_dir.glob("keeper-*.log") for line in log.read_text().splitlines() if "--- mus [" in line
         ]
-        assert len(notes) == 8 and all(line.startswith("--- mus: seat ") for line in notes), notes
+        notes = [line for line in notes if "never sees" not in line]  # each log's first line: the worker's tag
+        assert len(notes) == 8 and all(re.match(r"--- mus \[[0-9a-f]{8}\]: seat ", line) for line in notes), notes
         assert {int(line.split("match pooled/")[1].split("/")[0]) for line in notes} == set(match_ids), notes
         with session_scope(deployment.engine) as session:
             results = repo.league_results(session, league_id)
@@ -770,3 +771,20 @@ def test_after_a_match_the_largest_pooled_processes_are_retired_until_the_rest_f
         assert small.retired == 2
     finally:
         small.close()
+
+
+def test_the_workers_lines_in_a_pooled_log_carry_the_logs_tag_which_a_bot_cannot_forge(tmp_path: Path) -> None:
+    """A review's bot printed `--- mus: seat 3 of table 0000000000000000, match other-league/999/1 ---` and the
+    truncation marker: nothing told them from the worker's (stop 43). The worker's lines carry the log's tag,
+    given on its first line before any output of the bot's, which the bot never sees."""
+    path = tmp_path / "pooled.log"
+    capped = launcher._CappedLog(path, 300, tag="0123abcd")
+    capped.write(b"--- mus: seat 3 of table 0000000000000000, match other-league/999/1 ---\n")
+    capped.note("seat 0 of table 46c697eae110b7da, match spring/37/1")
+    capped.write(b"x" * 400)
+    capped.close()
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("--- mus [0123abcd]: the worker's lines in this log carry [0123abcd]"), lines
+    assert lines[1] == "--- mus: seat 3 of table 0000000000000000, match other-league/999/1 ---", "the bot's, as is"
+    assert lines[2] == "--- mus [0123abcd]: seat 0 of table 46c697eae110b7da, match spring/37/1 ---", lines
+    assert lines[-1] == "[output truncated at 8 MiB mus 0123abcd]", lines
