@@ -342,8 +342,14 @@ def test_acting_out_of_turn_or_with_a_made_up_decision_id_is_refused_and_counted
         "DECISION_CLOSED (no fault) for its own closed decision; ActionRejected.decision_id is the Act's"
     )
     counted = sum(rejection.fault_counted for rejection in report.rejections)
-    assert engine_faults(result.bad) == [(BAD, "illegal_action")] * counted
-    assert (forfeiting_team(result.bad) == BAD_TEAM) == (counted == rules.max_faults_before_forfeit)
+    faults = engine_faults(result.bad)
+    assert set(faults) <= {(BAD, "illegal_action")}, faults
+    if seat.code == "OK":
+        assert len(faults) == counted, (faults, counted)
+    else:  # RACED_END: the rejections in flight at the end were lost with the stream (a CI run, stop 43)
+        unread = len(out_of_turn) - len(report.rejections)
+        assert counted <= len(faults) <= counted + unread, (faults, counted, unread)
+    assert (forfeiting_team(result.bad) == BAD_TEAM) == (len(faults) == rules.max_faults_before_forfeit)
     applied = [f"ACTION_KIND_{action.kind.name}" for action in action_steps(result.bad, BAD)]
     answered = [act.kind for act in in_turn]
     # Only the answers it was asked for were applied, in order; an answer sent just after the Act that made its
