@@ -946,7 +946,7 @@ async def _launch(
             env[FRAMES_VARIABLE] = frames
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        process = _Child(_spawn(command, cwd, env, seccomp_fd, stdin=subprocess.DEVNULL))
+        process = _Child(_spawn(command, cwd, env, seccomp_fd))
     except OSError as error:
         for cgroup in cgroups:
             _remove_cgroup(cgroup)
@@ -960,22 +960,56 @@ async def _launch(
     return BotProcess(process, pump, cgroups, sandbox is not None, started, setup_output)
 
 
+def _sealed_pipe() -> tuple[int, int]:
+    """A pipe whose inode no one may open again (mode 0): the ends passed stay usable. A seat whose uid owns the
+    pipe (a user namespace maps the worker's uid to the bot's, where the worker is not root) reopened its own output
+    through /proc/self/fd/1 for reading and took the sandbox's start line out, so that its crash passed for a
+    sandbox that never started, its match voided onto a fresh deal and nothing charged (a review, stop 43); the
+    same reopening let a pooled process fill its own input. Made before the fork, so no seat ever sees it open."""
+    read_end, write_end = os.pipe()
+    for end in (read_end, write_end):
+        os.fchmod(end, 0)
+    return read_end, write_end
+
+
 def _spawn(
-    command: Sequence[str], cwd: Path | None, env: dict[str, str] | None, seccomp_fd: int | None, *, stdin: int
+    command: Sequence[str],
+    cwd: Path | None,
+    env: dict[str, str] | None,
+    seccomp_fd: int | None,
+    *,
+    with_input: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """A seat's or a pooled process, its output on a pipe, in a session of its own (its process group is what
-    `killpg` ends), handed the seccomp filter's descriptor. No preexec_fn: it makes Popen fork() (not vfork) a
-    process whose gRPC threads then break the child before its exec."""
-    return subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        pass_fds=() if seccomp_fd is None else (seccomp_fd,),
-    )
+    """A seat's or a pooled process, its output on a sealed pipe (`_sealed_pipe`), its input another such pipe
+    (`with_input`) or /dev/null, in a session of its own (its process group is what `killpg` ends), handed the
+    seccomp filter's descriptor. No preexec_fn: it makes Popen fork() (not vfork) a process whose gRPC threads then
+    break the child before its exec."""
+    output_read, output_write = _sealed_pipe()
+    input_read, input_write = _sealed_pipe() if with_input else (subprocess.DEVNULL, -1)
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=input_read,
+            stdout=output_write,
+            stderr=output_write,
+            start_new_session=True,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+        )
+    except BaseException:
+        for end in (output_read, input_write):
+            if end >= 0:
+                os.close(end)
+        raise
+    finally:
+        for end in (output_write, input_read):
+            if end >= 0:
+                os.close(end)
+    process.stdout = os.fdopen(output_read, "rb", buffering=0)
+    if input_write >= 0:
+        process.stdin = os.fdopen(input_write, "wb", buffering=0)
+    return process
 
 
 OUTPUT_CHUNK_BYTES = 65536
@@ -1062,20 +1096,41 @@ class _Child:
         return await asyncio.shield(self._exit)
 
 
+SETUP_OUTPUT_BYTES = 64 * 1024
+"""The most of a sandbox's output kept before its start line (bwrap's own error is a few lines). Unbounded, a
+review's bot that had taken the line out (see `_sealed_pipe`) and then wrote 600 MiB grew the worker by that much,
+searched again whole after every read on the referee's event loop: a 1 s match took 36 s (stop 43)."""
+
+
+def _before_start(setup_output: bytearray, chunk: bytes) -> bytes | None:
+    """Take `chunk`, read before the start marker: None while the marker has not come (the output so far kept in
+    `setup_output`, its first SETUP_OUTPUT_BYTES), else what came before and after it, to log (`setup_output` then
+    keeps what came before). Each chunk is searched once, with the bytes before it that the marker could span."""
+    searched_from = max(0, len(setup_output) - len(STARTED_MARKER) + 1)
+    setup_output += chunk
+    at = setup_output.find(STARTED_MARKER, searched_from)
+    if at < 0:
+        span = len(STARTED_MARKER) - 1  # the last bytes, which a marker split across reads begins in, are kept
+        if len(setup_output) > SETUP_OUTPUT_BYTES:
+            del setup_output[SETUP_OUTPUT_BYTES - span : len(setup_output) - span]
+        return None
+    after = bytes(setup_output[at + len(STARTED_MARKER) :])
+    del setup_output[at:]
+    return bytes(setup_output) + after
+
+
 async def _read_start(stream: asyncio.StreamReader, started: asyncio.Event, setup_output: bytearray) -> bytes:
     """Read up to the start marker (sets `started`; what follows is returned) or to the end (bwrap's error,
     kept in `setup_output` and returned)."""
-    while not started.is_set() and STARTED_MARKER not in setup_output:
+    while not started.is_set():
         chunk = await stream.read(65536)
         if not chunk:
             return bytes(setup_output)
-        setup_output += chunk
-    if started.is_set():
-        return b""
-    before, _, after = bytes(setup_output).partition(STARTED_MARKER)
-    setup_output[:] = before
-    started.set()
-    return before + after
+        found = _before_start(setup_output, chunk)
+        if found is not None:
+            started.set()
+            return found
+    return b""
 
 
 class _CappedLog:
@@ -1774,12 +1829,10 @@ class PooledProcess:
         try:
             while chunk := os.read(stream.fileno(), 65536):
                 if not self.started.is_set():
-                    self.setup_output += chunk
-                    if STARTED_MARKER not in self.setup_output:
+                    found = _before_start(self.setup_output, chunk)
+                    if found is None:
                         continue
-                    before, _, chunk = bytes(self.setup_output).partition(STARTED_MARKER)
-                    self.setup_output[:] = before
-                    chunk = before + chunk
+                    chunk = found
                     self.started.set()
                 with self._log_lock:
                     self._log.write(chunk)
@@ -1826,7 +1879,7 @@ def _start_pooled(
     try:
         # A sandbox dies with the worker (bwrap --die-with-parent); an unconfined pooled process sees the end of its
         # input when the worker dies, and exits.
-        process = _spawn(command, cwd, env, seccomp_fd, stdin=subprocess.PIPE)
+        process = _spawn(command, cwd, env, seccomp_fd, with_input=True)
     except OSError as error:
         for cgroup in cgroups:
             _remove_cgroup(cgroup)

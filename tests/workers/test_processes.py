@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.workers.conftest import Deployment
-from workers import play
+from workers import launcher, play
 from workers.db import repo
 from workers.db.models import LeagueStatus, MatchStatus
 from workers.db.session import session_scope
@@ -181,3 +181,40 @@ def test_a_lone_celery_worker_takes_back_and_plays_a_match_whose_worker_died(dep
     finally:
         worker.kill()
         worker.wait()
+
+
+@pytest.mark.parametrize("with_input", [False, True], ids=["seat", "pooled"])
+def test_a_seats_output_and_input_pipes_are_sealed_so_its_own_uid_cannot_open_them_again(with_input: bool) -> None:
+    """Where the worker is not root a user namespace maps its uid to the bot's, which then owned its output pipe:
+    a review's bot opened /proc/self/fd/1 for reading and took the sandbox's start line out, so its crash passed for
+    a sandbox that never started and its match was voided onto a fresh deal (stop 43). The pipes' inodes are mode 0
+    from before the fork (an open checks the mode; the ends passed still read and write)."""
+    probe = "import os; print(oct(os.fstat(1).st_mode & 0o777), oct(os.fstat(0).st_mode & 0o777), flush=True)"
+    process = launcher._spawn([sys.executable, "-c", probe], None, None, None, with_input=with_input)
+    try:
+        assert process.stdout is not None
+        output = process.stdout.read().decode()
+        assert os.fstat(process.stdout.fileno()).st_mode & 0o777 == 0
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait(timeout=30)
+        assert process.stdout is not None
+        process.stdout.close()
+    assert output.split() == ["0o0", "0o0" if with_input else "0o666"], output
+
+
+def test_the_output_before_a_sandboxs_start_line_is_kept_bounded_and_searched_once() -> None:
+    """A review's bot, its start line taken out, wrote 600 MiB: all of it was kept in the worker's memory and
+    searched again after every read, on the referee's event loop (stop 43)."""
+    kept = bytearray()
+    for _ in range(200):  # 12.5 MiB with no start line
+        assert launcher._before_start(kept, b"x" * 65536) is None
+        assert len(kept) <= launcher.SETUP_OUTPUT_BYTES
+    marker = launcher.STARTED_MARKER
+    assert launcher._before_start(kept, b"y" + marker[:5]) is None, "a start line split across two reads"
+    found = launcher._before_start(kept, marker[5:] + b"the bot's first line\n")
+    assert found is not None and found.endswith(b"y" + b"the bot's first line\n") and marker not in found
+    assert kept.endswith(b"xy") and len(kept) <= launcher.SETUP_OUTPUT_BYTES, "what came before the line, bounded"
+    quick = bytearray()
+    assert launcher._before_start(quick, b"bwrap: setting up\n" + marker + b"hello\n") == b"bwrap: setting up\nhello\n"
