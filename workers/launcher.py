@@ -53,7 +53,10 @@ STDIO_BRIDGE = ("-m", "clients.stdio", "--")
 """After a Python interpreter: the stdio bridge (docs/stdio.md), which plays the seat over gRPC for the program
 that follows, in the same process tree and so in the same sandbox, with the same limits."""
 
-INSTALL_HINT = "no sandbox on this machine: install bubblewrap (apt-get install bubblewrap) and allow user namespaces"
+INSTALL_HINT = (
+    "no sandbox on this machine: install bubblewrap (apt-get install bubblewrap) and allow user namespaces (the"
+    " log says why its trial run failed)"
+)
 """What to do when `sandbox_available()` is False."""
 
 SOCKET_DIR = "/run/mus"
@@ -311,7 +314,7 @@ def sandbox_available() -> bool:
                 check=False,
                 pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
-    except (OSError, subprocess.TimeoutExpired) as error:
+    except (OSError, subprocess.TimeoutExpired, LaunchError) as error:  # LaunchError: the seat uid keys' file
         log.warning("the sandbox trial run failed: %s", error)
         return False
     if done.returncode != 0:

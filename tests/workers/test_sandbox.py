@@ -491,8 +491,12 @@ def test_the_machines_seat_uid_keys_are_written_once_root_only_and_refused_when_
         launcher._seat_uid_keys.cache_clear()
         with pytest.raises(LaunchError, match="is not the seat uid keys a root worker writes"):
             launcher._seat_uid_keys()
+        launcher._seat_uid_keys.cache_clear()
+        sandbox_available.cache_clear()
+        assert not sandbox_available(), "no sandbox while the keys are refused: the worker refuses its matches"
     finally:
         launcher._seat_uid_keys.cache_clear()
+        sandbox_available.cache_clear()
 
 
 @needs_bwrap
