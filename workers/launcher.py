@@ -671,9 +671,11 @@ def _seat_uid_keys() -> tuple[int, ...]:
             os.write(fd, " ".join(str(secrets.randbelow(1 << 24)) for _ in range(4)).encode())
         finally:
             os.close(fd)
-        with contextlib.suppress(FileExistsError):
-            os.link(draft, path)
-        draft.unlink()
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.link(draft, path)
+        finally:
+            draft.unlink()
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         status = os.fstat(fd)
@@ -1695,8 +1697,9 @@ class PooledProcess:
         self.refused = ""
         """Why the process was killed when it was offered a seat (`offer`), or ''."""
         assert process.stdin is not None
-        # A seat line is written at once or never: a process that fills its own input (it may open the pipe's
-        # writing end through /proc/self/fd/0) must not block the worker's event loop in `offer`.
+        # A seat line is written at once or never: a process that fills its own input must not block the worker's
+        # event loop in `offer`. The pipe is sealed (`_sealed_pipe`), but an unconfined process run by root may
+        # still open its writing end through /proc/self/fd/0.
         os.set_blocking(process.stdin.fileno(), False)
         self._log = _CappedLog(log_path, output_bytes, tag=secrets.token_hex(4))
         self._log_lock = threading.Lock()

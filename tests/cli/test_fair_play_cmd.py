@@ -406,6 +406,15 @@ def test_league_create_refuses_an_entrant_whose_folder_changed_since_it_was_adde
     assert runner.invoke(app, ["league", "status", "spring"]).exit_code != 0, "no league was made"
 
 
+def _shell_bot(folder: Path, name: str) -> Path:
+    """An executable program `name` in `folder` (made) that plays as the random bot; returns its path."""
+    folder.mkdir(parents=True)
+    program = folder / name
+    program.write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
+    program.chmod(0o755)
+    return program
+
+
 def test_bot_add_refuses_a_program_that_lies_in_another_bots_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -413,10 +422,7 @@ def test_bot_add_refuses_a_program_that_lies_in_another_bots_folder(
     bot's program as one's own would run that bot as another's (a review's finding, stop 29)."""
     monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    victim = tmp_path / "bots" / "victim"
-    victim.mkdir(parents=True)
-    (victim / "bot").write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
-    (victim / "bot").chmod(0o755)
+    victim = _shell_bot(tmp_path / "bots" / "victim", "bot").parent
     assert runner.invoke(app, ["bot", "add", "victim", "--", "./bots/victim/bot"]).exit_code == 0
     (tmp_path / "bots" / "evil").mkdir()
     message = error_of(runner.invoke(app, ["bot", "add", "evil", "--dir", "bots/evil", "--", str(victim / "bot")]))
@@ -436,10 +442,7 @@ def test_two_bots_may_share_one_folder_however_their_program_is_named(
     refused as another bot's program, and then the first bot's own command refused too, while --dir passed."""
     monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    folder = tmp_path / "bots" / "cbot"
-    folder.mkdir(parents=True)
-    (folder / "cbot").write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
-    (folder / "cbot").chmod(0o755)
+    _shell_bot(tmp_path / "bots" / "cbot", "cbot")
     bridge = ["--stdio"] if stdio else []
     for name, options, program in [
         ("cbot", [], "bots/cbot/cbot"),
@@ -460,11 +463,8 @@ def test_bot_add_refuses_a_folder_that_holds_another_bots_program(
     Behind the stdio bridge the program is the bridged one (stop 43: the stored command's `python` was looked at)."""
     monkeypatch.delenv("MUS_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
-    engine = tmp_path / "tools" / "engine"
+    engine = _shell_bot(tmp_path / "tools", "engine")
     (tmp_path / "bots" / "victim").mkdir(parents=True)
-    engine.parent.mkdir()
-    engine.write_text("#!/bin/sh\nexec python3 -m clients.bots.random\n")
-    engine.chmod(0o755)
     (tmp_path / "bots" / "victim" / "bot.txt").write_text("options\n")
     bridge = ["--stdio"] if stdio else []
     added = runner.invoke(app, ["bot", "add", "victim", *bridge, "--dir", "bots/victim", "--", str(engine)])
