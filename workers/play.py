@@ -13,10 +13,11 @@ side is launched here, pointed at that referee. A remote bot that does not show 
 heartbeat for as long as the match waits.
 
 Every hosted seat runs in its own sandbox (workers/launcher.py, docs/sandbox.md) unless the league was created
-with `--no-sandbox`. Two things refuse a match before it is played, never charging a bot: a worker without a
-sandbox (bubblewrap) voids it like any infrastructure failure, so a worker that has one can take it; a bot whose
-folder no longer has the content hash of its registered version fails it at once with a message (playing it
-again would not help: the league plays the version it was created with, and that program is gone).
+with `--no-sandbox`. Two things refuse a match before it is played, never charging a bot: a machine without a
+sandbox (bubblewrap) or without a bot's folder leaves it to the live machines that have them (`_refuse`), and
+fails it where there is none; a bot whose folder no longer has the content hash of its registered version fails it
+at once with a message (playing it again would not help: the league plays the version it was created with, and
+that program is gone).
 
 A duplicate pair with a hosted bot whose processes outlive a match (`mus bot add --persistent`) is played whole
 by one worker: the twin right after the first match, taken before the first's result is written (`_chains_twin`,
@@ -97,7 +98,12 @@ SendAgain = Callable[[float, bool], None]
 """How a match left for later is sent again: `(delay_s, handed_off)`, handed off or else deferred."""
 
 RECLAIM_EVERY_S = max(LEASE_S / 2, 0.5)
-"""How often a live worker looks for matches whose worker died (their lease expired)."""
+"""How often a live worker looks for matches whose worker died (their lease expired), and says its machine is alive
+(`repo.machine_seen`)."""
+
+LIVE_S = 3 * RECLAIM_EVERY_S
+"""A machine none of whose workers has said so for this long is taken for gone: a match it could launch is not
+left to it (`_refuse`)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,8 @@ def play_league_match(
     """Play match `match_id` if it is free: 'finished', 'skipped' (finished, failed, held by a live worker, or of a
     paused league), 'deferred' (its duplicate twin is being played: `again` sends it in about what the twin has left),
     'handed_off' (left to the workers already playing its half, see `_hand_off_pause`: `again` sends it now, then
-    this worker waits for one of them to be free before it takes new work), 'failed' or 'void'. Without `again`, a
+    this worker waits for one of them to be free before it takes new work), 'refused' (this machine lacks what it
+    needs: left to others that have it, as a handed-off match, `_refuse`), 'failed' or 'void'. Without `again`, a
     match is never handed off, and a deferred one is not sent. A finished match of a pair with a persistent bot has
     its twin played right after it, in this call (`_chains_twin`); the outcome is the first match's."""
     engine = database()
@@ -211,27 +218,25 @@ def _play_claimed(
         }
         if cpu is not None:
             cpu.lap("database")
-        missing = _missing_folder(setup, worker)
+        lacking, missing = _missing_folders(setup, worker)
         changed = "" if missing else _exposed_by_folder(setup) or _changed_program(setup)
     if cpu is not None:
         cpu.skip()  # the launch checks (content hashes of the bots' folders): the worker's own work
-    if missing:  # another machine's worker may have it: void, not failed
-        log.error("match_id=%s %s", match_id, missing)
-        with session_scope(engine) as session:
-            repo.void_match(session, match_id, worker, missing, max_attempts=MAX_ATTEMPTS, dealt=False)
-        return "void"
+    if missing:  # another machine's worker may have it
+        return _refuse(engine, setup, worker, lacking, missing, again, may_hand_off=may_hand_off)
     if changed:
         log.error("match_id=%s refused: %s", match_id, changed)
         with session_scope(engine) as session:
             repo.void_match(session, match_id, worker, changed, max_attempts=1, dealt=False)
         return "failed"
-    hosted = any(not team.remote for team in setup.teams)
-    if hosted and setup.sandbox and not sandbox_available():
+    needs = _needs(setup)
+    if "sandbox" in needs and not sandbox_available():
         message = f"refused by worker {worker}: {INSTALL_HINT}, or create the league with --no-sandbox"
-        log.error("match_id=%s %s", match_id, message)
+        return _refuse(engine, setup, worker, ["sandbox"], message, again, may_hand_off=may_hand_off)
+    if found := _REFUSED_HERE.intersection(needs):  # given to this machine since: a folder copied here
+        _REFUSED_HERE.difference_update(found)
         with session_scope(engine) as session:
-            repo.void_match(session, match_id, worker, message, max_attempts=MAX_ATTEMPTS, dealt=False)
-        return "void"
+            repo.clear_refusals(session, repo.machine_of(worker), found)
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(engine, match_id, worker, lease_s, stop), daemon=True)
     beat.start()
@@ -344,17 +349,73 @@ def _hand_off_pause(session: Session, setup: MatchSetup, worker: str) -> float |
     return min(max(pace.free_in_s, MIN_DEFER_S) * random.uniform(1.0, 2.0), DEFER_S)
 
 
-def _missing_folder(setup: MatchSetup, worker: str) -> str:
-    """Why this machine cannot launch a hosted side: its folder is not here (a machine it was never copied to; a
-    review's worker said it had changed, and to add it again), or ''."""
-    for team in setup.teams:
-        if not team.remote and team.folder and not Path(team.folder).is_dir():
-            return (
-                f"refused by worker {worker}: the folder of bot {team.bot_name!r}, {team.folder}, is not on this"
-                " machine: every machine whose workers play hosted bots needs each one's folder at the path it was"
-                " added from"
+def _missing_folders(setup: MatchSetup, worker: str) -> tuple[list[str], str]:
+    """What of the match's needs (`_needs`) is missing on this machine, its hosted sides' folders that are not here
+    (a machine they were never copied to; a review's worker said the bot had changed, and to add it again), and
+    why, naming the first; ([], '') where all are here."""
+    missing = [team for team in setup.teams if not team.remote and team.folder and not Path(team.folder).is_dir()]
+    if not missing:
+        return [], ""
+    first = missing[0]
+    return [f"folder:{team.version_id}" for team in missing], (
+        f"refused by worker {worker}: the folder of bot {first.bot_name!r}, {first.folder}, is not on this machine:"
+        " every machine whose workers play hosted bots needs each one's folder at the path it was added from"
+    )
+
+
+def _needs(setup: MatchSetup) -> list[str]:
+    """What a machine must have to launch the match's hosted sides (`repo.refuse_match`): each one's folder
+    (`folder:ID` of its version), and a sandbox unless the league was created with --no-sandbox."""
+    hosted = [team for team in setup.teams if not team.remote]
+    return [f"folder:{team.version_id}" for team in hosted if team.folder] + (
+        ["sandbox"] if hosted and setup.sandbox else []
+    )
+
+
+_REFUSED_HERE: set[str] = set()
+"""What this process has recorded its machine as lacking (`_refuse`): should it find them later (a folder copied
+here), the record goes (`repo.clear_refusals`)."""
+
+
+def _refuse(
+    engine: Engine,
+    setup: MatchSetup,
+    worker: str,
+    lacks: list[str],
+    why: str,
+    again: SendAgain | None,
+    *,
+    may_hand_off: bool,
+) -> str:
+    """Give back a claimed match this machine cannot launch (`lacks`: bots' folders, a sandbox), before any of its
+    bots started, so on the same deal. 'refused': left to the live machines that can (`repo.refuse_match`), `again`
+    sends it now and this worker waits about a match's time before it takes new work, so that one of theirs is
+    free to take it; its attempt is not counted. 'failed': no live machine can, so no worker could ever play it
+    (the message says what to do). 'void' without `again`, or once its message has been passed on MAX_HAND_OFFS
+    times (a machine that can, seen alive, may not take this queue): its attempt counts, and after MAX_ATTEMPTS
+    it fails, so it never loops for ever."""
+    log.error("match_id=%s %s", setup.match_id, why)
+    _REFUSED_HERE.update(lacks)
+    with session_scope(engine) as session:
+        capable = repo.refuse_match(session, worker, needs=_needs(setup), lacks=lacks, live_s=LIVE_S)
+        if not capable:
+            alone = (
+                f"{why}; no other machine whose workers were seen in the last {LIVE_S:g} s has it: give it to one"
+                " (or start a worker where it is), then `mus league run` again"
             )
-    return ""
+            repo.void_match(session, setup.match_id, worker, alone, max_attempts=1, dealt=False)
+            return "failed"
+        left = f"{why}; left to the workers of {', '.join(capable)}"
+        if again is None or not may_hand_off:
+            repo.void_match(session, setup.match_id, worker, left, max_attempts=MAX_ATTEMPTS, dealt=False)
+            return "void"
+        if not repo.release_claim(session, setup.match_id, worker, error=left):
+            return "skipped"
+        pace = repo.league_pace(session, setup.match_id, worker)
+    log.warning("match_id=%s left to the workers of %s", setup.match_id, ", ".join(capable))
+    again(0.0, True)
+    time.sleep(min(max(pace.match_s or DEFER_S, MIN_DEFER_S) * random.uniform(1.0, 2.0), DEFER_S))
+    return "refused"
 
 
 def _changed_program(setup: MatchSetup) -> str:
@@ -556,9 +617,17 @@ def start_reclaimer(
     """Run `reclaim_expired` every `every_s` seconds on a daemon thread, until the returned event is set, and finish
     the leagues whose matches have all finished (`repo.finish_complete_leagues`)."""
     stop = threading.Event()
+    machine = repo.machine_of(worker_name())
 
     def loop() -> None:
-        while not stop.wait(every_s):
+        while True:
+            try:
+                with session_scope(engine) as session:
+                    repo.machine_seen(session, machine)
+            except Exception:
+                log.exception("saying this machine's workers are alive failed; trying again in %.1f s", every_s)
+            if stop.wait(every_s):
+                return
             try:
                 reclaimed = reclaim_expired(engine, send)
             except Exception:

@@ -311,3 +311,50 @@ def test_the_worker_playing_a_match_takes_its_twin_before_the_result_and_nobody_
         assert repo.claim_match(session, third, "host:4", 30.0, now=NOW) is not None
         retried = repo.claim_twin(session, third, "host:4", 30.0, now=NOW)
         assert retried is not None and retried.id == third_twin and retried.attempt == 2, "a failed twin: once more"
+
+
+def test_a_refused_match_is_left_to_the_live_machines_that_have_not_refused_what_it_needs(engine: Engine) -> None:
+    """A machine without a bot's folder (or a sandbox) names the machines whose workers may launch the match: those
+    seen alive lately that have refused none of what it needs; none means it can be played nowhere now."""
+    live_s = 90.0
+    needs = ["folder:1", "folder:2", "sandbox"]
+    with session_scope(engine) as session:
+        assert repo.refuse_match(session, "far:1", needs=needs, lacks=["folder:1"], live_s=live_s, now=NOW) == []
+        repo.machine_seen(session, "near", now=NOW - timedelta(seconds=60))
+        repo.machine_seen(session, "gone", now=NOW - timedelta(seconds=91))
+        repo.machine_seen(session, "blind", now=NOW)
+        assert repo.refuse_match(session, "blind:7", needs=needs, lacks=["sandbox"], live_s=live_s, now=NOW) == ["near"]
+        assert repo.refuse_match(session, "far:2", needs=needs, lacks=["folder:1"], live_s=live_s, now=NOW) == [
+            "near"
+        ], "a machine seen 91 s ago is gone; one refused is not left the match, whichever worker of it refused"
+        # A match that needs only what the machines that refused others lack is theirs again.
+        assert repo.refuse_match(session, "near:3", needs=["folder:2"], lacks=["folder:2"], live_s=live_s, now=NOW) == [
+            "blind",
+            "far",
+        ]
+        # A refusal counts for REFUSAL_TTL_S after it was last made; a worker that finds what it lacked clears it.
+        later = NOW + timedelta(seconds=repo.REFUSAL_TTL_S + 1)
+        for machine in ("near", "blind"):
+            repo.machine_seen(session, machine, now=later)
+        assert repo.refuse_match(session, "far:1", needs=needs, lacks=["folder:1"], live_s=live_s, now=later) == [
+            "blind",
+            "near",
+        ]
+        repo.clear_refusals(session, "far", ["folder:1"])
+        assert repo.refuse_match(session, "near:4", needs=needs, lacks=["folder:2"], live_s=live_s, now=later) == [
+            "blind",
+            "far",
+        ]
+
+
+def test_a_released_claim_keeps_the_reason_it_was_given_back(engine: Engine, match_ids: list[int]) -> None:
+    with session_scope(engine) as session:
+        repo.claim_match(session, match_ids[0], "far:1", 30.0, now=NOW)
+        assert repo.release_claim(session, match_ids[0], "far:1", error="no folder here; left to near")
+        match = repo.get_match(session, match_ids[0])
+    assert (match.status, match.attempt, match.worker, match.error) == (
+        MatchStatus.QUEUED,
+        0,
+        None,
+        "no folder here; left to near",
+    )

@@ -77,25 +77,67 @@ def test_a_bot_folder_changed_since_it_was_added_is_refused_and_the_match_fails_
     assert "'mine' version 1 changed since it was added" in error and "`mus bot add mine --dir " in error
 
 
-def test_a_machine_without_a_bots_folder_voids_the_match_for_another_machine_and_names_itself(
+class SentAgain(list[tuple[float, bool]]):
+    """A task's `again` (`play.SendAgain`) that only notes what it was asked."""
+
+    def __call__(self, delay_s: float, handed_off: bool) -> None:
+        self.append((delay_s, handed_off))
+
+
+def test_a_machine_without_a_bots_folder_where_no_other_machine_is_alive_fails_the_match_saying_what_to_do(
     deployment: Deployment,
 ) -> None:
     """A review's worker on a machine the bot had never been copied to said the bot had changed, and to add it
-    again (stop 39): the match is left to another machine's worker, and the message says which is missing what."""
+    again (stop 39): the message says which machine is missing what. With no other machine seen alive, no worker
+    could ever play it: it fails at once (three refusals failed it before), on its deal."""
     match_id, folder = league_with_a_folder_bot(deployment)
     with session_scope(deployment.engine) as session:
         dealt = repo.get_match(session, match_id).seed
     shutil.rmtree(folder)
-    assert play.play_league_match(match_id, worker="far:1") == "void"
+    assert play.play_league_match(match_id, worker="far:1", again=SentAgain()) == "failed"
     status, error = match_state(deployment, match_id)
-    assert status is MatchStatus.QUEUED
+    assert status is MatchStatus.FAILED
     with session_scope(deployment.engine) as session:
         match = repo.get_match(session, match_id)
         assert (match.deal, match.seed) == (0, dealt), "no bot saw the deal: it stays, and a twin's pair with it"
     assert error == (
         f"refused by worker far:1: the folder of bot 'mine', {folder}, is not on this machine: every machine whose"
-        " workers play hosted bots needs each one's folder at the path it was added from"
+        " workers play hosted bots needs each one's folder at the path it was added from; no other machine whose"
+        f" workers were seen in the last {play.LIVE_S:g} s has it: give it to one (or start a worker where it is),"
+        " then `mus league run` again"
     )
+
+
+def test_a_machine_without_a_bots_folder_leaves_the_match_to_a_live_machine_that_may_have_it(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A league on two machines, one of which was never given a bot's folder: its refusals used to count as the
+    match's attempts, and after three the match failed, though the other machine's workers could play it. Now the
+    match goes back to the queue for them, uncounted, and this worker waits about a match's time before it takes
+    more work (so one of theirs is free to take it)."""
+    monkeypatch.setattr(play, "DEFER_S", 0.01)
+    match_id, folder = league_with_a_folder_bot(deployment)
+    with session_scope(deployment.engine) as session:
+        repo.machine_seen(session, "near")  # a worker of another machine, seen alive just now
+    shutil.rmtree(folder)
+    for attempt in range(5):
+        again = SentAgain()
+        assert play.play_league_match(match_id, worker=f"far:{attempt}", again=again) == "refused"
+        assert again == [(0.0, True)], "sent again at once, to any worker (the message counts as handed off)"
+        status, error = match_state(deployment, match_id)
+        assert status is MatchStatus.QUEUED
+        assert error.endswith(
+            "is not on this machine: every machine whose workers play hosted bots needs each one's"
+            " folder at the path it was added from; left to the workers of near"
+        )
+        with session_scope(deployment.engine) as session:
+            assert repo.get_match(session, match_id).attempt == 0, "a refusal is no attempt"
+    # Its message passed on MAX_HAND_OFFS times (the other machine's workers may not take this queue), or asked
+    # without a way to send it again: the attempts count, as before, so it never loops for ever.
+    assert play.play_league_match(match_id, worker="far:9", again=SentAgain(), may_hand_off=False) == "void"
+    assert play.play_league_match(match_id, worker="far:9") == "void"
+    assert play.play_league_match(match_id, worker="far:9") == "void"
+    assert match_state(deployment, match_id)[0] is MatchStatus.FAILED
 
 
 @pytest.mark.slow
@@ -110,11 +152,38 @@ def test_a_worker_without_a_sandbox_refuses_the_match_and_says_how_to_install_on
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(play, "sandbox_available", lambda: False)  # this machine as one without bwrap
+    monkeypatch.setattr(play, "DEFER_S", 0.01)
     match_id, _ = league_with_a_folder_bot(deployment)
-    assert play.play_league_match(match_id) == "void"
+    with session_scope(deployment.engine) as session:
+        repo.machine_seen(session, "near")
+    assert play.play_league_match(match_id, worker="far:1", again=SentAgain()) == "refused"
     status, error = match_state(deployment, match_id)
-    assert status is MatchStatus.QUEUED, "another worker, one with a sandbox, may take it"
+    assert status is MatchStatus.QUEUED, "another machine's worker, one with a sandbox, may take it"
     assert "apt-get install bubblewrap" in error and "--no-sandbox" in error
+    assert error.endswith("left to the workers of near")
+    with session_scope(deployment.engine) as session:
+        repo.refuse_match(session, "near:1", needs=["sandbox"], lacks=["sandbox"], live_s=play.LIVE_S)
+    assert play.play_league_match(match_id, worker="far:1", again=SentAgain()) == "failed", "nowhere to play"
+
+
+def test_a_machine_given_the_folder_it_lacked_clears_its_refusal(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copied to the machine after its worker refused a match, the folder is found by that worker's next claim:
+    the machine is left matches that need it again (its refusal would otherwise count for REFUSAL_TTL_S)."""
+    monkeypatch.setattr(play, "DEFER_S", 0.01)
+    monkeypatch.setattr(play, "_play_hosted", lambda setup: (_ for _ in ()).throw(RuntimeError("not played here")))
+    match_id, folder = league_with_a_folder_bot(deployment)
+    with session_scope(deployment.engine) as session:
+        repo.machine_seen(session, "near")
+    moved = folder.rename(folder.with_name("elsewhere"))
+    assert play.play_league_match(match_id, worker="far:1", again=SentAgain()) == "refused"
+    moved.rename(folder)
+    assert play.play_league_match(match_id, worker="far:1", again=SentAgain()) == "void", "launched, then failed"
+    with session_scope(deployment.engine) as session:
+        setup = repo.match_setup(session, match_id)
+        needs = [f"folder:{team.version_id}" for team in setup.teams if team.folder]
+        assert repo.refuse_match(session, "near:1", needs=needs, lacks=needs, live_s=play.LIVE_S) == ["far"]
 
 
 @pytest.mark.parametrize(

@@ -6,18 +6,29 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
+import shutil
+import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from sqlmodel import col
 
 from tests.db.conftest import ADMIN_URL, PostgresServer
-from tests.workers.conftest import Deployment
-from workers.db.session import ensure_schema, make_engine
-from workers.league_run import run_league
+from tests.workers.conftest import EXAMPLE_COMMANDS, Deployment
+from workers.db import repo
+from workers.db.models import Machine, Refusal
+from workers.db.session import ensure_schema, make_engine, session_scope
+from workers.launcher import sandbox_available
+from workers.league_run import RunReport, run_league
+from workers.tournament import schedule_round_robin
 
 pytestmark = pytest.mark.slow  # a league on real workers and a real broker
 
@@ -93,3 +104,100 @@ def test_mus_workers_play_a_league_queued_on_a_real_broker_into_postgresql(
         engine.dispose()
     assert report.completed and report.progress["finished"] == report.progress["total"] == 4
     assert report.worker_restarts == 0, "nothing embedded is started in the distributed mode"
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None, reason="a second machine needs root's unshare"
+)
+def test_a_match_refused_by_a_machine_without_a_bots_folder_is_played_by_another_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
+    """Two machines, one never given a bot's folder (a worker in namespaces of its own: another host name, the
+    folder's parent hidden). Its refusals used to count as the matches' attempts, three failed a match; now each
+    match it refuses is left to the other machine, and the league completes with nothing failed."""
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("no Redis listening on 127.0.0.1:6379")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MUS_DATABASE_URL", postgres_url)
+    monkeypatch.setenv("MUS_BROKER_URL", f"redis://127.0.0.1:6379/{secrets.randbelow(14) + 1}")
+    monkeypatch.setenv("MUS_QUEUE", f"mus-test-{secrets.token_hex(4)}")
+    monkeypatch.setenv("MUS_LOG_DIR", str(tmp_path / "logs"))
+    engine = make_engine(postgres_url)
+    ensure_schema(engine)
+    bots = tmp_path / "bots"
+    (bots / "mine").mkdir(parents=True)
+    (bots / "mine" / "bot.py").write_text("from clients.bots.passive_bot import main\n\nmain()\n")
+    plan = schedule_round_robin(["mine", "passive"], 4, 3)
+    with session_scope(engine) as session:
+        repo.add_bot(session, "mine", command=[sys.executable, "bot.py"], folder=bots / "mine", language="python")
+        repo.add_bot(session, "passive", command=EXAMPLE_COMMANDS["passive"], folder=None, language="python")
+        repo.create_league(
+            session,
+            "two-machines",
+            bot_names=["mine", "passive"],
+            matches=[
+                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
+            ],
+            options={"target_score": 5},
+            matches_per_pairing=4,
+            seed=3,
+            sandbox=sandbox_available(),
+        )
+    far = f"far-{secrets.token_hex(3)}"
+    worker = [sys.executable, "-m", "workers.cli.main", "worker", "--concurrency", "1", "--loglevel", "INFO"]
+    hidden = f"hostname {far} && mount -t tmpfs tmpfs {shlex.quote(str(bots))} && exec {shlex.join(worker)}"
+    commands = {
+        "near": worker,
+        far: ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", hidden],
+    }
+    workers = {
+        name: subprocess.Popen(
+            command, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=(tmp_path / f"{name}.log").open("wb")
+        )
+        for name, command in commands.items()
+    }
+
+    def seen() -> set[str]:
+        with session_scope(engine) as session:
+            return set(session.scalars(sa.select(col(Machine.name))))
+
+    def refused() -> list[Refusal]:
+        with session_scope(engine) as session:
+            return list(session.scalars(sa.select(Refusal)))
+
+    try:
+        assert wait_for(lambda: far in seen() and len(seen()) == 2, 60), seen()
+        # The near machine's worker is stopped, not gone (seen a moment ago): the far one takes the matches first.
+        workers["near"].send_signal(signal.SIGSTOP)
+        run = threading.Thread(target=lambda: reports.append(run_league(engine, "two-machines")), daemon=True)
+        reports: list[RunReport] = []
+        run.start()
+        assert wait_for(lambda: bool(refused()), 60), (tmp_path / f"{far}.log").read_text()[-3000:]
+        workers["near"].send_signal(signal.SIGCONT)
+        run.join(120)
+        assert reports, "the league ended"
+    finally:
+        for process in workers.values():
+            process.send_signal(signal.SIGCONT)
+            process.terminate()
+        for process in workers.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        engine.dispose()
+    assert reports[0].completed and reports[0].progress == {"finished": 4, "total": 4} | {
+        key: 0 for key in reports[0].progress if key not in ("finished", "total")
+    }
+    assert {(refusal.machine, refusal.lacks.split(":")[0]) for refusal in refused()} == {(far, "folder")}
+    far_log = (tmp_path / f"{far}.log").read_text()
+    assert "is not on this machine" in far_log and "left to the workers of" in far_log
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False

@@ -18,7 +18,7 @@ import pytest
 from tests.workers.conftest import Deployment
 from workers import launcher, play
 from workers.db import repo
-from workers.db.models import LeagueStatus, MatchStatus
+from workers.db.models import LeagueStatus, Machine, MatchStatus
 from workers.db.session import session_scope
 from workers.launcher import INSTALL_HINT, sandbox_available
 
@@ -62,6 +62,8 @@ def test_any_live_worker_requeues_and_resends_a_match_whose_lease_expired(deploy
         match = repo.get_match(session, match_id)
         assert match.status is MatchStatus.QUEUED
         assert sent == [(match_id, repo.half_of(match.team0_version_id, match.team1_version_id))], "to its half's queue"
+        seen = session.get(Machine, repo.machine_of(play.worker_name()))
+        assert seen is not None, "and says its machine is alive (a match refused elsewhere may be left to it)"
     assert play.play_league_match(match_id) == "finished", "the message it sent is played like any other"
     assert play.reclaim_expired(deployment.engine, send) == [], "nothing left to reclaim"
     # Played out, with no `mus league run` to follow it to its end, the league is finished by the reclaimer.

@@ -319,3 +319,25 @@ class Replay(_Table, table=True):
     size: int
     """The uncompressed size of the JSON in bytes."""
     created_at: datetime = Field(default_factory=utc_now)
+
+
+class Machine(_Table, table=True):
+    """A machine whose workers play league matches (the host part of their names, `workers.play.worker_name`), and
+    when one of them was last seen alive: a match refused for what one machine lacks is left to the others
+    (`repo.refuse_match`)."""
+
+    __tablename__ = "machine"
+
+    name: str = Field(primary_key=True, sa_type=sa.String(200))
+    seen_at: datetime = Field(default_factory=utc_now)
+
+
+class Refusal(_Table, table=True):
+    """What a machine's worker found missing when it refused a match (`repo.refuse_match`): `sandbox`, or
+    `folder:ID`, bot version ID's folder. Counted for `REFUSAL_TTL_S` after it was last found so."""
+
+    __tablename__ = "refusal"
+
+    machine: str = Field(primary_key=True, sa_type=sa.String(200))
+    lacks: str = Field(primary_key=True, sa_type=sa.String(64))
+    at: datetime = Field(default_factory=utc_now)

@@ -14,17 +14,19 @@ from __future__ import annotations
 import logging
 import math
 import statistics
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from workers.db.errors import InvalidInput, NotFound
-from workers.db.models import League, LeagueStatus, Match, MatchStatus
+from workers.db.models import League, LeagueStatus, Machine, Match, MatchStatus, Refusal
 from workers.db.repo.common import LeagueRef, check_int, database_now
 from workers.db.repo.leagues import get_match, half_of, league_entrants, league_id_of, pairing_count
 from workers.tournament.deals import derived_seed, parse_secret
@@ -239,10 +241,11 @@ def claim_deferred(session: Session, match_id: int, *, now: datetime | None = No
     return match.status is MatchStatus.RUNNING and match.lease_expires_at is not None and match.lease_expires_at < now
 
 
-def release_claim(session: Session, match_id: int, worker: str) -> bool:
+def release_claim(session: Session, match_id: int, worker: str, *, error: str | None = None) -> bool:
     """Give back a match this worker has claimed and not started to play: queued again for another worker to take,
     its attempt not counted (a claim that took over an expired lease keeps the fresh deal it moved the match to,
-    which nobody has seen). False if this worker does not hold it. Commits."""
+    which nobody has seen), with `error` kept for the operator if given. False if this worker does not hold it.
+    Commits."""
     result = session.exec(
         sa.update(Match)
         .where(_held_by(match_id, worker))
@@ -253,6 +256,7 @@ def release_claim(session: Session, match_id: int, worker: str) -> bool:
             lease_expires_at=None,
             heartbeat_at=None,
             started_at=None,
+            **({} if error is None else {"error": error[:MAX_ERROR_CHARS]}),
         )
         .execution_options(synchronize_session=False)
     )
@@ -524,6 +528,77 @@ def _expire_matches(session: Session, match_id: int | None = None) -> None:
     for row in list(session.identity_map.values()):
         if isinstance(row, Match) and (match_id is None or row.id == match_id):
             session.expire(row)
+
+
+REFUSAL_TTL_S = 600.0
+"""How long a machine's refusal counts after it was last made (`refuse_match`): what a machine lacked may have been
+given to it since (a folder copied, bubblewrap installed), which only a worker that refused there notices
+(`clear_refusals`)."""
+
+
+def machine_of(worker: str) -> str:
+    """The machine of a worker named `host:pid` (`workers.play.worker_name`)."""
+    return worker.rpartition(":")[0] or worker
+
+
+def machine_seen(session: Session, machine: str, *, now: datetime | None = None) -> None:
+    """Note that a worker of `machine` is alive now (`workers.play.start_reclaimer`, every few seconds). Commits."""
+    now = now or database_now(session)
+    _upsert(session, Machine, {"name": machine, "seen_at": now}, ("name",), {"seen_at": now})
+    session.commit()
+
+
+def refuse_match(
+    session: Session,
+    worker: str,
+    *,
+    needs: Collection[str],
+    lacks: Collection[str],
+    live_s: float,
+    now: datetime | None = None,
+) -> list[str]:
+    """Record that `worker`'s machine lacks `lacks` (`sandbox`, or `folder:ID`: bot version ID's folder) to launch a
+    match that `needs` them, and name the machines that may launch it: those whose workers were seen within `live_s`
+    (`machine_seen`) and that have refused none of what it needs within `REFUSAL_TTL_S`. [] where there is none: the
+    match can be played nowhere now. Commits; the match itself is the caller's to give back (`release_claim`) or to
+    fail (`void_match`)."""
+    check_worker(worker)
+    machine = machine_of(worker)
+    now = now or database_now(session)
+    for lacking in lacks:
+        _upsert(session, Refusal, {"machine": machine, "lacks": lacking, "at": now}, ("machine", "lacks"), {"at": now})
+    _upsert(session, Machine, {"name": machine, "seen_at": now}, ("name",), {"seen_at": now})
+    live = session.scalars(sa.select(col(Machine.name)).where(col(Machine.seen_at) >= now - timedelta(seconds=live_s)))
+    refused = session.scalars(
+        sa.select(col(Refusal.machine)).where(
+            col(Refusal.lacks).in_(list(needs)), col(Refusal.at) >= now - timedelta(seconds=REFUSAL_TTL_S)
+        )
+    )
+    capable = sorted(set(live) - set(refused))
+    session.commit()
+    return capable
+
+
+def clear_refusals(session: Session, machine: str, lacks: Collection[str]) -> None:
+    """Forget that `machine` lacked `lacks`: one of its workers has found them since. Commits."""
+    session.exec(
+        sa.delete(Refusal)
+        .where(col(Refusal.machine) == machine, col(Refusal.lacks).in_(list(lacks)))
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+
+
+def _upsert(
+    session: Session,
+    table: type[Machine] | type[Refusal],
+    values: dict[str, Any],
+    keys: Sequence[str],
+    update: dict[str, Any],
+) -> None:
+    """Insert a row, or update the one with its `keys` (one statement: two workers may write the same row at once)."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    session.execute(dialect.insert(table).values(values).on_conflict_do_update(index_elements=list(keys), set_=update))
 
 
 def _held_by(match_id: int, worker: str) -> sa.ColumnElement[bool]:
