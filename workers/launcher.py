@@ -180,8 +180,9 @@ class Sandbox:
 def resolve_program(spec: str) -> BotProgram:
     """An example bot's name, a Python file, or a command line (split like a shell would).
 
-    A file's folder becomes the program's folder, so that a sandbox binds it (and only it) in; a command line
-    runs in the current folder, as it would in a shell (`mus match play` is for one's own programs).
+    A file's folder becomes the program's folder, so that a sandbox binds it (and only it) in, and so does the
+    folder of a script a command line names (`_script_folder`); any other command line runs in the current folder,
+    as it would in a shell.
     """
     if spec in EXAMPLE_BOTS:
         return BotProgram(spec, tuple(EXAMPLE_BOTS[spec]))
@@ -203,7 +204,8 @@ def resolve_program(spec: str) -> BotProgram:
         )
     if (own := own_program_file(first)) is not None:
         return BotProgram(own.name, (str(own), *words[1:]), own.parent)
-    return BotProgram(Path(first).name, tuple(words), _script_folder(words))
+    folder = _script_folder(words)
+    return BotProgram(Path(first).name, tuple(relative_command(words, folder)), folder)
 
 
 LANGUAGE_BY_SUFFIX = {
@@ -253,15 +255,33 @@ def own_program_file(word: str) -> Path | None:
 
 def _script_folder(words: Sequence[str]) -> Path:
     """Where a command line given whole (`mus match play -- ...`, `mus bot check -- ...`) whose program is not the
-    bot's own file runs: the current folder, as in a shell, unless it names a script by an absolute path elsewhere
-    (`sh /path/to/bot.sh`: a language's suffix, `LANGUAGE_BY_SUFFIX`; a data file's folder is not the bot's), whose
-    folder its sandbox then binds instead (the current one would not hold it)."""
-    cwd = Path.cwd()
+    bot's own file runs: the folder of the first script it names (an argument with a language's suffix,
+    `LANGUAGE_BY_SUFFIX`, that is a file; a data file's folder is not the bot's), which its sandbox then binds, and
+    only it, as `mus bot add` takes it; else the current folder, as in a shell. A review's bot checked with `mus bot
+    check -- python bots/evil/evil.py` from the project's folder, which its sandbox bound, read every other bot's
+    files under bots/, the league's logs and the broker's messages (stop 44)."""
     for word in words[1:]:
         path = Path(word)
-        if path.is_absolute() and path.suffix.lower() in LANGUAGE_BY_SUFFIX and _is_file(path):
-            return cwd if path.resolve().is_relative_to(cwd) else path.resolve().parent
-    return cwd
+        if path.suffix.lower() in LANGUAGE_BY_SUFFIX and _is_file(path):
+            return path.resolve().parent
+    return Path.cwd()
+
+
+def relative_command(command: Sequence[str], folder: Path | None) -> list[str]:
+    """The command as it runs from inside `folder`: an argument naming a file in the folder (as given here)
+    becomes a path relative to the folder, so the stored command, and the content hash, do not depend on where
+    `mus bot add` was run or where the folder lives."""
+    if folder is None:
+        return list(command)
+    words: list[str] = []
+    for position, word in enumerate(command):
+        path = Path(word)
+        if _is_file(path) and path.resolve().is_relative_to(folder):
+            relative = path.resolve().relative_to(folder).as_posix()
+            # A bare name in the program's place would be looked up on PATH: keep it a path.
+            word = f"./{relative}" if position == 0 and "/" not in relative else relative
+        words.append(word)
+    return words
 
 
 def stdio_program(program: BotProgram) -> BotProgram:

@@ -461,15 +461,17 @@ class _Registered(Protocol):
     def language(self) -> str: ...
 
 
-def exposed_by(folder: Path) -> Path | None:
+def exposed_by(folder: Path, *, existing: bool = False) -> Path | None:
     """This deployment's database file, broker folder or logs, if `folder` holds one of them (a bot's folder is
     bound into its sandbox, so the bot could read them: a bot added from the project's root, say); else None.
-    `mus bot add` refuses such a folder, and a worker refuses a match whose bot's folder has come to hold one."""
+    `mus bot add` refuses such a folder, and a worker refuses a match whose bot's folder has come to hold one;
+    `mus match play` and `mus bot check`, which make none of them, a folder that holds one that is there
+    (`existing`)."""
     from workers.app import broker_dir  # not at import: the app module makes the embedded broker's folders
 
     private = [path for path in (sqlite_file(), broker_dir(), log_root()) if path is not None]
     folder = folder.resolve()
-    return next((path for path in private if path.is_relative_to(folder)), None)
+    return next((path for path in private if path.is_relative_to(folder) and (not existing or path.exists())), None)
 
 
 def _exposed_by_folder(setup: MatchSetup) -> str:

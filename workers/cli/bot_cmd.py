@@ -30,6 +30,7 @@ from workers.launcher import (
     own_program_file,
     own_seat_uids,
     program_file,
+    relative_command,
     stdio_command,
     unreadable_by_seats,
 )
@@ -65,23 +66,6 @@ def bot_folder(command: list[str], directory: Path | None) -> Path | None:
             " files into a folder of their own (e.g. bots/NAME/) and give it with --dir"
         )
     return folder
-
-
-def relative_command(command: list[str], folder: Path | None) -> list[str]:
-    """The command as it runs from inside `folder`: an argument naming a file in the folder (as given here)
-    becomes a path relative to the folder, so the stored command, and the content hash, do not depend on where
-    `mus bot add` was run or where the folder lives."""
-    if folder is None:
-        return list(command)
-    words: list[str] = []
-    for position, word in enumerate(command):
-        path = Path(word)
-        if path.is_file() and path.resolve().is_relative_to(folder):
-            relative = path.resolve().relative_to(folder).as_posix()
-            # A bare name in the program's place would be looked up on PATH: keep it a path.
-            word = f"./{relative}" if position == 0 and "/" not in relative else relative
-        words.append(word)
-    return words
 
 
 def _admin_address() -> str:

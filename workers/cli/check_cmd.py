@@ -32,6 +32,7 @@ from workers.launcher import (
     sandbox_available,
     stdio_program,
 )
+from workers.play import exposed_by
 
 COMMAND_KEY = "mus.command"
 """Where `DashDashCommand` leaves the words after `--` (`ctx.meta`)."""
@@ -83,12 +84,28 @@ def _status(console: Console, enabled: bool) -> Iterator[Any]:
 
 
 def command_program(command: list[str]) -> BotProgram:
-    """A command line as `mus match play` runs it (`resolve_program`): in the current folder, unless what it runs
-    lies elsewhere; one word may also name an example bot or a .py file."""
+    """A command line as `mus match play` runs it (`resolve_program`): in the folder of the script it names, else
+    in the current folder, never one that shows the bot the leagues' files (`refuse_exposed_folder`); one word may
+    also name an example bot or a .py file."""
     try:
-        return resolve_program(shlex.join(command))
+        program = resolve_program(shlex.join(command))
     except LaunchError as error:
         fail(str(error))
+    refuse_exposed_folder(program)
+    return program
+
+
+def refuse_exposed_folder(program: BotProgram) -> None:
+    """Refuse a program whose folder, which its sandbox binds, holds this deployment's database, broker folder or
+    logs (`exposed_by`), as `mus bot add` and a worker do: a review's bot run from the project's folder read the
+    league's seat logs and the broker's messages (stop 44)."""
+    if program.cwd is None or (private := exposed_by(Path(program.cwd), existing=True)) is None:
+        return
+    fail(
+        f"the bot would run in {Path(program.cwd).resolve()}, which holds {private}: its sandbox binds that folder,"
+        " so the bot could read it. Keep the bot's files in a folder of their own (bots/NAME/) and name its script"
+        " (`-- python bots/NAME/bot.py`), or run this from that folder"
+    )
 
 
 def check_registered(name: str, *, json_output: bool | None) -> CheckReport:

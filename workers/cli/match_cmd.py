@@ -17,6 +17,7 @@ from referee.engine.seats import team_of
 from referee.engine.transcript import render_transcript
 from referee.wire import NO_ACTION
 from workers.checks import output_tail
+from workers.cli.check_cmd import refuse_exposed_folder
 from workers.cli.errors import fail, run_to_the_end
 from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
@@ -87,6 +88,8 @@ def play_command(
             programs = (programs[0], stdio_program(programs[1]))
     except (MusError, LaunchError) as error:
         fail(str(error))
+    for program in programs:
+        refuse_exposed_folder(program)
     limits = None
     if sandbox and sandbox_available():
         limits = Limits()
