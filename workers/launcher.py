@@ -124,6 +124,11 @@ _ETC_FILES = (
 )
 """A minimal /etc: the dynamic linker, names of uids, time zone and certificates."""
 
+CPU_LIMIT_SEEN = 0.9
+"""The share of a seat's CPU time limit its cgroup must have counted for a SIGXCPU status to be the limit's: the
+kernel checks the limit on its clock's ticks, which ran up to 3% ahead of the cgroup's exact count of a 1 s limit
+here (under load), so a seat killed at it may show a little less."""
+
 _SIGNAL_LIMITS = {
     signal.SIGXCPU: "CPU time limit",
     signal.SIGXFSZ: "file size limit",
@@ -798,6 +803,8 @@ class BotProcess:
         sandboxed: bool,
         started: asyncio.Event,
         setup_output: bytearray,
+        *,
+        cpu_limit_s: float | None = None,
     ) -> None:
         self.process = process
         self.pump = pump
@@ -805,6 +812,8 @@ class BotProcess:
         self.sandboxed = sandboxed
         self.started = started
         self.setup_output = setup_output
+        self.cpu_limit_s = cpu_limit_s
+        """A sandboxed seat's CPU time limit per process (`Limits.cpu_s`): SIGXCPU at it."""
         self.cpu_s: float | None = None
         """After `close()`: the seat's CPU-seconds, all its processes together, from its cgroup (cpuacct on v1,
         cpu.stat on v2); None where the seat had no cgroup that counts CPU."""
@@ -873,22 +882,44 @@ class BotProcess:
         return first[0] if first else f"bwrap exited with code {self.returncode} before the bot started"
 
     def describe_exit(self, code: int) -> str:
-        """Why the process ended, naming the limit a signal stands for (SIGXCPU: the CPU time limit)."""
-        number = -code if code < 0 else code - 128 if self.sandboxed and code > 128 else 0
-        if number <= 0:
+        """Why the process ended, naming the limit a signal stands for (SIGXCPU: the CPU time limit) where the
+        kernel's counts show the seat reached it. A sandboxed seat's status is its shell's, 128 plus the signal's
+        number for a process killed, which a bot may also give as its own exit code: a review's bot that exited
+        with 152 was recorded as killed for its CPU time (stop 44). Without such counts, that is what it says."""
+        if code < 0:
+            number = -code
+        elif self.sandboxed and code > 128:
+            number = code - 128
+        else:
             return f"the bot process exited with code {code}"
         try:
             which = signal.Signals(number)
         except ValueError:
-            return f"the bot process was killed by signal {number}"
-        limit = _SIGNAL_LIMITS.get(which)
-        if limit is None and which is signal.SIGKILL and any(_oom_kills(cgroup) for cgroup in self.cgroups):
-            limit = "memory limit, out of memory"
-        if which is signal.SIGKILL and self.freezer is not None and self.freezer.stuck:
-            limit = f"it did not stop within {FREEZE_LIMIT_S:g} s of its turn's end"
+            return (
+                f"the bot process was killed by signal {number}"
+                if code < 0
+                else f"the bot process ended with status {code}"
+            )
+        limit = None
+        if which is signal.SIGKILL:
+            if any(_oom_kills(cgroup) for cgroup in self.cgroups):
+                limit = "memory limit, out of memory"
+            if self.freezer is not None and self.freezer.stuck:
+                limit = f"it did not stop within {FREEZE_LIMIT_S:g} s of its turn's end"
+        elif which in _SIGNAL_LIMITS and (code < 0 or (which is signal.SIGXCPU and self._reached_cpu_limit())):
+            limit = _SIGNAL_LIMITS[which]
         if limit is not None:
             return f"killed: {limit} ({which.name})"
-        return f"the bot process was killed by {which.name}"
+        if code < 0:
+            return f"the bot process was killed by {which.name}"
+        meaning = f" (the {_SIGNAL_LIMITS[which]}'s signal)" if which in _SIGNAL_LIMITS else ""
+        return f"the bot process ended with status {code}, as one killed by {which.name}{meaning} does"
+
+    def _reached_cpu_limit(self) -> bool:
+        """Whether the seat's processes have used its CPU time limit (one process's, so at least that together), as
+        near as the kernel's own reckoning goes (`CPU_LIMIT_SEEN`)."""
+        used = self.cpu_s if self.cpu_s is not None else cgroup_cpu_s(self.cgroups)  # once closed, its cgroup is gone
+        return self.cpu_limit_s is not None and used is not None and used >= CPU_LIMIT_SEEN * self.cpu_limit_s
 
 
 def _confined(
@@ -982,7 +1013,15 @@ async def _launch(
     pump = asyncio.create_task(
         _keep_output(process.stdout, log_path, limits.output_bytes, started=started, setup_output=setup_output)
     )
-    return BotProcess(process, pump, cgroups, sandbox is not None, started, setup_output)
+    return BotProcess(
+        process,
+        pump,
+        cgroups,
+        sandbox is not None,
+        started,
+        setup_output,
+        cpu_limit_s=limits.cpu_s if sandbox else None,
+    )
 
 
 def _sealed_pipe() -> tuple[int, int]:

@@ -637,6 +637,20 @@ def test_forks_memory_files_and_output_are_bounded_and_the_cause_is_recorded(tmp
 
 
 @needs_bwrap
+def test_a_seat_that_exits_with_a_killed_processs_status_is_not_recorded_as_killed_for_a_limit(tmp_path: Path) -> None:
+    """A sandboxed seat's status is its shell's, 128 plus the signal's number for a process killed: a review's bot
+    that exited with 152 was recorded as killed for its CPU time, and with 137 as killed by SIGKILL (stop 44). A
+    crash all the same; what it says is what the worker knows."""
+    forgers = (BotProgram("forger", ("sh", "-c", f"exit {code}"), tmp_path) for code in (152, 137))
+    played = asyncio.run(play_programs((next(forgers), next(forgers)), FAST, 5, sandbox=Limits()))
+    details = {detail for seat, cause, detail in causes(played) if cause == "crash"}
+    assert details and details <= {
+        "the bot process ended with status 152, as one killed by SIGXCPU (the CPU time limit's signal) does",
+        "the bot process ended with status 137, as one killed by SIGKILL does",
+    }, details
+
+
+@needs_bwrap
 def test_a_seat_killed_for_cpu_time_and_a_seat_that_sleeps_are_results_and_another_match_goes_on(
     tmp_path: Path,
 ) -> None:
