@@ -323,9 +323,11 @@ def test_the_text_report_has_a_line_per_check_and_the_failures_reasons(tmp_path:
     lines = result.stdout.splitlines()
     assert re.match(r"✗ handshake and protocol version: seat [02] sent Join.protocol_version = 2: ", lines[0])
     assert "- legal play: defaults: skipped: the handshake failed" in lines
-    assert lines[-1] == f"Failed: wrong_version did not pass 6 of 6 checks. Its seats' output: {tmp_path}"
-    logs = {path.name for path in tmp_path.iterdir()}
     name = Path(sys.executable).name
+    assert lines[-1] == (
+        f"Failed: {name} (calling itself wrong_version) did not pass 6 of 6 checks. Its seats' output: {tmp_path}"
+    )
+    logs = {path.name for path in tmp_path.iterdir()}
     # the bot's two seats; the reference seats play in the check's own process and write no log
     assert logs == {f"01-defaults-seat0-{name}.log", f"01-defaults-seat2-{name}.log"}, logs
 
@@ -524,3 +526,25 @@ def test_a_probe_not_reached_counts_the_decisions_of_each_of_the_bots_seats(tmp_
     assert result.exit_code == 1, result.output
     status, summary = verdicts(report)["illegal_action_retry"]
     assert status == "skip" and re.search(r"after its seats were asked \d+ \(seat 0\) and \d+ \(seat 2\)", summary)
+
+
+def test_the_summary_names_a_command_by_its_program_and_the_name_it_gives_itself_only_beside_it(tmp_path: Path) -> None:
+    """A review's bot, `python evil.py`, called itself `random`: the summary said "Passed: random" (stop 44)."""
+    from rich.console import Console
+
+    from workers.checks import CheckReport, CheckResult, DecisionTimes
+    from workers.cli.check_cmd import print_summary
+
+    passed = (CheckResult("handshake", "Handshake", Status.PASS, "joined"),)
+    times = DecisionTimes(0, None, None, 10.0)
+
+    def summary(report: CheckReport, name: str | None = None) -> str:
+        console = Console(record=True, width=200)
+        print_summary(console, report, name)
+        return console.export_text().strip()
+
+    claims = CheckReport("evil", ("python", "evil.py"), passed, times, tmp_path, True, bot_name="random")
+    assert summary(claims) == "Passed: evil (calling itself random) passed all 1 checks."
+    assert summary(claims, "evil") == "Passed: evil (calling itself random) passed all 1 checks."
+    honest = CheckReport("mybot", ("python", "mybot.py"), passed, times, tmp_path, True, bot_name="mybot")
+    assert summary(honest) == "Passed: mybot passed all 1 checks."

@@ -60,10 +60,13 @@ def print_result(console: Console, result: CheckResult) -> None:
 
 
 def print_summary(console: Console, report: CheckReport, name: str | None = None) -> None:
-    """The last line: passed, or how many checks did not and where the bots' output is."""
+    """The last line: passed, or how many checks did not and where the bots' output is. The bot is named by its
+    registered name, else its program's; the name it gives itself (Join.bot_name) only beside that: a review's bot
+    called itself `random`, and `mus bot check -- python evil.py` said "Passed: random" (stop 44)."""
     failed = [result for result in report.results if result.status is not Status.PASS]
     total = len(report.results)
-    bot = escape(name or report.bot_name or report.bot)
+    calls = report.bot_name if report.bot_name and report.bot_name != (name or report.bot) else ""
+    bot = escape(name or report.bot) + (f" (calling itself {escape(calls)})" if calls else "")
     if not failed:
         console.print(f"[green]Passed[/green]: {bot} passed all {total} checks.")
         return
