@@ -605,6 +605,7 @@ async def _play(
             if any(seat not in pooled for seat in programs):
                 log_dir.mkdir(parents=True, exist_ok=True)
             processes: list[BotProcess] = []
+            launched: dict[int, _Seat] = {}  # by seat: its own process, or a pooled one
             watchers: list[asyncio.Task[None]] = []
             ended = False
             # A seat's processes run only in its turns, where this worker can stop them (`TurnGate`): the table of
@@ -625,6 +626,7 @@ async def _play(
                         gate.add(seat, member.freezer)
                         member.note(f"seat {seat} of table {table_id}" + (f", match {label}" if label else ""))
                         member.offer(own_address, token, frames=frames_address)
+                        launched[seat] = member
                         watchers.append(
                             asyncio.create_task(_watch(admin, auth, table_id, seat, member, partial(_left, member)))
                         )
@@ -639,6 +641,7 @@ async def _play(
                     )
                     gate.add(seat, process.freezer)
                     processes.append(process)
+                    launched[seat] = process
                     watchers.append(
                         asyncio.create_task(_watch(admin, auth, table_id, seat, process, partial(_exited, process)))
                     )
@@ -649,7 +652,7 @@ async def _play(
                 ended_at = time.monotonic()
                 for watcher in watchers:
                     watcher.cancel()
-                _raise_if_a_sandbox_failed(processes, [member for member, *_ in pooled.values()])
+                _raise_if_a_sandbox_failed(launched, final)
                 await _reap(processes)
                 exited_at = time.monotonic()
                 if final.status != admin_pb2.TABLE_STATUS_FINISHED:
@@ -774,12 +777,13 @@ async def _watch(
     cannot be launched, leaves no coroutine behind never awaited).
 
     A sandbox that never ran its bot is no crash: the table is cancelled, and the runner raises (a void, not a
-    result). Cancelled once the table has ended; a report that cannot be delivered leaves the referee to charge a
-    disconnect after its grace period instead.
+    result); but a seat that joined its table ran, whatever its output says (`_joined`). Cancelled once the table
+    has ended; a report that cannot be delivered leaves the referee to charge a disconnect after its grace period
+    instead.
     """
     detail = await exit()
     with contextlib.suppress(grpc.RpcError):
-        if process.sandbox_failed:
+        if process.sandbox_failed and not await _joined(admin, auth, table_id, seat):
             reason = f"the sandbox of seat {seat} did not start: {process.sandbox_failed}"
             await admin.CancelTable(
                 admin_pb2.CancelTableRequest(table_id=table_id, reason=reason), metadata=auth, timeout=RPC_TIMEOUT_S
@@ -792,12 +796,24 @@ async def _watch(
         )
 
 
-def _raise_if_a_sandbox_failed(processes: Sequence[BotProcess], members: Sequence[PooledProcess]) -> None:
-    """`LaunchError` when a seat's sandbox never ran its bot: an infrastructure failure, charged to nobody."""
-    exited: list[_Seat] = [process for process in processes if process.returncode is not None]
-    for seat in [*exited, *members]:
-        if seat.sandbox_failed:
-            raise LaunchError(f"a seat's sandbox did not start: {seat.sandbox_failed}")
+async def _joined(admin: Admin, auth: Sequence[tuple[str, str]], table_id: str, seat: int) -> bool:
+    """Whether the seat has joined its table: then its bot ran, and a sandbox that seems never to have started (no
+    start line in its output) is the bot's doing. A second lock: a review's bot took the line out of its own output,
+    and its crash voided the match onto a fresh deal, nothing charged (stop 43), before the pipes were sealed."""
+    status = await admin.GetTableStatus(
+        admin_pb2.GetTableStatusRequest(table_id=table_id), metadata=auth, timeout=RPC_TIMEOUT_S
+    )
+    return len(status.seats) > seat and status.seats[seat].joined
+
+
+def _raise_if_a_sandbox_failed(seats: Mapping[int, _Seat], final: admin_pb2.GetTableStatusResponse) -> None:
+    """`LaunchError` when a seat's sandbox never ran its bot: an infrastructure failure, charged to nobody. Not
+    for a seat that joined its table (`_joined`)."""
+    for seat, process in seats.items():
+        if isinstance(process, BotProcess) and process.returncode is None:
+            continue  # still running: it started
+        if process.sandbox_failed and not (len(final.seats) > seat and final.seats[seat].joined):
+            raise LaunchError(f"a seat's sandbox did not start: {process.sandbox_failed}")
 
 
 def _sum_or_none(values: Sequence[float | None]) -> float | None:

@@ -722,6 +722,38 @@ def test_on_a_standalone_referee_the_seats_reach_it_only_through_their_unix_sock
     ]
 
 
+QUITTER = """
+import os
+from clients.bots.random_bot import RandomBot
+from clients.sdk.runner import run_main
+
+class Quitter(RandomBot):
+    def decide(self, view):
+        os._exit(3)
+
+run_main(Quitter())
+"""
+
+
+@needs_bwrap
+def test_a_seat_that_joined_its_table_has_crashed_when_it_exits_whatever_its_output_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A seat whose output lacks the sandbox's start line counts as a sandbox that never started: the match is
+    voided onto a fresh deal, nothing charged. A review's bot took that line out of its own output and threw away a
+    bad hand at will (stop 43; the pipes are sealed since). A seat that joined its table ran: its exit is a crash."""
+    monkeypatch.setattr(
+        launcher.BotProcess,
+        "sandbox_failed",
+        property(lambda process: "no start line" if process.returncode is not None else ""),
+    )
+    (tmp_path / "quitter.py").write_text(QUITTER)
+    quitter = BotProgram("quitter", (sys.executable, "quitter.py"), tmp_path)
+    played = asyncio.run(play_programs((quitter, resolve_program("passive")), FAST, 1, sandbox=Limits()))
+    crashes = {(seat, detail) for seat, cause, detail in causes(played) if cause == "crash"}
+    assert crashes and crashes <= {(0, "the bot process exited with code 3"), (2, "the bot process exited with code 3")}
+
+
 @needs_bwrap
 def test_a_sandbox_that_cannot_start_voids_the_match_while_a_bot_that_exits_at_once_has_crashed(
     tmp_path: Path,
