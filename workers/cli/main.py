@@ -8,9 +8,11 @@ fraction of the time that importing every command took.
 from __future__ import annotations
 
 import importlib
+from difflib import get_close_matches
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from workers.cli.noun import HELP_MARKUP
@@ -57,6 +59,15 @@ class LazyNouns(TyperGroup):
             command.name = cmd_name
             self._loaded[cmd_name] = command
         return self._loaded[cmd_name]
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        """Typer's own, which suggests the commands near a misspelt one from those it holds: the nouns, unloaded."""
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as error:
+            if args and (near := get_close_matches(args[0], NOUNS)) and "Did you mean" not in error.message:
+                error.message = f"{error.message.rstrip('.')}. Did you mean {', '.join(map(repr, near))}?"
+            raise
 
 
 app = typer.Typer(
