@@ -29,7 +29,14 @@ from pathlib import Path
 import grpc
 
 from mus.v1 import play_pb2
-from referee.service.servicer import TRANSPORT_LIMIT_BYTES, PlayServicer, RaisingContext, Referee, StreamAborted
+from referee.service.servicer import (
+    TRANSPORT_LIMIT_BYTES,
+    PlayServicer,
+    RaisingContext,
+    Referee,
+    StreamAborted,
+    read_play_request,
+)
 
 MESSAGE = 0x00
 TRAILER = 0x80
@@ -83,7 +90,7 @@ async def _requests(reader: asyncio.StreamReader, left: Callable[[], object]) ->
         except (asyncio.IncompleteReadError, ConnectionError, OSError):  # an end, or a reset (unread data): it left
             left()
             return
-        yield play_pb2.PlayRequest.FromString(body)
+        yield read_play_request(body)
 
 
 class FrameServer:

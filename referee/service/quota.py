@@ -20,6 +20,13 @@ exists for:
 
 - `WATCH_METHOD` (the spectators' `Watch`) needs no token and stays open while its match runs: it counts while open,
   and `WatchServicer` caps it per host too (an IPv6 host is its /64).
+
+And every request of every method is refused by its length past `MAX_MESSAGE_BYTES`, before it is parsed
+(`bounded`): a review's token-less streams each sent a 1 MiB PlayRequest of empty cards (1 KB gzipped, before the
+server took only uncompressed messages), and parsing them held the event loop ~50 ms each; every table of the
+referee played 30 to 70 times slower (stop 44). A `FIRST_MESSAGE_METHODS` stream that does not authenticate with
+its first message (no message, an unreadable or oversized one, a wrong token) counts against its host's budget of
+such streams (`SILENT_STREAM_RATE`), so what a host without a token can make the referee parse stays small.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import contextlib
 import inspect
 import ipaddress
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 
@@ -38,6 +45,43 @@ from referee.service.table import RateLimits
 _Req = TypeVar("_Req")
 _Res = TypeVar("_Res")
 Context = grpc.aio.ServicerContext[Any, Any]
+
+MAX_MESSAGE_BYTES = 64 * 1024
+"""The largest message a client may send; the biggest legitimate one is a few hundred bytes."""
+
+
+def too_large(size: int) -> str:
+    return f"a message of {size} bytes is over the limit of {MAX_MESSAGE_BYTES} bytes"
+
+
+class MessageTooLarge(ValueError):
+    """A request over MAX_MESSAGE_BYTES, refused by its length before it is parsed (`bounded`)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(too_large(size))
+
+
+_Message = TypeVar("_Message")
+
+
+def bounded(read: Callable[[bytes], _Message]) -> Callable[[bytes], _Message]:
+    """A request deserializer that refuses a message over MAX_MESSAGE_BYTES by its length (`MessageTooLarge`),
+    never parsing it. A servicer reads the error where it reads the message: a seat's is a protocol error."""
+
+    def reader(data: bytes) -> _Message:
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise MessageTooLarge(len(data))
+        return read(data)
+
+    return reader
+
+
+def authenticated(requests: AsyncIterator[Any]) -> None:
+    """Tell the quota of a `FIRST_MESSAGE_METHODS` stream that its first message authenticated it (its servicer
+    calls this once the token is good): it then never counts against its host's budget of silent streams."""
+    if isinstance(requests, _FirstMessage):
+        requests.authenticated = True
+
 
 CAPPED_METHODS = frozenset(
     {
@@ -64,10 +108,12 @@ MAX_WATCH_STREAMS_PER_PEER = 64
 
 SILENT_STREAMS_PER_HOST = 256.0
 SILENT_STREAM_RATE = 20.0
-"""`FIRST_MESSAGE_METHODS` streams one host may open that end without their first message (closed by the client,
-closed to make room, or past the referee's wait): bursts of SILENT_STREAMS_PER_HOST, then SILENT_STREAM_RATE a
-second; past it the host's new such streams are refused at once, before any work. An honest client sends its first
-message at once; a review's churn of silent streams from 40 connections held the event loop up to 939 ms (stop 34)."""
+"""`FIRST_MESSAGE_METHODS` streams one host may open that end without authenticating (without their first message:
+closed by the client, closed to make room, or past the referee's wait; or with one that is unreadable, oversized or
+of a wrong token): bursts of SILENT_STREAMS_PER_HOST, then SILENT_STREAM_RATE a second; past it the host's new such
+streams are refused at once, before any work. An honest client sends its first message at once; a review's churn of
+silent streams from 40 connections held the event loop up to 939 ms (stop 34), another's oversized first messages
+stalled every table (stop 44)."""
 
 MAX_CAPPED_STREAMS_PER_PEER = 8
 """Such streams open at once on one connection (`context.peer()`: address and port)."""
@@ -139,6 +185,8 @@ class _FirstMessage:
         self.counted = True
         self.answered = False
         """Its first message arrived."""
+        self.authenticated = False
+        """Its servicer found the first message's token good (`authenticated`)."""
         self.stale = False
         self.queue = queue
         """Every counted waiting stream, oldest first: the one evicted when the server's budget is full."""
@@ -228,17 +276,18 @@ class StreamQuota(grpc.aio.ServerInterceptor):
         self.watches = _Budget(watch_total, watch_per_peer)
         """Open `WATCH_METHOD` streams."""
         self.silent = RateLimits(silent_rate, silent_burst, keep=MAX_CAPPED_STREAMS)
-        """Per host, its streams that ended without their first message (SILENT_STREAM_RATE)."""
+        """Per host, its streams that ended without authenticating (SILENT_STREAM_RATE)."""
 
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Res] | None]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[_Req, _Res] | None:
-        handler = await continuation(handler_call_details)
+        found = await continuation(handler_call_details)
         method = handler_call_details.method
-        if handler is None:
-            return handler
+        if found is None:
+            return found
+        handler = _bounded_handler(found)
         if method in FIRST_MESSAGE_METHODS and handler.stream_stream is not None:
             behavior = self._until_first_message(handler.stream_stream)
         elif method == WATCH_METHOD and handler.unary_stream is not None:
@@ -282,8 +331,8 @@ class StreamQuota(grpc.aio.ServerInterceptor):
             if not self.silent[host].ready():
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    "too many streams from this host ended without their first message: send it (Join, LobbyHello)"
-                    " right after opening the stream, and wait before opening more",
+                    "too many streams from this host ended without authenticating: send the first message (Join,"
+                    " LobbyHello, with a good token) right after opening the stream, and wait before opening more",
                 )
             if self.waiting.by_peer.get(peer, 0) >= self.waiting.per_peer:
                 await context.abort(
@@ -305,7 +354,7 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                     f"closed to make room: no first message while {self.waiting.total} streams waited for theirs",
                 )
             finally:
-                if not first.answered:
+                if not first.authenticated:
                     self.silent[host].allow()
                 first.release()
 
@@ -349,6 +398,65 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                 leave(peer)
 
         return call
+
+
+class _Unreadable:
+    """A unary request that could not be read (oversized, or no such message), in the place of the request: its
+    call is refused by name, where grpc, which calls the deserializer itself, would log each one's traceback as an
+    error of the servicer's (a flood of them would fill the referee's log)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def refuse(self, context: Context) -> NoReturn:
+        if isinstance(self.error, MessageTooLarge):
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(self.error))
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(self.error).__name__}")
+
+
+def _bounded_handler(handler: grpc.RpcMethodHandler[_Req, _Res]) -> grpc.RpcMethodHandler[_Req, _Res]:
+    """The handler with its requests `bounded`; a unary request that cannot be read refused by name
+    (`_Unreadable`). A streamed request's servicer reads the error where it reads the message."""
+    read = handler.request_deserializer
+    if read is None:
+        return handler
+    replace: Callable[..., grpc.RpcMethodHandler[_Req, _Res]] = handler._replace  # type: ignore[attr-defined]
+    checked = bounded(read)
+    if handler.request_streaming:
+        return replace(request_deserializer=checked)
+
+    def lenient(data: bytes) -> Any:
+        try:
+            return checked(data)
+        except Exception as error:  # bytes that are no such message
+            return _Unreadable(error)
+
+    if handler.unary_unary is not None:
+        unary: Any = handler.unary_unary  # the aio servicer's coroutine (grpc's stubs type the sync one)
+
+        async def call(request: Any, context: Context) -> Any:
+            if isinstance(request, _Unreadable):
+                await request.refuse(context)
+            return await unary(request, context)
+
+        return replace(request_deserializer=lenient, unary_unary=call)
+    streaming: Any = handler.unary_stream
+    if inspect.isasyncgenfunction(streaming):
+
+        async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
+            if isinstance(request, _Unreadable):
+                await request.refuse(context)
+            async for response in streaming(request, context):
+                yield response
+
+        return replace(request_deserializer=lenient, unary_stream=stream)
+
+    async def written(request: Any, context: Context) -> Any:  # one that writes its responses itself (Health's)
+        if isinstance(request, _Unreadable):
+            await request.refuse(context)
+        return await streaming(request, context)
+
+    return replace(request_deserializer=lenient, unary_stream=written)
 
 
 def peer_host(context: Context) -> str:

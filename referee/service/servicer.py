@@ -33,7 +33,7 @@ from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
 from referee.service.lobby import MAX_SESSIONS_PER_BOT, Lobby, LobbySession, StateError, is_token_sha256
-from referee.service.quota import peer_host
+from referee.service.quota import MessageTooLarge, authenticated, bounded, peer_host
 from referee.service.table import (
     PROTOCOL_VERSION,
     Backlog,
@@ -50,9 +50,6 @@ log = logging.getLogger(__name__)
 
 JOIN_WAIT_S = 10.0
 """How long a new Play stream may take to send its Join."""
-
-MAX_MESSAGE_BYTES = 64 * 1024
-"""The largest message a client may send; the biggest legitimate one is a few hundred bytes."""
 
 MAX_WAIT_S = 60.0
 """The longest one WaitTable call waits: a worker calls again while its table runs on, so a lost call never
@@ -88,8 +85,9 @@ TRANSPORT_LIMIT_BYTES = 1024 * 1024
 counted as a protocol error once the seat is known."""
 
 
-def _too_large(size: int) -> str:
-    return f"a message of {size} bytes is over the limit of {MAX_MESSAGE_BYTES} bytes"
+read_play_request = bounded(play_pb2.PlayRequest.FromString)
+"""A Play message from its bytes, as the servers read it (frames' too): one over MAX_MESSAGE_BYTES is refused by its
+length (`quota.bounded`)."""
 
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -262,7 +260,7 @@ class PlayServicer:
         handlers = {
             "Play": grpc.stream_stream_rpc_method_handler(
                 self.Play,
-                request_deserializer=play_pb2.PlayRequest.FromString,
+                request_deserializer=read_play_request,
                 response_serializer=serialize_response,
             )
         }
@@ -279,10 +277,10 @@ class PlayServicer:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending Join")
         except TimeoutError:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no Join within {JOIN_WAIT_S:g} s")
+        except MessageTooLarge as error:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
         except Exception as error:  # bytes that are not a PlayRequest
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable first message: {type(error).__name__}")
-        if first.ByteSize() > MAX_MESSAGE_BYTES:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(first.ByteSize()))
         if first.WhichOneof("message") != "join":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a Play stream must be Join")
         join = first.join
@@ -319,6 +317,7 @@ class PlayServicer:
             )
         except TableError as error:
             await context.abort(_STATUS[error.code], str(error))
+        authenticated(request_iterator)
         closing: list[tuple[grpc.StatusCode, str]] = []
         ended = asyncio.Event()
         handler = asyncio.current_task()
@@ -379,9 +378,6 @@ class PlayServicer:
                     limit = f"too many messages: the limit is {MESSAGE_RATE:g} per second"
                     close(grpc.StatusCode.RESOURCE_EXHAUSTED, limit)
                     return
-                if request.ByteSize() > MAX_MESSAGE_BYTES:
-                    close(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(request.ByteSize()))
-                    return
                 if kind == "act":
                     problem = table.act_problem(request.act.action)
                     if problem is not None:
@@ -403,7 +399,9 @@ class PlayServicer:
                     return
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # a message the server could not read: garbage bytes, oversized
+        except MessageTooLarge as error:
+            close(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
+        except Exception as error:  # a message the server could not read: garbage bytes
             log.info("table %s seat %d: unreadable stream: %r", table.table_id, seat, error)
             close(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable message: {type(error).__name__}")
 
@@ -798,10 +796,10 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the stream closed before sending LobbyHello")
         except TimeoutError:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no LobbyHello within {JOIN_WAIT_S:g} s")
+        except MessageTooLarge as error:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
         except Exception as error:  # bytes that are not a ConnectRequest
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable first message: {type(error).__name__}")
-        if first.ByteSize() > MAX_MESSAGE_BYTES:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _too_large(first.ByteSize()))
         if first.WhichOneof("message") != "hello":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first lobby message must be LobbyHello")
         hello = first.hello
@@ -815,6 +813,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown bot token")
         if not 1 <= hello.max_concurrent_matches <= 64:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "max_concurrent_matches must be 1..64")
+        authenticated(request_iterator)
         outbox: asyncio.Queue[lobby_pb2.ConnectResponse | None] = asyncio.Queue()
         session = LobbySession(name, hello.max_concurrent_matches, outbox)
         outbox.put_nowait(
@@ -840,7 +839,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         limiter = RateLimiter(rate=20.0, burst=100.0)
         try:
             async for request in requests:
-                if not limiter.allow() or request.ByteSize() > MAX_MESSAGE_BYTES:
+                if not limiter.allow():
                     break
                 kind = request.WhichOneof("message")
                 if kind == "accept":
@@ -853,7 +852,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                     break
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # an unreadable message ends the session
+        except Exception as error:  # an unreadable or oversized message ends the session
             log.info("lobby session of %s: unreadable stream: %r", session.bot_name, error)
         session.outbox.put_nowait(None)
 

@@ -361,4 +361,42 @@ def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
 
     counted, code, details = asyncio.run(scenario())
     assert len(counted) == 1 and counted[0].endswith("127.0.0.1: 0"), counted  # one host, its bucket empty
-    assert code == "RESOURCE_EXHAUSTED" and "ended without their first message" in details, (code, details)
+    assert code == "RESOURCE_EXHAUSTED" and "ended without authenticating" in details, (code, details)
+
+
+def test_streams_whose_first_message_does_not_authenticate_count_as_silent_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A first message is parsed before its token is read: a review's token-less streams each sent one as large as
+    the referee takes, and every table slowed (stop 44). A stream whose first message is unreadable, too large or of
+    a wrong token counts against its host as one that sent none."""
+    quotas: list[quota.StreamQuota] = []
+
+    def made() -> quota.StreamQuota:
+        quotas.append(quota.StreamQuota(silent_burst=3, silent_rate=0.001))
+        return quotas[-1]
+
+    monkeypatch.setattr(server_module, "StreamQuota", made)
+
+    async def scenario() -> tuple[list[str], str, str]:
+        referee = Referee(TOKEN)
+        server, port = await start_server(referee, "127.0.0.1:0")
+        try:
+            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                codes = []
+                for number in range(3):
+                    stream = PlayStream(channel, f"wrong token {number}")
+                    await stream.join("not-a-seat-token")
+                    codes.append((await stream.refused()).code)
+                late = PlayStream(channel, "late")
+                await late.join(table.seats[0].token)
+                refused = await late.refused()
+            table.cancel("done")
+            return codes, refused.code, refused.details
+        finally:
+            await server.stop(grace=None)
+
+    codes, code, details = asyncio.run(scenario())
+    assert codes == ["UNAUTHENTICATED"] * 3
+    assert code == "RESOURCE_EXHAUSTED" and "ended without authenticating" in details, (code, details)
