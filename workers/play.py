@@ -403,12 +403,12 @@ def _refuse(
                 f"{why}; no other machine whose workers were seen in the last {LIVE_S:g} s has it: give it to one"
                 " (or start a worker where it is), then `mus league run` again"
             )
-            repo.void_match(session, setup.match_id, worker, alone, max_attempts=1, dealt=False)
-            return "failed"
+            voided = repo.void_match(session, setup.match_id, worker, alone, max_attempts=1, dealt=False)
+            return "failed" if voided else "skipped"
         left = f"{why}; left to the workers of {', '.join(capable)}"
         if again is None or not may_hand_off:
-            repo.void_match(session, setup.match_id, worker, left, max_attempts=MAX_ATTEMPTS, dealt=False)
-            return "void"
+            voided = repo.void_match(session, setup.match_id, worker, left, max_attempts=MAX_ATTEMPTS, dealt=False)
+            return "void" if voided else "skipped"
         if not repo.release_claim(session, setup.match_id, worker, error=left):
             return "skipped"
         pace = repo.league_pace(session, setup.match_id, worker)
