@@ -30,9 +30,9 @@ from sqlalchemy.engine import Engine
 from workers import broker
 from workers.app import broker_dir, is_embedded, make_app, send_match, waiting_messages, worker_queues
 from workers.db import repo
-from workers.db.errors import Conflict
+from workers.db.errors import Conflict, DbError
 from workers.db.models import LeagueStatus, MatchStatus
-from workers.db.session import database_url, session_scope
+from workers.db.session import database_url, session_scope, sqlite_file
 from workers.launcher import die_with_parent
 from workers.matches import RemoteBot, register_remote_bots
 from workers.play import ADMIN_TOKEN_VARIABLE, REFEREE_ADDRESS_VARIABLE
@@ -345,6 +345,7 @@ def _run(
                     repo.void_match(session, match.id, match.worker, "the previous run was interrupted")
         embedded.start()
     dispatch = _Dispatch(queue_depth)
+    database = _DatabaseFile.of(engine)
     progress: dict[str, int] = {}
     read_all_at = 0.0  # when to read every queued match again (RESEND_AFTER_S)
     try:
@@ -367,6 +368,10 @@ def _run(
                         progress = repo.league_progress(session, league_id)
                 cancelled = status is LeagueStatus.CANCELLED
                 return RunReport(progress, completed=False, paused=not cancelled, cancelled=cancelled)
+            if database is not None and (gone := database.gone()):
+                if embedded is not None:
+                    embedded.stop()
+                raise DbError(gone)
             now = time.monotonic()
             for waiting in queued:
                 if dispatch.due(waiting) or (read_all and dispatch.lost(waiting, now)):
@@ -396,6 +401,42 @@ def _run(
         worker_restarts=embedded.restarts if embedded else 0,
         failures=failures,
     )
+
+
+@dataclass(frozen=True)
+class _DatabaseFile:
+    """The SQLite file a run writes to, as it was when the run began: removed or replaced during the run (a user's
+    `rm mus.db`), the run and its workers wrote on into the old file, which nothing could read again, and lost
+    every result when they exited (an earlier review)."""
+
+    path: Path
+    identity: tuple[int, int]
+
+    @classmethod
+    def of(cls, engine: Engine) -> _DatabaseFile | None:
+        path = sqlite_file(engine.url)
+        if path is None:
+            return None
+        try:
+            found = path.stat()
+        except OSError:
+            return None
+        return cls(path, (found.st_dev, found.st_ino))
+
+    def gone(self) -> str:
+        """Why the run must stop (the file is no longer the one it began with), or ''."""
+        try:
+            found = self.path.stat()
+        except OSError:
+            found = None
+        if found is not None and (found.st_dev, found.st_ino) == self.identity:
+            return ""
+        what = "removed" if found is None else "replaced by another file"
+        return (
+            f"the database file {self.path} was {what} while the league ran: the run stopped (its workers too), for"
+            " what they would write next would go to the old file and be lost. Restore the file from a backup and"
+            " `mus league run` again, or start again on a new database"
+        )
 
 
 def _interrupted(engine: Engine, league_id: int, embedded: EmbeddedWorkers | None) -> RunReport:

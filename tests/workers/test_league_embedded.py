@@ -20,7 +20,7 @@ from tests.workers.conftest import Deployment
 from workers import league_run, play
 from workers.app import broker_dir, match_queues
 from workers.db import repo
-from workers.db.errors import Conflict
+from workers.db.errors import Conflict, DbError
 from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.league_run import RunReport, run_league
@@ -395,3 +395,22 @@ def test_a_league_interrupted_on_the_embedded_broker_is_paused_so_no_other_runs_
     assert waiting and play.play_league_match(waiting[0]) == "skipped", "another run's worker drops its message"
     resumed = run_league(deployment.engine, "stopped", workers=1)
     assert resumed.completed
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_run_whose_database_file_goes_away_stops_saying_so(deployment: Deployment, how: str) -> None:
+    """A user's `rm mus.db` during a run went unnoticed: the run and its workers wrote on into the removed file, and
+    every result was lost when they exited. The run stops, and says why, at its next look."""
+    deployment.league("vanishing", ["random", "passive"], matches_per_pairing=8)
+    database = deployment.root / "mus.db"
+    began = os.stat(database).st_ino
+
+    def remove(progress: dict[str, int]) -> None:
+        if database.exists() and os.stat(database).st_ino == began:
+            database.unlink()
+            if how == "replaced":
+                database.write_bytes(b"")
+
+    with pytest.raises(DbError, match=f"the database file {database} was {how}") as raised:
+        run_league(deployment.engine, "vanishing", on_progress=remove)
+    assert "the run stopped (its workers too)" in str(raised.value)
