@@ -25,6 +25,7 @@ from typing import Any
 import grpc
 
 from referee.service.server import SERVER_OPTIONS
+from referee.service.table import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,15 @@ PLAY_METHOD = "/mus.v1.PlayService/Play"
 
 MAX_SEAT_CALLS = 4
 """`Play` calls one seat may have relayed at once: a bot needs one, two while it rejoins after a cut stream."""
+
+SEAT_CALL_BURST = 10.0
+SEAT_CALL_RATE = 1.0
+"""`Play` calls one seat may have relayed: bursts of SEAT_CALL_BURST, then SEAT_CALL_RATE a second (the referee takes
+a seat's joins at that pace anyway); past it a call is refused here, RESOURCE_EXHAUSTED, and never reaches the
+referee. The referee counts each stream that ends without authenticating against its host's budget
+(`quota.SILENT_STREAMS_PER_HOST`), and every hosted seat relayed from this machine shares its host: a review's seat
+opened and reset Play calls on its socket, drained that budget, and the honest seats of the machine's other matches
+were refused their joins until they were absent (helper-81)."""
 
 CONNECT_S = 10.0
 """How long the relay waits for its connection to the referee before the seat starts: past it, the seat starts
@@ -64,11 +74,17 @@ async def open_relay(path: Path, address: str, *, max_connections: int, max_call
         await asyncio.wait_for(channel.channel_ready(), CONNECT_S)
     upstream: Any = channel.stream_stream(PLAY_METHOD)  # no serializers: the messages pass as bytes
     active = 0
+    calls = RateLimiter(SEAT_CALL_RATE, SEAT_CALL_BURST)
 
     async def play(_: AsyncIterator[bytes], context: Any) -> None:
         nonlocal active
         if active >= max_calls:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"at most {max_calls} Play calls at once")
+        if not calls.allow():
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"joined too often: {SEAT_CALL_BURST:g} Play calls at once, then {SEAT_CALL_RATE:g} a second",
+            )
         active += 1
         call: Any = upstream(timeout=context.time_remaining())
         sending = asyncio.create_task(_send(context, call))

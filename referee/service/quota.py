@@ -40,7 +40,7 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 
-from referee.service.table import RateLimits
+from referee.service.table import RateLimiter, RateLimits
 
 _Req = TypeVar("_Req")
 _Res = TypeVar("_Res")
@@ -305,7 +305,7 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         elif method in CAPPED_METHODS and handler.stream_stream is not None:
-            behavior = self._while_open(handler.stream_stream)
+            behavior = self._while_open(_checked_requests(handler.stream_stream))
         else:
             return handler
         return grpc.stream_stream_rpc_method_handler(
@@ -398,6 +398,60 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                 leave(peer)
 
         return call
+
+
+CAPPED_MESSAGE_RATE = 20.0
+CAPPED_MESSAGE_BURST = 100.0
+"""What one `CAPPED_METHODS` request stream (reflection) may send: bursts of CAPPED_MESSAGE_BURST requests, then
+CAPPED_MESSAGE_RATE a second; past that the stream ends RESOURCE_EXHAUSTED. A tool that lists the services sends a
+handful; unbounded, one token-less connection had ~22,000 descriptors of ~9 KB a second sent back (200 MB/s) and
+every table of the referee played 4 times slower (a review, helper-81)."""
+
+
+class _Refused(BaseException):
+    """A `CAPPED_METHODS` request that ends its stream (`_checked_requests`): a BaseException, so that it passes
+    through the servicer's own handling to the wrapper, which ends the call with its status."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+def _checked_requests(behavior: Callable[..., Any]) -> Callable[..., Any]:
+    """A request-streaming handler (reflection's) whose requests are read here: an unreadable or oversized one
+    ends the call by name, where grpc logged each one's traceback as the servicer's error (a review's token-less
+    flood of one garbage message a stream wrote 1.8 MB of log a second, helper-81), and a flood of them ends it
+    too (CAPPED_MESSAGE_RATE)."""
+
+    async def checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        limiter = RateLimiter(CAPPED_MESSAGE_RATE, CAPPED_MESSAGE_BURST)
+        while True:
+            try:
+                request = await anext(requests)
+            except StopAsyncIteration:
+                return
+            except MessageTooLarge as error:
+                raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error)) from None
+            except Exception as error:  # bytes that are no such message
+                raise _Refused(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(error).__name__}"
+                ) from None
+            if not limiter.allow():
+                raise _Refused(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"too many messages: the limit is {CAPPED_MESSAGE_RATE:g} per second",
+                )
+            yield request
+
+    async def stream(requests: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
+        try:
+            async for response in behavior(checked(requests), context):
+                yield response
+        except _Refused as refused:
+            await context.abort(refused.code, refused.details)
+
+    return stream
 
 
 class _Unreadable:

@@ -134,3 +134,39 @@ def test_what_the_referee_sends_a_seat_that_does_not_read_waits_in_memory_not_in
     ((state, sent, received),) = asyncio.run(scenario())
     assert state == ESTABLISHED
     assert (sent, received) == (0, 0), "nothing waits in the relay's TCP socket"
+
+
+def test_a_seat_cannot_spend_its_hosts_budget_of_streams_that_do_not_authenticate(tmp_path: Path) -> None:
+    """Every hosted seat relayed from one machine is one host to the referee, with one budget of streams that end
+    without authenticating (`quota.SILENT_STREAMS_PER_HOST`). A review's seat drained it through its relay, and the
+    machine's honest seats were refused their joins until they were absent (helper-81)."""
+
+    async def scenario() -> tuple[int, int]:
+        server, port = await start_server(Referee("admin-token"), "127.0.0.1:0")
+        path = tmp_path / "referee.sock"
+        relay = await open_relay(path, f"127.0.0.1:{port}", max_connections=4)
+        refused_here = 0
+        try:
+            async with grpc.aio.insecure_channel(f"unix:{path}") as channel:
+                stub = play_pb2_grpc.PlayServiceStub(channel)
+                for _ in range(300):  # more than the host's burst of silent streams
+                    call = stub.Play(iter([join("not-a-seat-token")]))
+                    try:
+                        async for _ in call:
+                            pass
+                    except grpc.aio.AioRpcError as error:
+                        refused_here += "joined too often" in (error.details() or "")
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as honest:  # another seat of the same host
+                call = play_pb2_grpc.PlayServiceStub(honest).Play(iter([join("not-a-seat-token")]))
+                with pytest.raises(grpc.aio.AioRpcError) as answered:
+                    async for _ in call:
+                        pass
+                honest_refused = int("ended without authenticating" in (answered.value.details() or ""))
+        finally:
+            await relay.close()
+            await server.stop(grace=None)
+        return refused_here, honest_refused
+
+    refused_here, honest_refused = asyncio.run(scenario())
+    assert refused_here >= 280, "the relay refuses a seat's calls past its pace, before the referee sees them"
+    assert not honest_refused, "the host's other seats are still heard"
