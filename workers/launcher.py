@@ -1635,6 +1635,7 @@ class TurnGate:
             deadline = time.monotonic() + FROZEN_SPIN_S
             stopping = [freezer for freezer in stopping if not freezer.settled()]
             while stopping and time.monotonic() < deadline:
+                os.sched_yield()  # a seat to freeze may be waiting for this core (a worker pinned with its bots)
                 stopping = [freezer for freezer in stopping if not freezer.settled()]
             if not stopping:
                 self._thaw()
