@@ -431,12 +431,8 @@ def _checked_requests(behavior: Callable[..., Any]) -> Callable[..., Any]:
                 request = await anext(requests)
             except StopAsyncIteration:
                 return
-            except MessageTooLarge as error:
-                raise _Refused(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error)) from None
-            except Exception as error:  # bytes that are no such message
-                raise _Refused(
-                    grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(error).__name__}"
-                ) from None
+            except Exception as error:  # bytes that are no such message, or too many
+                raise _Refused(*_refusal(error)) from None
             if not limiter.allow():
                 raise _Refused(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -463,9 +459,14 @@ class _Unreadable:
         self.error = error
 
     async def refuse(self, context: Context) -> NoReturn:
-        if isinstance(self.error, MessageTooLarge):
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(self.error))
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(self.error).__name__}")
+        await context.abort(*_refusal(self.error))
+
+
+def _refusal(error: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status that refuses a request that could not be read (`bounded`): by name, never logged."""
+    if isinstance(error, MessageTooLarge):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(error)
+    return grpc.StatusCode.INVALID_ARGUMENT, f"unreadable request: {type(error).__name__}"
 
 
 def _bounded_handler(handler: grpc.RpcMethodHandler[_Req, _Res]) -> grpc.RpcMethodHandler[_Req, _Res]:
