@@ -803,6 +803,10 @@ async def _joined(admin: Admin, auth: Sequence[tuple[str, str]], table_id: str, 
     status = await admin.GetTableStatus(
         admin_pb2.GetTableStatusRequest(table_id=table_id), metadata=auth, timeout=RPC_TIMEOUT_S
     )
+    return _has_joined(status, seat)
+
+
+def _has_joined(status: admin_pb2.GetTableStatusResponse, seat: int) -> bool:
     return len(status.seats) > seat and status.seats[seat].joined
 
 
@@ -812,7 +816,7 @@ def _raise_if_a_sandbox_failed(seats: Mapping[int, _Seat], final: admin_pb2.GetT
     for seat, process in seats.items():
         if isinstance(process, BotProcess) and process.returncode is None:
             continue  # still running: it started
-        if process.sandbox_failed and not (len(final.seats) > seat and final.seats[seat].joined):
+        if process.sandbox_failed and not _has_joined(final, seat):
             raise LaunchError(f"a seat's sandbox did not start: {process.sandbox_failed}")
 
 

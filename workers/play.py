@@ -357,7 +357,7 @@ def _missing_folders(setup: MatchSetup, worker: str) -> tuple[list[str], str]:
     if not missing:
         return [], ""
     first = missing[0]
-    return [f"folder:{team.version_id}" for team in missing], (
+    return [_folder_need(team) for team in missing], (
         f"refused by worker {worker}: the folder of bot {first.bot_name!r}, {first.folder}, is not on this machine:"
         " every machine whose workers play hosted bots needs each one's folder at the path it was added from"
     )
@@ -367,9 +367,11 @@ def _needs(setup: MatchSetup) -> list[str]:
     """What a machine must have to launch the match's hosted sides (`repo.refuse_match`): each one's folder
     (`folder:ID` of its version), and a sandbox unless the league was created with --no-sandbox."""
     hosted = [team for team in setup.teams if not team.remote]
-    return [f"folder:{team.version_id}" for team in hosted if team.folder] + (
-        ["sandbox"] if hosted and setup.sandbox else []
-    )
+    return [_folder_need(team) for team in hosted if team.folder] + (["sandbox"] if hosted and setup.sandbox else [])
+
+
+def _folder_need(team: TeamSetup) -> str:
+    return f"folder:{team.version_id}"
 
 
 _REFUSED_HERE: set[str] = set()

@@ -86,8 +86,8 @@ counted as a protocol error once the seat is known."""
 
 
 read_play_request = bounded(play_pb2.PlayRequest.FromString)
-"""A Play message from its bytes, as the servers read it (frames' too): one over MAX_MESSAGE_BYTES is refused by its
-length (`quota.bounded`)."""
+"""A Play message from its bytes as frames read it, as the gRPC servers' interceptor does (`quota.StreamQuota`): one
+over MAX_MESSAGE_BYTES is refused by its length (`quota.bounded`)."""
 
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -260,7 +260,7 @@ class PlayServicer:
         handlers = {
             "Play": grpc.stream_stream_rpc_method_handler(
                 self.Play,
-                request_deserializer=read_play_request,
+                request_deserializer=play_pb2.PlayRequest.FromString,  # bounded by `quota.StreamQuota`
                 response_serializer=serialize_response,
             )
         }

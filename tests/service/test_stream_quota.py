@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -18,6 +19,7 @@ from referee.service import quota
 from referee.service import server as server_module
 from referee.service.server import start_admin_server, start_server
 from referee.service.servicer import Referee
+from referee.service.table import Table
 from tests.support.referee_checks import until
 from tests.support.stream import PlayStream, first_kind
 
@@ -319,12 +321,9 @@ def test_a_read_that_ended_as_its_call_was_cancelled_is_retrieved_too(turns: int
     assert logged_after_a_cancelled_first_read(stream_ends_after_s=None, turns=turns, wait_s=0) == []
 
 
-def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A review churned Play streams that never sent Join from 40 connections, each under its connection's share:
-    opening and closing them held the referee's event loop up to 939 ms (stop 34). Past a burst of such streams a
-    host's new ones are refused before any work; a host whose streams send their first message is never counted."""
+@pytest.fixture
+def silent_quotas(monkeypatch: pytest.MonkeyPatch) -> list[quota.StreamQuota]:
+    """The quota of each referee started in the test, whose hosts' silent-stream budgets hold 3, then almost none."""
     quotas: list[quota.StreamQuota] = []
 
     def made() -> quota.StreamQuota:
@@ -332,32 +331,48 @@ def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
         return quotas[-1]
 
     monkeypatch.setattr(server_module, "StreamQuota", made)
+    return quotas
+
+
+@contextlib.asynccontextmanager
+async def one_table() -> AsyncIterator[tuple[grpc.aio.Channel, Table]]:
+    """A referee with one table, and a connection to it; the table is cancelled and the referee stopped after."""
+    referee = Referee(TOKEN)
+    server, port = await start_server(referee, "127.0.0.1:0")
+    try:
+        table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield channel, table
+        table.cancel("done")
+    finally:
+        await server.stop(grace=None)
+
+
+def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
+    silent_quotas: list[quota.StreamQuota],
+) -> None:
+    """A review churned Play streams that never sent Join from 40 connections, each under its connection's share:
+    opening and closing them held the referee's event loop up to 939 ms (stop 34). Past a burst of such streams a
+    host's new ones are refused before any work; a host whose streams send their first message is never counted."""
 
     async def scenario() -> tuple[list[str], str, str]:
-        referee = Referee(TOKEN)
-        server, port = await start_server(referee, "127.0.0.1:0")
-        try:
-            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                for seat in range(4):  # honest joins first: they count for nothing
-                    stream = PlayStream(channel, f"seat {seat}")
-                    await stream.join(table.seats[seat].token)
-                    async for _ in stream.messages():
-                        break
-                    stream.call.cancel()
-                for number in range(3):  # then three streams closed before their Join
-                    silent = PlayStream(channel, f"silent {number}")
-                    await until(lambda: quotas[0].waiting.count == 1, what="the silent stream waiting")
-                    silent.call.cancel()
-                    await until(lambda: quotas[0].waiting.count == 0, what="the silent stream counted out")
-                counted = [f"{host}: {bucket.tokens:.0f}" for host, bucket in quotas[0].silent.buckets.items()]
-                late = PlayStream(channel, "late")
-                await late.join(table.seats[0].token)
-                refused = await late.refused()
-            table.cancel("done")
-            return counted, refused.code, refused.details
-        finally:
-            await server.stop(grace=None)
+        async with one_table() as (channel, table):
+            for seat in range(4):  # honest joins first: they count for nothing
+                stream = PlayStream(channel, f"seat {seat}")
+                await stream.join(table.seats[seat].token)
+                async for _ in stream.messages():
+                    break
+                stream.call.cancel()
+            for number in range(3):  # then three streams closed before their Join
+                silent = PlayStream(channel, f"silent {number}")
+                await until(lambda: silent_quotas[0].waiting.count == 1, what="the silent stream waiting")
+                silent.call.cancel()
+                await until(lambda: silent_quotas[0].waiting.count == 0, what="the silent stream counted out")
+            counted = [f"{host}: {bucket.tokens:.0f}" for host, bucket in silent_quotas[0].silent.buckets.items()]
+            late = PlayStream(channel, "late")
+            await late.join(table.seats[0].token)
+            refused = await late.refused()
+        return counted, refused.code, refused.details
 
     counted, code, details = asyncio.run(scenario())
     assert len(counted) == 1 and counted[0].endswith("127.0.0.1: 0"), counted  # one host, its bucket empty
@@ -365,37 +380,23 @@ def test_a_host_whose_streams_keep_ending_silent_is_refused_at_once_for_a_while(
 
 
 def test_streams_whose_first_message_does_not_authenticate_count_as_silent_ones(
-    monkeypatch: pytest.MonkeyPatch,
+    silent_quotas: list[quota.StreamQuota],
 ) -> None:
     """A first message is parsed before its token is read: a review's token-less streams each sent one as large as
     the referee takes, and every table slowed (stop 44). A stream whose first message is unreadable, too large or of
     a wrong token counts against its host as one that sent none."""
-    quotas: list[quota.StreamQuota] = []
-
-    def made() -> quota.StreamQuota:
-        quotas.append(quota.StreamQuota(silent_burst=3, silent_rate=0.001))
-        return quotas[-1]
-
-    monkeypatch.setattr(server_module, "StreamQuota", made)
 
     async def scenario() -> tuple[list[str], str, str]:
-        referee = Referee(TOKEN)
-        server, port = await start_server(referee, "127.0.0.1:0")
-        try:
-            table = referee.create_table(Rules(), 3, ["a", "b", "c", "d"])
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                codes = []
-                for number in range(3):
-                    stream = PlayStream(channel, f"wrong token {number}")
-                    await stream.join("not-a-seat-token")
-                    codes.append((await stream.refused()).code)
-                late = PlayStream(channel, "late")
-                await late.join(table.seats[0].token)
-                refused = await late.refused()
-            table.cancel("done")
-            return codes, refused.code, refused.details
-        finally:
-            await server.stop(grace=None)
+        async with one_table() as (channel, table):
+            codes = []
+            for number in range(3):
+                stream = PlayStream(channel, f"wrong token {number}")
+                await stream.join("not-a-seat-token")
+                codes.append((await stream.refused()).code)
+            late = PlayStream(channel, "late")
+            await late.join(table.seats[0].token)
+            refused = await late.refused()
+        return codes, refused.code, refused.details
 
     codes, code, details = asyncio.run(scenario())
     assert codes == ["UNAUTHENTICATED"] * 3

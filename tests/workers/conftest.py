@@ -40,17 +40,20 @@ class Deployment:
         options: Mapping[str, Any] | None = None,
         sandbox: bool = True,
         deal_mode: str | None = None,
+        own: Mapping[str, tuple[Sequence[str], Path]] | None = None,
     ) -> int:
         """A round robin of `bots`, each running `command` in `folder` when given, else its example bot
-        (`EXAMPLE_COMMANDS`); the bots named in `persistent` play from a worker's pool."""
+        (`EXAMPLE_COMMANDS`), but those `own` gives a command and a folder of their own; the bots named in
+        `persistent` play from a worker's pool."""
         plan = schedule_round_robin(bots, matches_per_pairing, seed)
         with session_scope(self.engine) as session:
             for bot in bots:
+                bot_command, bot_folder = (own or {}).get(bot, (command, folder))
                 repo.add_bot(
                     session,
                     bot,
-                    command=list(command) if command is not None else EXAMPLE_COMMANDS[bot],
-                    folder=folder,
+                    command=list(bot_command) if bot_command is not None else EXAMPLE_COMMANDS[bot],
+                    folder=bot_folder,
                     language="python",
                     persistent=bot in persistent,
                 )

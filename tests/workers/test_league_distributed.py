@@ -22,13 +22,11 @@ import sqlalchemy as sa
 from sqlmodel import col
 
 from tests.db.conftest import ADMIN_URL, PostgresServer
-from tests.workers.conftest import EXAMPLE_COMMANDS, Deployment
-from workers.db import repo
+from tests.workers.conftest import Deployment
 from workers.db.models import Machine, Refusal
 from workers.db.session import ensure_schema, make_engine, session_scope
 from workers.launcher import sandbox_available
 from workers.league_run import RunReport, run_league
-from workers.tournament import schedule_round_robin
 
 pytestmark = pytest.mark.slow  # a league on real workers and a real broker
 
@@ -127,22 +125,15 @@ def test_a_match_refused_by_a_machine_without_a_bots_folder_is_played_by_another
     bots = tmp_path / "bots"
     (bots / "mine").mkdir(parents=True)
     (bots / "mine" / "bot.py").write_text("from clients.bots.passive_bot import main\n\nmain()\n")
-    plan = schedule_round_robin(["mine", "passive"], 4, 3)
-    with session_scope(engine) as session:
-        repo.add_bot(session, "mine", command=[sys.executable, "bot.py"], folder=bots / "mine", language="python")
-        repo.add_bot(session, "passive", command=EXAMPLE_COMMANDS["passive"], folder=None, language="python")
-        repo.create_league(
-            session,
-            "two-machines",
-            bot_names=["mine", "passive"],
-            matches=[
-                {"team0": m.team0, "team1": m.team1, "seed": m.seed, "duplicate_pair": m.duplicate_pair} for m in plan
-            ],
-            options={"target_score": 5},
-            matches_per_pairing=4,
-            seed=3,
-            sandbox=sandbox_available(),
-        )
+    Deployment(tmp_path, engine).league(
+        "two-machines",
+        ["mine", "passive"],
+        matches_per_pairing=4,
+        seed=3,
+        options={"target_score": 5},
+        sandbox=sandbox_available(),
+        own={"mine": ([sys.executable, "bot.py"], bots / "mine")},
+    )
     far = f"far-{secrets.token_hex(3)}"
     worker = [sys.executable, "-m", "workers.cli.main", "worker", "--concurrency", "1", "--loglevel", "INFO"]
     hidden = f"hostname {far} && mount -t tmpfs tmpfs {shlex.quote(str(bots))} && exec {shlex.join(worker)}"
