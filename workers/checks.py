@@ -731,6 +731,8 @@ HEADLINE_SEARCH_LINES = 200
 class _CheckServicer(PlayServicer):
     """The referee's Play servicer, with the checked bot's messages seen (and for the probes, steered) on the way."""
 
+    writes_direct = False  # every response passes `on_response`
+
     def __init__(self, referee: Referee, watch: _Watch) -> None:
         super().__init__(referee)
         self.watch = watch

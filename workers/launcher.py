@@ -1334,10 +1334,21 @@ FREEZE = "freeze"
 
 
 def _read(path: Path) -> str:
+    """The file's text, or '' where it cannot be read. Read with bare system calls: a pooled seat's cgroup counters
+    are read after every match, and `Path.read_text` cost several times the read itself."""
     try:
-        return path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace")
 
 
 STALE_CGROUP_S = 60
@@ -1446,11 +1457,21 @@ def _cpu_value(counter: Path) -> float | None:
 def cgroup_memory_bytes(cgroups: Sequence[Path]) -> int | None:
     """The bytes of memory charged to the first of `cgroups` that counts them (v1 memory.usage_in_bytes, v2
     memory.current), or None."""
+    counter = _memory_counter(tuple(cgroups))
+    if counter is None:
+        return None
+    text = _read(counter).strip()
+    return int(text) if text.isdigit() else None
+
+
+@lru_cache(maxsize=1024)
+def _memory_counter(cgroups: tuple[Path, ...]) -> Path | None:
+    """The file that counts the memory of `cgroups`, found once, as `_cpu_counter`: a pool reads a process's after
+    each of its matches (`BotPool.release`)."""
     for path in cgroups:
         for name in ("memory.usage_in_bytes", "memory.current"):
-            text = _read(path / name).strip()
-            if text.isdigit():
-                return int(text)
+            if _read(path / name).strip().isdigit():
+                return path / name
     return None
 
 

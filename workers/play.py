@@ -273,8 +273,8 @@ def _play_claimed(
         cpu.lap("database")
         cpu.write()
     log.info("match_id=%s %s", match_id, "stored" if stored else "already had a result")
-    if twin is not None and twin.id is not None:
-        _play_claimed(engine, twin.id, worker, lease_s, cpu_log.start(twin.id), None, may_hand_off=False)
+    if twin is not None:
+        _play_claimed(engine, twin, worker, lease_s, cpu_log.start(twin), None, may_hand_off=False)
     return "finished"
 
 

@@ -132,9 +132,18 @@ class FrameServer:
     ) -> None:
         transport = writer.transport
         code, details = grpc.StatusCode.OK, ""
+
+        def sink(message: play_pb2.PlayResponse | bytes) -> bool:
+            """A response written at once (`DirectOutbox`), unless the connection is closing or backed up."""
+            if transport.is_closing() or transport.get_write_buffer_size() > WRITE_BUFFER_BYTES:
+                return False
+            writer.write(frame(message if isinstance(message, bytes) else message.SerializeToString()))
+            return True
+
         try:
             # Closed on the way out, whichever: the seat is detached before this returns, not when it is collected.
-            async with contextlib.aclosing(self._play.Play(_requests(reader, task.cancel), RaisingContext())) as play:
+            context = RaisingContext(sink)
+            async with contextlib.aclosing(self._play.Play(_requests(reader, task.cancel), context)) as play:
                 async for message in play:
                     if transport.is_closing():  # the bot went away: the rest of a resent backlog is for nobody
                         return

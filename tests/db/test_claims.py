@@ -288,8 +288,8 @@ def test_the_worker_playing_a_match_takes_its_twin_before_the_result_and_nobody_
         assert repo.claim_twin(session, first, "host:1", 30.0, now=NOW) is None, "it does not hold the first"
         assert repo.claim_match(session, first, "host:1", 30.0, now=NOW) is not None
         assert repo.claim_twin(session, first, "host:2", 30.0, now=NOW) is None, "another worker's match"
-        taken = repo.claim_twin(session, first, "host:1", 30.0, now=NOW + timedelta(seconds=5))
-        assert taken is not None and taken.id == twin
+        assert repo.claim_twin(session, first, "host:1", 30.0, now=NOW + timedelta(seconds=5)) == twin
+        taken = repo.get_match(session, twin)
         assert (taken.status, taken.worker, taken.attempt) == (MatchStatus.RUNNING, "host:1", 1)
         assert taken.lease_expires_at == NOW + timedelta(seconds=35)
         assert repo.claim_match(session, twin, "host:2", 30.0, now=NOW + timedelta(seconds=6)) is None
@@ -301,7 +301,7 @@ def test_the_worker_playing_a_match_takes_its_twin_before_the_result_and_nobody_
         session.commit()
         finishing = repo.claim_twin(session, other, "host:3", 30.0, now=NOW)
         assert finishing is not None, "a pair in play is finished, as a paused league's matches in hand are"
-        third = next(match_id for match_id in match_ids if match_id not in (first, twin, other, finishing.id))
+        third = next(match_id for match_id in match_ids if match_id not in (first, twin, other, finishing))
         third_twin = _twin_of(session, third)
         repo.start_league(session, "spring")
         session.commit()
@@ -309,8 +309,8 @@ def test_the_worker_playing_a_match_takes_its_twin_before_the_result_and_nobody_
         assert repo.void_match(session, third_twin, "host:4", "broken", max_attempts=1)
         assert repo.get_match(session, third_twin).status is MatchStatus.FAILED
         assert repo.claim_match(session, third, "host:4", 30.0, now=NOW) is not None
-        retried = repo.claim_twin(session, third, "host:4", 30.0, now=NOW)
-        assert retried is not None and retried.id == third_twin and retried.attempt == 2, "a failed twin: once more"
+        assert repo.claim_twin(session, third, "host:4", 30.0, now=NOW) == third_twin
+        assert repo.get_match(session, third_twin).attempt == 2, "a failed twin: once more"
 
 
 def test_a_refused_match_is_left_to_the_live_machines_that_have_not_refused_what_it_needs(engine: Engine) -> None:

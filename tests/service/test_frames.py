@@ -26,8 +26,9 @@ from referee.causes import IncidentCause
 from referee.engine.rules import Rules
 from referee.service import frames
 from referee.service.frames import FrameServer
-from referee.service.servicer import TRANSPORT_LIMIT_BYTES, Referee
+from referee.service.servicer import TRANSPORT_LIMIT_BYTES, DirectOutbox, PlayServicer, Referee
 from referee.service.table import Table, TableStatus
+from workers.checks import _CheckServicer
 
 T = TypeVar("T")
 NAMES = ["a", "b", "c", "d"]
@@ -380,3 +381,59 @@ def test_a_server_cancelled_as_it_starts_is_closed_by_stop() -> None:
             assert not listening.is_serving() and not (Path(folder) / "play.sock").exists()
 
     asyncio.run(scenario())
+
+
+def test_a_waiting_streams_responses_go_straight_to_its_sink_and_never_overtake_queued_ones() -> None:
+    """`DirectOutbox`: while the stream waits for its next response, a response is written by the sink at once,
+    not queued; the end of the stream is always queued; once one response is queued (the sink refused it: its
+    connection backed up), every later one queues behind it, so the bot reads them in the order the table sent."""
+
+    async def scenario() -> None:
+        written: list[bytes] = []
+        accepting = [True]
+
+        def sink(message: play_pb2.PlayResponse | bytes) -> bool:
+            if accepting[0]:
+                written.append(message if isinstance(message, bytes) else message.SerializeToString())
+            return accepting[0]
+
+        outbox = DirectOutbox(sink)
+        outbox.put_nowait(b"before")  # nobody waits yet: queued
+        assert await outbox.get() == b"before" and written == []
+        waiting = asyncio.create_task(outbox.get())
+        await asyncio.sleep(0)
+        outbox.put_nowait(b"one")
+        outbox.put_nowait(play_pb2.PlayResponse(pong=play_pb2.Pong(nonce=7)))
+        assert written == [b"one", play_pb2.PlayResponse(pong=play_pb2.Pong(nonce=7)).SerializeToString()]
+        assert outbox.empty() and not waiting.done(), "written, not queued: the stream still waits"
+        accepting[0] = False
+        outbox.put_nowait(b"refused")
+        accepting[0] = True
+        outbox.put_nowait(b"after")
+        outbox.put_nowait(None)
+        assert [await waiting, await outbox.get(), await outbox.get()] == [b"refused", b"after", None]
+        assert len(written) == 2, "nothing passed the response the sink refused"
+
+    asyncio.run(scenario())
+
+
+def test_a_frames_seats_responses_go_through_a_direct_outbox_and_a_checked_bots_do_not() -> None:
+    """Over frames, a seat's Play stream writes the table's responses straight to its connection (`DirectOutbox`);
+    `mus bot check`'s servicer, which must see every response on its way, never does (`writes_direct`)."""
+
+    async def scenario(referee: Referee, address: str) -> None:
+        table = referee.create_table(Rules(), 5, NAMES)
+        streams = [FrameStream(address) for _ in range(4)]
+        try:
+            for seat, stream in enumerate(streams):
+                await asyncio.to_thread(stream.put, join(table.seats[seat].token))
+            while not all(state.outbox is not None for state in table.seats):
+                await asyncio.sleep(0.01)
+            assert all(isinstance(state.outbox, DirectOutbox) for state in table.seats)
+        finally:
+            for stream in streams:
+                stream.close()
+            table.cancel("the test is over")
+
+    with_frames(scenario)
+    assert PlayServicer.writes_direct and not _CheckServicer.writes_direct
