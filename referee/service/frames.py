@@ -137,7 +137,10 @@ class FrameServer:
             """A response written at once (`DirectOutbox`), unless the connection is closing or backed up."""
             if transport.is_closing() or transport.get_write_buffer_size() > WRITE_BUFFER_BYTES:
                 return False
-            writer.write(frame(message if isinstance(message, bytes) else message.SerializeToString()))
+            try:
+                writer.write(frame(message if isinstance(message, bytes) else message.SerializeToString()))
+            except (RuntimeError, OSError):  # inside another seat's Act: this connection's failure stays its own
+                return False
             return True
 
         try:

@@ -9,6 +9,7 @@ the seat is known, as on gRPC; a seat that closes its connection may join again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import tempfile
 import threading
@@ -22,12 +23,13 @@ from clients.bots.random_bot import RandomBot
 from clients.frames import STATUS_NAMES, FrameStream, StreamEnded
 from clients.sdk.runner import run_bot
 from mus.v1 import play_pb2
+from referee import wire
 from referee.causes import IncidentCause
 from referee.engine.rules import Rules
 from referee.service import frames
 from referee.service.frames import FrameServer
 from referee.service.servicer import TRANSPORT_LIMIT_BYTES, DirectOutbox, PlayServicer, Referee
-from referee.service.table import Table, TableStatus
+from referee.service.table import Outbox, Table, TableStatus
 from workers.checks import _CheckServicer
 
 T = TypeVar("T")
@@ -437,3 +439,46 @@ def test_a_frames_seats_responses_go_through_a_direct_outbox_and_a_checked_bots_
 
     with_frames(scenario)
     assert PlayServicer.writes_direct and not _CheckServicer.writes_direct
+
+
+class _BreakingWriter(_StalledWriter):
+    """A connection that takes the Joined, then fails every write (a transport broken under the referee)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.transport.full = False
+
+    def write(self, data: bytes) -> None:
+        if self.written:
+            raise RuntimeError("the transport broke")
+        super().write(data)
+
+
+def test_a_frames_seat_whose_connection_breaks_never_breaks_another_seats_act() -> None:
+    """The table writes a frames seat's decision inside the Act that opens it, another seat's (`DirectOutbox`): a
+    write that fails there is the failing seat's own stream's to meet, and the Act goes through."""
+
+    async def scenario() -> None:
+        referee = Referee(reconnect_grace_s=5.0)
+        table = referee.create_table(Rules(), 7, NAMES)
+        reader = asyncio.StreamReader()
+        reader.feed_data(_frame(join(table.seats[1].token).SerializeToString()))
+        writer = _BreakingWriter()
+        server = FrameServer(referee, Path("unused.sock"))
+        stream = asyncio.create_task(server._stream(reader, writer, asyncio.current_task()))  # type: ignore[arg-type]
+        while table.seats[1].outbox is None:
+            await asyncio.sleep(0.01)
+        for seat in (0, 2, 3):
+            table.attach(seat, Outbox(), batch=True)
+        match = table.match
+        assert match is not None
+        while 1 not in table.decisions and table.status is TableStatus.RUNNING:
+            seat = min(table.decisions)
+            table.act(seat, table.decisions[seat].decision_id, wire.action_to_proto(match.legal_actions(seat)[0]))
+        assert 1 in table.decisions, "the Act that asked seat 1 went through"
+        assert writer.written and isinstance(table.seats[1].outbox, DirectOutbox)
+        table.cancel("the test is over")
+        with contextlib.suppress(RuntimeError):  # its own stream meets the broken transport, as before
+            await asyncio.wait_for(stream, 5)
+
+    asyncio.run(scenario())
