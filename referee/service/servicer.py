@@ -127,11 +127,11 @@ class RaisingContext:
 class DirectOutbox(asyncio.Queue[play_pb2.PlayResponse | bytes | Backlog | None]):
     """A seat's outbox whose responses go straight to its connection (`sink`) while the stream waits for the next
     one: nothing is queued, and no task wakes to write it. A frames seat's decision otherwise took two hops through
-    the event loop after the table had made it (the stream's task, then its server's), about a tenth of a pooled
-    league's referee time. Only while the stream waits in `get` (so everything before has been written) and the
-    queue is empty, and only responses: the end of the stream, a backlog to resend and whatever the sink does not
-    take (its connection is closing, or holds WRITE_BUFFER_BYTES the bot has not read) are queued as usual, and
-    so is everything after them, so the order holds."""
+    the event loop after the table had made it (the stream's task, then its frames server's), on every decision of
+    a pooled league (docs/pool.md has the figures). Only while the stream waits in `get` (so everything before has
+    been written) and the queue is empty, and only responses: the end of the stream, a backlog to resend and
+    whatever the sink does not take (its connection is closing, or holds WRITE_BUFFER_BYTES the bot has not read)
+    are queued as usual, and so is everything after them, so the order holds."""
 
     def __init__(self, sink: Sink) -> None:
         super().__init__()
