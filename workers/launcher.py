@@ -1574,9 +1574,15 @@ class Freezer:
             self._write(b"0")
             self.frozen = self._still = False
 
+    @property
+    def still(self) -> bool:
+        """Known to stay frozen until it is thawed (seen frozen since it was last frozen), or killed, or closed:
+        `settled` without reading anything."""
+        return self._events < 0 or self.stuck or self._still
+
     def settled(self) -> bool:
         """Whether every process of the cgroup is frozen now (cgroup.events `frozen 1`), or killed."""
-        if self._events < 0 or self.stuck or self._still:
+        if self.still:
             return True
         try:
             still = b"frozen 1" in os.pread(self._events, 256, 0)
@@ -1643,8 +1649,12 @@ class TurnGate:
         return bool(self._seats)
 
     def _stopping(self) -> list[Freezer]:
-        """Those that must not run now: the seats not running, and the bystanders."""
-        return [*(freezer for seat, freezer in self._seats.items() if seat not in self.running), *self._bystanders]
+        """Those that must not run now and may not be stopped yet: the seats not running, and the bystanders not
+        known to stay frozen (a worker's pool holds up to 24 processes, and the gate is called at every turn)."""
+        return [
+            *(freezer for seat, freezer in self._seats.items() if seat not in self.running),
+            *(freezer for freezer in self._bystanders if not freezer.still),
+        ]
 
     def __call__(self, running: frozenset[int]) -> asyncio.Future[None] | None:
         """Let `running` run once the others are frozen: now (None), or when the returned future is done."""

@@ -427,6 +427,65 @@ def test_a_pooled_process_that_holds_the_next_deal_in_long_system_calls_is_kille
     assert stuck and code == -signal.SIGKILL and waited < 0.5, (waited, stuck, code)
 
 
+def test_a_bystander_seen_frozen_is_left_alone_at_every_turn() -> None:
+    """The gate runs at every turn of a match, beside up to 24 pooled processes kept frozen: one seen frozen stays
+    so until it is thawed, and the turns do not look at it again; thawed (between matches), it is stopped again."""
+    if FREEZE not in cgroup_limits():
+        pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
+
+    async def turns() -> tuple[int, int, bool]:
+        processes, freezers = [], []
+        for _ in range(2):
+            cgroups = _make_cgroups(Limits())
+            command = seat_command([sys.executable, "-c", "import time; time.sleep(60)"], cgroups)
+            processes.append(subprocess.Popen(command))
+            freezer = Freezer.of(cgroups)
+            assert freezer is not None
+            freezers.append(freezer)
+        bystander, seat = freezers
+        looked: list[str] = []
+
+        def watched(name: str) -> None:
+            method = getattr(bystander, name)
+
+            def call() -> object:
+                looked.append(name)
+                return method()
+
+            setattr(bystander, name, call)
+
+        watched("freeze")
+        watched("settled")
+        try:
+            gate = TurnGate()
+            gate.add(0, seat)
+            held = gate.stand_by([bystander])
+            if held is not None:
+                await asyncio.wait_for(held, 5.0)
+            assert bystander.still, "seen frozen"
+            looked.clear()
+            for _ in range(10):
+                for running in (frozenset({0}), frozenset()):
+                    held = gate(running)
+                    if held is not None:
+                        await asyncio.wait_for(held, 5.0)
+            while_still = len(looked)
+            bystander.thaw()  # between matches: it runs, then is stopped with the next match's seats
+            held = gate(frozenset({0}))
+            if held is not None:
+                await asyncio.wait_for(held, 5.0)
+            return while_still, len(looked), bystander.frozen
+        finally:
+            for process, freezer in zip(processes, freezers, strict=True):
+                freezer.close()
+                process.kill()
+                process.wait()
+
+    while_still, in_all, frozen_again = asyncio.run(turns())
+    assert while_still == 0, f"twenty turns looked at the frozen bystander {while_still} times"
+    assert frozen_again and in_all > 0, "once thawed, it is stopped again"
+
+
 @needs_bwrap
 def test_seats_running_as_their_own_users_share_no_per_user_count_of_the_kernel(tmp_path: Path) -> None:
     if not own_seat_uids():
