@@ -127,7 +127,7 @@ class EmbeddedReferee:
                 f"the temporary folder {tempfile.gettempdir()!r} is too long a path for the referee's unix sockets"
                 f" ({len(bytes(longest))} bytes with them, at most {MAX_SOCKET_PATH}): set TMPDIR to a shorter one"
             )
-        self.referee = Referee()
+        self.referee = Referee(resends_per_table=True)  # a duplicate pair's halves share nothing (see there)
         self.frames_dir = own_folder(FRAMES_PREFIX)
         """Where each launched seat's own folder of sockets is made (`open_seat`; a sandbox binds only its own)."""
         self._pooled: dict[Path, tuple[grpc.aio.Server, FrameServer]] = {}

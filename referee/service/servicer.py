@@ -70,7 +70,8 @@ RESEND_RATE = 2_000.0
 """The events one bot's joins may have resent, over all its seats and tables: RESEND_BURST at once (a table's
 whole log at the most, `MAX_TABLE_EVENTS`), then RESEND_RATE a second. Each join resends what its seat missed;
 a review's three seats rejoining a long match from 0 every second kept the event loop busy 227 ms at the 99th
-percentile though each resend was converted as it was sent (stop 34)."""
+percentile though each resend was converted as it was sent (stop 34). A Join the table refuses anyway is charged
+nothing, and a worker's own referee counts each table apart (`Referee.resends_per_table`)."""
 
 TURN_ACK_LIMIT_S = 5.0
 """How long a gated table waits for its caller to acknowledge a turn (admin Turns) before it ungates itself: a
@@ -172,8 +173,15 @@ class Referee:
         reconnect_grace_s: float = 5.0,
         keep_finished: int = 1000,
         state_path: Path | None = None,
+        resends_per_table: bool = False,
     ):
-        """`state_path`: the file that keeps the remote bots' registrations across restarts (lobby.read_state)."""
+        """`state_path`: the file that keeps the remote bots' registrations across restarts (lobby.read_state).
+
+        `resends_per_table`: each table's seats have a resend budget of their own (RESEND_RATE), not one per bot
+        over all its tables. For a league worker's referee, which plays a duplicate pair's two halves one after the
+        other with processes that must never pass each other a thing: a budget the two shared was a channel, the
+        first half's processes spending it by a number of their choice after their match, the twin's reading it back
+        with Joins (a review, stop 45). A worker's referee plays one match at a time, so the bound holds the same."""
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self.reconnect_grace_s = reconnect_grace_s
         self.keep_finished = keep_finished
@@ -185,7 +193,14 @@ class Referee:
         """The finished tables still kept, oldest first."""
         self.lobby = Lobby(rotate_token=self.rotate_seat_token, state_path=state_path)
         self.resends = RateLimits(RESEND_RATE, RESEND_BURST, keep=4 * keep_finished)
-        """Per bot name, the events its seats' joins have had resent (RESEND_RATE)."""
+        """Per bot name (or per table and bot name, `resends_per_table`), the events its seats' joins have had
+        resent (RESEND_RATE)."""
+        self.resends_per_table = resends_per_table
+
+    def resend_budget(self, table: Table, seat: int) -> RateLimiter:
+        """What a Join for `seat` of `table` is charged the events it has resent from (RESEND_RATE)."""
+        name = table.seats[seat].name
+        return self.resends[f"{table.table_id}/{name}" if self.resends_per_table else name]
 
     def create_table(
         self,
@@ -337,8 +352,11 @@ class PlayServicer:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"seat {seat}'s assignment is not confirmed: accept it on the lobby stream, then join (lobby.proto)",
             )
+        refused = table.join_refusal(seat)
+        if refused is not None:  # before anything is charged: a refused Join resends nothing
+            await context.abort(_STATUS[refused.code], str(refused))
         missed = table.missed(seat, join.next_seq)
-        if missed and not self.referee.resends[table.seats[seat].name].allow(missed):
+        if missed and not self.referee.resend_budget(table, seat).allow(missed):
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"seat {seat} joined too often: a bot's joins resend at most {RESEND_RATE:g} events a second (this"

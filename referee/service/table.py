@@ -370,14 +370,9 @@ class Table:
         """A seat's stream joined (or rejoined): send Joined, the events it missed, and its open decision.
         `bot_name` is the name the bot gave in its Join (`joined_as`)."""
         state = self.seats[seat]
-        if self.status is TableStatus.CANCELLED:
-            raise TableError("FAILED_PRECONDITION", f"table {self.table_id} was cancelled: {self.cancel_reason}")
-        if self.status is TableStatus.FINISHED:
-            raise TableError("FAILED_PRECONDITION", f"table {self.table_id} has finished")
-        if state.outbox is not None:
-            raise TableError("ALREADY_EXISTS", f"seat {seat} of table {self.table_id} already has a live stream")
-        if state.gone and self.status is TableStatus.RUNNING:
-            raise TableError("FAILED_PRECONDITION", f"seat {seat} was dropped: the reconnect grace period is over")
+        refused = self.join_refusal(seat)
+        if refused is not None:
+            raise refused
         if not state.joins.allow():
             detail = f"joined too often: {JOIN_BURST} joins at once, then {JOIN_RATE:g} a second"
             if not state.join_limit_met:
@@ -417,6 +412,19 @@ class Table:
             if decision is not None:
                 self._send_decision(seat, decision)
         self._flush(everyone=True)  # a (re)joining seat gets what it missed at once
+
+    def join_refusal(self, seat: int) -> TableError | None:
+        """Why a Join for `seat` is refused whoever sends it and whatever it asks (`attach` then raises it), or
+        None: the servicer asks before it charges the bot for the events the Join would have resent."""
+        if self.status is TableStatus.CANCELLED:
+            return TableError("FAILED_PRECONDITION", f"table {self.table_id} was cancelled: {self.cancel_reason}")
+        if self.status is TableStatus.FINISHED:
+            return TableError("FAILED_PRECONDITION", f"table {self.table_id} has finished")
+        if self.seats[seat].outbox is not None:
+            return TableError("ALREADY_EXISTS", f"seat {seat} of table {self.table_id} already has a live stream")
+        if self.seats[seat].gone and self.status is TableStatus.RUNNING:
+            return TableError("FAILED_PRECONDITION", f"seat {seat} was dropped: the reconnect grace period is over")
+        return None
 
     def _send_event(self, state: _Seat, data: bytes) -> None:
         """`data` is the event's wire bytes: a batching seat's Update is parsed from them."""

@@ -383,6 +383,83 @@ def test_a_live_watch_converts_the_log_as_it_sends_it(monkeypatch: pytest.Monkey
     assert seqs == list(range(shown))
 
 
+async def join_in_process(referee: Referee, table: Table, seat: int, next_seq: int) -> str:
+    """A Join on a stream served in this process: the first response's kind, or the status that ended it."""
+
+    async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
+        join = play_pb2.Join(seat_token=table.seats[seat].token, bot_name="x", protocol_version=1, next_seq=next_seq)
+        yield play_pb2.PlayRequest(join=join)
+        await asyncio.Event().wait()
+
+    stream = PlayServicer(referee).Play(requests(), RaisingContext())
+    try:
+        first = await anext(stream)
+    except StreamAborted as aborted:
+        return aborted.code.name
+    finally:
+        await stream.aclose()
+    return str(first.WhichOneof("message")) if isinstance(first, play_pb2.PlayResponse) else "bytes"
+
+
+@pytest.mark.parametrize("per_table", [False, True])
+def test_no_seats_joins_spend_a_resend_budget_another_table_of_a_workers_referee_reads(
+    monkeypatch: pytest.MonkeyPatch, per_table: bool
+) -> None:
+    """A review's first half of a duplicate pair, its match over, sent Joins on its finished seat asking for a
+    number of events of its choice; its twin, on the same worker's referee, read the number back from when its own
+    probing Joins were refused "joined too often" (stop 45). A Join the table refuses anyway is charged nothing, on
+    any referee; and on a worker's (`resends_per_table`) one table's joins never touch another's budget."""
+    monkeypatch.setattr(servicer_module, "RESEND_BURST", 30.0)
+    monkeypatch.setattr(servicer_module, "RESEND_RATE", 0.001)
+
+    async def scenario() -> tuple[list[str], list[str], str]:
+        referee = Referee(resends_per_table=per_table)
+        first = referee.create_table(ROOMY, 7, ["a", "b", "a", "b"])
+        for seat in range(4):
+            first.attach(seat, Outbox())
+        await play_until_flooder_asked(first, 40)
+        seen = first.missed(0, 0)
+        assert seen > 30
+        live = [await join_in_process(referee, first, 0, 0) for _ in range(3)]  # its stream is still held
+        first.cancel("over")
+        over = [await join_in_process(referee, first, 0, 0) for _ in range(3)]
+        twin = referee.create_table(ROOMY, 7, ["a", "b", "a", "b"])
+        for seat in range(4):
+            twin.attach(seat, Outbox())
+        await play_until_flooder_asked(twin, 40)
+        twin.detach(0, twin.seats[0].outbox)  # type: ignore[arg-type]
+        rejoined = await join_in_process(referee, twin, 0, twin.missed(0, 0) - 25)  # 25 events: within 30
+        twin.cancel("over")
+        return live, over, rejoined
+
+    live, over, rejoined = asyncio.run(scenario())
+    assert live == ["ALREADY_EXISTS"] * 3 and over == ["FAILED_PRECONDITION"] * 3, "refused, not charged"
+    assert rejoined == "joined", "the twin's seat rejoins: nothing of the first table's was charged to it"
+
+
+def test_a_workers_referee_keeps_one_resend_budget_per_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What one table's rejoins have had resent leaves another table's budget whole on a worker's referee, and
+    spends the bot's one budget on any other."""
+    monkeypatch.setattr(servicer_module, "RESEND_BURST", 30.0)
+    monkeypatch.setattr(servicer_module, "RESEND_RATE", 0.001)
+
+    async def rejoins(per_table: bool) -> list[str]:
+        referee = Referee(resends_per_table=per_table)
+        kinds = []
+        for seed in (7, 8):
+            table = referee.create_table(ROOMY, seed, ["a", "b", "a", "b"])
+            for seat in range(4):
+                table.attach(seat, Outbox())
+            await play_until_flooder_asked(table, 40)
+            table.detach(0, table.seats[0].outbox)  # type: ignore[arg-type]
+            kinds.append(await join_in_process(referee, table, 0, table.missed(0, 0) - 25))
+            table.cancel("over")
+        return kinds
+
+    assert asyncio.run(rejoins(True)) == ["joined", "joined"]
+    assert asyncio.run(rejoins(False)) == ["joined", "RESOURCE_EXHAUSTED"]
+
+
 def test_a_bots_rejoins_resend_only_so_many_events_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
     """A review's three seats rejoined a long match from seq 0 every second: converted as it was sent, the resend
     still kept the event loop busy, p99 227 ms (stop 34). A bot's joins have only so many events resent a second,

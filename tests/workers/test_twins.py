@@ -3,6 +3,7 @@ soon, and `mus league run` sends the first halves of the pairs before the second
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from workers.db.models import MatchStatus
 from workers.db.session import session_scope
 from workers.launcher import sandbox_available
 from workers.league_run import send_order
+from workers.matches import EmbeddedReferee
 from workers.pool import close_pools
 
 
@@ -249,3 +251,17 @@ def test_a_pair_with_a_persistent_bot_is_played_whole_by_one_worker_the_twin_rig
         else:
             assert (twin.status, twin.worker) == (MatchStatus.QUEUED, None), "its processes did not outlive it"
     assert play.play_league_match(second, worker="other:1") == ("skipped" if persistent else "finished")
+
+
+def test_a_workers_referee_keeps_each_tables_resend_budget_apart() -> None:
+    """A worker's referee plays a duplicate pair's halves one after the other: no budget of a bot's may span its
+    tables, or the first half's processes could leave the twin's a number (tests/service/test_limits.py)."""
+
+    async def made() -> bool:
+        embedded = EmbeddedReferee()
+        try:
+            return embedded.referee.resends_per_table
+        finally:
+            await embedded.close()
+
+    assert asyncio.run(made())
