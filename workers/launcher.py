@@ -1899,15 +1899,14 @@ class PooledProcess:
                 self.process.stdin.close()
 
     def close(self, grace_s: float = CLOSE_GRACE_S) -> None:
-        """End of input (a well-behaved process exits), then kill what is left and remove its cgroups."""
-        self.end_input()
-        try:
-            self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        """End of input and `grace_s` to exit (a well-behaved process does), then kill what is left and remove its
+        cgroups. With no grace it is killed where it stands, frozen or not: it never runs again."""
+        if grace_s > 0:
+            self.end_input()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=grace_s)
         self.kill()
+        self.process.wait()
         if self.freezer is not None:
             self.freezer.close()
         for cgroup in self.cgroups:

@@ -132,10 +132,7 @@ class BotPool:
             self._start_cpu_s[process.program.name] = cpu_s
         key = next((key for key, member in self._processes.items() if member is process), None)
         if key is not None and (not healthy or not process.alive or self._near_cpu_limit(process, cpu_s)):
-            # One that did not end its seat well is killed at once: its match may have been cut short (Ctrl-C of
-            # `mus league run`), and its stream is ended by the referee in this worker's event loop, which waiting
-            # here blocks: each waited its whole grace, 4 s before a worker stopped (a chaos review, stop 40).
-            self._retire(key, grace_s=CLOSE_GRACE_S if healthy else 0.0)
+            self._retire(key)  # killed at once, as every retirement while the worker plays (`_retire`)
         elif key is not None and (held := process.memory_bytes()) is not None:
             self._memory[key] = held
             if not process.confine_memory(held):  # what it is counted by, until its next seat
@@ -182,7 +179,12 @@ class BotPool:
         """Those of its processes that can be frozen (a v2 cgroup each): what `stop_all` stops."""
         return [member.freezer for member in self._processes.values() if member.freezer is not None]
 
-    def _retire(self, key: tuple[str, int, int], grace_s: float = CLOSE_GRACE_S) -> None:
+    def _retire(self, key: tuple[str, int, int], grace_s: float = 0.0) -> None:
+        """Stop a process and forget it. While the worker plays, it is killed at once, as it is (frozen between its
+        seats): thawed and given its end of input and CLOSE_GRACE_S to exit, a review's process that ignored the end
+        of its input held its worker's event loop a second at every retirement (the pool's memory, its count), and
+        ran that second beside the machine's other matches. Only `close` gives a grace, under the host's play
+        lock."""
         self._memory.pop(key, None)
         process = self._processes.pop(key)
         process.close(grace_s)
@@ -198,7 +200,7 @@ class BotPool:
             for process in self._processes.values():
                 process.end_input()
             while self._processes:
-                self._retire(next(iter(self._processes)))
+                self._retire(next(iter(self._processes)), grace_s=CLOSE_GRACE_S)
         shutil.rmtree(self.root, ignore_errors=True)
 
 

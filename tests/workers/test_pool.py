@@ -417,12 +417,14 @@ def test_the_sdk_example_bot_plays_seats_over_standard_input_in_a_pool_over_fram
     assert served == [2, 2, 2, 2], "each process played both its seats over frames (the seat line's socket)"
 
 
-def test_a_process_that_did_not_end_its_seat_well_is_replaced_without_a_grace(
+def test_a_process_the_pool_retires_while_its_worker_plays_is_killed_without_a_grace(
     pool: BotPool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Its match may have been cut short (Ctrl-C of `mus league run`): its stream is ended by the referee in the
-    worker's event loop, which the wait for it to exit blocks, so each waited its whole grace (4 s for a match's four
-    seats, a chaos review, stop 40). One retired in good health (its seats played out) still gets its grace."""
+    """A grace to exit blocks the worker's event loop: a chaos review's cut-short matches waited 4 s for their four
+    seats (stop 40), and a security review's process that ignored the end of its input held its worker a second at
+    every retirement, for the pool's memory or its count, thawed all that second beside the machine's other matches
+    (stop 45). So every retirement while the worker plays kills the process as it is, in good health or not; only a
+    worker that stops gives its processes their end of input and a grace to exit (`BotPool.close`)."""
     graces: list[float] = []
     close = PooledProcess.close
 
@@ -432,11 +434,13 @@ def test_a_process_that_did_not_end_its_seat_well_is_replaced_without_a_grace(
 
     monkeypatch.setattr(PooledProcess, "close", closed)
     play_match((instant("a"), instant("b")), 1, pool)
-    first, second = pool.processes()[:2]
+    first, second, *rest = pool.processes()
     pool.release(first, healthy=False)
     pool.retire_cpu_s = 0.0  # past half its CPU-time limit: replaced, in good health
     pool.release(second, healthy=True)
-    assert graces == [0.0, 1.0] and not first.alive and not second.alive
+    assert graces == [0.0, 0.0] and not first.alive and not second.alive
+    pool.close()
+    assert graces == [0.0, 0.0] + [1.0] * len(rest) and not any(process.alive for process in rest)
 
 
 def test_after_max_seats_a_process_is_replaced(tmp_path: Path) -> None:
