@@ -48,13 +48,19 @@ MAX_SEATS = 500
 """Seats a pooled process plays before it is replaced (bounds what a leak or a grudge can build up)."""
 
 MAX_PROCESSES = 64
-"""Pooled processes a worker keeps at once."""
+"""Pooled processes a worker keeps at once: half of them for each half of the duplicate pairs (`_HALVES`)."""
 
 MAX_MEMORY_BYTES = 4 * 1024**3
-"""The memory a worker's pooled processes may hold together between matches (each may hold up to its seat's limit,
-1 GiB, for its whole life: a security review had four idle processes of one bot hold 2.9 GB after its league, and 64
-such would exhaust a host). Past it, the largest are retired after a match until the rest fit. Honest bots are
-far below: a Python SDK process holds about 40 MB, so 64 of them about 2.5 GB."""
+"""The memory a worker's pooled processes may hold together between matches, half of it for each half of the
+duplicate pairs (each process may hold up to its seat's limit, 1 GiB, for its whole life: a security review had
+four idle processes of one bot hold 2.9 GB after its league, and 64 such would exhaust a host). Past its half's
+share, the largest processes of the half that just played are retired until the rest fit. Honest bots are far
+below: a Python SDK process holds about 40 MB, so 32 of them about 1.3 GB."""
+
+_HALVES = 2
+"""Each half of the duplicate pairs has its own share of the pool's caps, and only its own processes are retired to
+keep it: with one share, the memory a first match's processes held decided whether the pool retired a process of the
+twin's before the twin, whose other process read the restart off the twin's start (a review: a bit a pair)."""
 
 
 class BotPool:
@@ -101,8 +107,8 @@ class BotPool:
             self._retire(key)
             current = None
         if current is None:
-            while len(self._processes) >= self.max_processes:
-                self._retire(next(iter(self._processes)))
+            while len(kept := self._kept(half)) >= self._share(self.max_processes):
+                self._retire(kept[0])  # its half's least recently used
             log_path = None
             if self.log_dir is not None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -137,8 +143,21 @@ class BotPool:
             self._memory[key] = held
             if not process.confine_memory(held):  # what it is counted by, until its next seat
                 self._retire(key)
-            while sum(self._memory.values()) > self.max_memory_bytes:
-                self._retire(max(self._memory, key=self._memory.__getitem__))
+            while sum((sizes := self._memory_of(key[1])).values()) > self._share(self.max_memory_bytes):
+                self._retire(max(sizes, key=sizes.__getitem__))  # its half's largest
+
+    @staticmethod
+    def _share(cap: int) -> int:
+        """A half's share of one of the pool's caps (`_HALVES`)."""
+        return max(1, cap // _HALVES)
+
+    def _kept(self, half: int) -> list[tuple[str, int, int]]:
+        """The keys of the processes kept for `half`, least recently used first."""
+        return [key for key in self._processes if key[1] == half]
+
+    def _memory_of(self, half: int) -> dict[tuple[str, int, int], int]:
+        """What each process kept for `half` held after its last match, where it was counted."""
+        return {key: self._memory[key] for key in self._kept(half) if key in self._memory}
 
     def _usable(self, process: PooledProcess, program: BotProgram) -> bool:
         """Whether `process` may play `program`'s next seat, or has to be replaced first (see the module)."""

@@ -765,7 +765,7 @@ def test_after_a_match_the_largest_pooled_processes_are_retired_until_the_rest_f
     folder.mkdir()
     (folder / "hog.py").write_text(HOG)
     hog = BotProgram("hog", (sys.executable, str(folder / "hog.py")), folder, persistent=True)
-    small = BotPool(LIMITS, max_memory_bytes=160 * 1024 * 1024)  # less than a hog, more than both of b
+    small = BotPool(LIMITS, max_memory_bytes=320 * 1024 * 1024)  # a half's 160 MB: less than a hog, more than both b
     try:
         played = play_match((hog, instant("b")), 1, small)
         assert played.match.outcome is not None and not played.incidents
@@ -773,6 +773,30 @@ def test_after_a_match_the_largest_pooled_processes_are_retired_until_the_rest_f
             pytest.skip("no memory cgroup counts the pooled processes here")
         assert sorted(member.program.name for member in small.processes()) == ["b", "b"], "both hogs retired"
         assert small.retired == 2
+    finally:
+        small.close()
+
+
+def test_what_a_first_matchs_processes_hold_never_retires_a_process_of_the_twins(tmp_path: Path) -> None:
+    """A review's first-half processes held memory or not, by a bit of the deal, to tip the pool past its cap after
+    their match, so that it retired the bot's own twin process; the twin's other process read the restart off the
+    twin's start (stop 45). Each half has its share of the pool's memory and count, and keeps it by retiring its own
+    processes only."""
+    folder = tmp_path / "hog"
+    folder.mkdir()
+    (folder / "hog.py").write_text(HOG)
+    hog = BotProgram("hog", (sys.executable, str(folder / "hog.py")), folder, persistent=True)
+    small = BotPool(LIMITS, max_memory_bytes=320 * 1024 * 1024, max_processes=8)  # per half: 160 MB, 4 processes
+    try:
+        play_match((instant("a"), instant("b")), 1, small, half=1)  # the twin's processes, kept
+        twins = {key: member.pid for key, member in small._processes.items()}
+        played = play_match((hog, instant("b")), 1, small, half=0)  # its hogs tip the pool past 320 MB
+        assert played.match.outcome is not None and not played.incidents
+        if small.retired == 0 and all(member.memory_bytes() is None for member in small.processes()):
+            pytest.skip("no memory cgroup counts the pooled processes here")
+        assert small.retired == 2, "both hogs, of the half that just played"
+        play_match((instant("c"), instant("d")), 2, small, half=0)  # half 0 is full: its own processes go
+        assert {key: member.pid for key, member in small._processes.items() if key[1] == 1} == twins
     finally:
         small.close()
 
