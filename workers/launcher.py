@@ -1907,6 +1907,9 @@ class PooledProcess:
                 self.process.wait(timeout=grace_s)
         self.kill()
         self.process.wait()
+        if self.process.stdin is not None:  # closed by `end_input` given a grace; else only now, once it is dead
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
         if self.freezer is not None:
             self.freezer.close()
         for cgroup in self.cgroups:
