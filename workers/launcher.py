@@ -124,10 +124,11 @@ _ETC_FILES = (
 )
 """A minimal /etc: the dynamic linker, names of uids, time zone and certificates."""
 
-CPU_LIMIT_SEEN = 0.9
+CPU_LIMIT_SEEN = 0.5
 """The share of a seat's CPU time limit its cgroup must have counted for a SIGXCPU status to be the limit's: the
-kernel checks the limit on its clock's ticks, which ran up to 3% ahead of the cgroup's exact count of a 1 s limit
-here (under load), so a seat killed at it may show a little less."""
+kernel checks the limit on its clock's ticks, which charge a whole tick to the task that holds the CPU when it
+comes, while the cgroup counts exactly; under load a seat killed at a 1 s limit showed 3% less here, and once, in
+a full test run, more than 10% less (stop 45). A bot that exits with that status itself has used next to nothing."""
 
 _SIGNAL_LIMITS = {
     signal.SIGXCPU: "CPU time limit",
