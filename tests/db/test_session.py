@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from workers import play
 from workers.db.errors import InvalidInput
@@ -68,6 +70,35 @@ def test_session_scope_commits_or_rolls_back(engine: Engine) -> None:
         raise RuntimeError("the command failed")
     with session_scope(engine) as session:
         assert session.exec(select(Bot.name)).all() == ["kept"]
+
+
+def test_a_session_interrupted_inside_a_fetch_leaves_no_connection_that_cannot_write(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """Ctrl-C landed inside a fetch of `mus league run`'s loop; its clean-up's first write then failed at once with
+    "database is locked": the pooled connection still held the fetch's statement, and with it a read snapshot that
+    another process's commit had made stale (stop 45). An interrupted session's connection is thrown away."""
+    path = tmp_path / "mus.db"
+    shutil.copyfile(sqlite_template, path)
+    engine = make_engine(f"sqlite:///{path}")
+    with session_scope(engine) as session:
+        session.add_all(Bot(name=f"bot{number}", language="python") for number in range(50))
+
+    def fetch(session: Session) -> None:
+        rows = session.connection().exec_driver_sql("SELECT name FROM bot")
+        rows.fetchone()
+        raise KeyboardInterrupt  # as a signal lands inside the fetch: `rows` lives on in the traceback
+
+    try:
+        with session_scope(engine) as session:
+            fetch(session)
+    except KeyboardInterrupt:  # the clean-up runs here, as `mus league run`'s does
+        with sqlite3.connect(path) as other:  # another process writes meanwhile (a worker)
+            other.execute("UPDATE bot SET language = 'cpp' WHERE name = 'bot7'")
+        with session_scope(engine) as session:
+            session.add(Bot(name="after", language="python"))
+    with session_scope(engine) as session:
+        assert session.exec(select(Bot.name).where(Bot.name == "after")).one() == "after"
 
 
 def test_objects_stay_readable_after_the_session_ends(engine: Engine) -> None:

@@ -142,8 +142,15 @@ def session_scope(engine: Engine) -> Iterator[Session]:
     try:
         yield session
         session.commit()
-    except BaseException:
+    except Exception:
         session.rollback()
+        raise
+    except BaseException:
+        # An interrupt (Ctrl-C, or a signal raised as one) may land inside a fetch: its connection keeps the
+        # statement, and on SQLite its read snapshot, and the next write on it failed at once, "database is locked",
+        # once another process had written (`mus league run`'s clean-up after Ctrl-C, stop 45). So it is
+        # thrown away, not given back to the pool.
+        session.invalidate()
         raise
     finally:
         session.close()
