@@ -4,6 +4,7 @@ the other seats, the other matches and the worker go on (issue 9). Real bwrap, r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import itertools
@@ -17,6 +18,7 @@ import sys
 import time
 import uuid
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -332,6 +334,27 @@ while True:  # almost always inside mmap(MAP_POPULATE) or munmap of 300 MB: no s
 """A seat that stops only milliseconds after it is told to: a review's partners ran together up to 3.8 ms a turn
 while the worker waited 2 ms and then let the next seat run."""
 
+SLEEPER = "import time; time.sleep(60)"
+
+
+@contextlib.contextmanager
+def frozen_seats(*sources: str) -> Iterator[list[tuple[subprocess.Popen[bytes], Freezer]]]:
+    """A Python process running each of `sources` in seat cgroups of its own, with its freezer; killed at the end."""
+    seats: list[tuple[subprocess.Popen[bytes], Freezer]] = []
+    try:
+        for source in sources:
+            cgroups = _make_cgroups(Limits())
+            process = subprocess.Popen(seat_command([sys.executable, "-c", source], cgroups))
+            freezer = Freezer.of(cgroups)
+            assert freezer is not None
+            seats.append((process, freezer))
+        yield seats
+    finally:
+        for process, freezer in seats:
+            freezer.close()
+            process.kill()
+            process.wait()
+
 
 # held-until-frozen: a limit no system call of the slow seat reaches, even on a loaded machine (it once failed at 1 s).
 @pytest.mark.parametrize("limit", [5.0, 0.001], ids=["held-until-frozen", "killed-past-the-limit"])
@@ -343,20 +366,13 @@ def test_no_seat_runs_until_the_seats_it_follows_are_frozen_however_long_they_ta
     monkeypatch.setattr(launcher, "FREEZE_LIMIT_S", limit)
 
     async def turns() -> tuple[int, list[bool], bool]:
-        seats = []
-        for source in (UNINTERRUPTIBLE, "import time; time.sleep(60)"):
-            cgroups = _make_cgroups(Limits())
-            process = subprocess.Popen(seat_command([sys.executable, "-c", source], cgroups))
-            freezer = Freezer.of(cgroups)
-            assert freezer is not None
-            seats.append((process, freezer))
-        (slow, slow_freezer), (_, other_freezer) = seats
-        gate = TurnGate()
-        gate.add(0, slow_freezer)
-        gate.add(1, other_freezer)
-        await asyncio.sleep(0.3)
-        holds, stopped_when_other_ran = 0, []
-        try:
+        with frozen_seats(UNINTERRUPTIBLE, SLEEPER) as seats:
+            (slow, slow_freezer), (_, other_freezer) = seats
+            gate = TurnGate()
+            gate.add(0, slow_freezer)
+            gate.add(1, other_freezer)
+            await asyncio.sleep(0.3)
+            holds, stopped_when_other_ran = 0, []
             for _ in range(10):
                 gate(frozenset({0}))
                 await asyncio.sleep(0.05)
@@ -369,11 +385,6 @@ def test_no_seat_runs_until_the_seats_it_follows_are_frozen_however_long_they_ta
                 if slow.poll() is not None:
                     break
             return holds, stopped_when_other_ran, slow_freezer.stuck
-        finally:
-            for process, freezer in seats:
-                freezer.close()
-                process.kill()
-                process.wait()
 
     holds, stopped, stuck = asyncio.run(turns())
     assert holds > 0, "the slow seat was inside a long system call at some turn's end"
@@ -391,19 +402,12 @@ def test_a_pooled_process_that_holds_the_next_deal_in_long_system_calls_is_kille
         pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
 
     async def deal() -> tuple[float, bool, int | None]:
-        processes, freezers = [], []
-        for source in (UNINTERRUPTIBLE.replace("300 << 20", "900 << 20"), "import time; time.sleep(60)"):
-            cgroups = _make_cgroups(Limits())
-            processes.append(subprocess.Popen(seat_command([sys.executable, "-c", source], cgroups)))
-            freezer = Freezer.of(cgroups)
-            assert freezer is not None
-            freezers.append(freezer)
-        bystander, seat = freezers
-        gate = TurnGate()
-        gate.add(0, seat)
-        gate.stand_by([bystander])
-        await asyncio.sleep(0.3)
-        try:
+        with frozen_seats(UNINTERRUPTIBLE.replace("300 << 20", "900 << 20"), SLEEPER) as seats:
+            (process, bystander), (_, seat) = seats
+            gate = TurnGate()
+            gate.add(0, seat)
+            gate.stand_by([bystander])
+            await asyncio.sleep(0.3)
             longest = 0.0
             for _ in range(40):  # until the bystander is caught inside its 0.4 s mmap at a deal
                 started = time.monotonic()
@@ -416,12 +420,7 @@ def test_a_pooled_process_that_holds_the_next_deal_in_long_system_calls_is_kille
                 gate(frozenset(range(4)))  # between matches: it runs again (its own idle time)
                 bystander.thaw()
                 await asyncio.sleep(0.05)
-            return longest, bystander.stuck, processes[0].wait(timeout=5) if bystander.stuck else None
-        finally:
-            for process, freezer in zip(processes, freezers, strict=True):
-                freezer.close()
-                process.kill()
-                process.wait()
+            return longest, bystander.stuck, process.wait(timeout=5) if bystander.stuck else None
 
     waited, stuck, code = asyncio.run(deal())
     assert stuck and code == -signal.SIGKILL and waited < 0.5, (waited, stuck, code)
@@ -434,15 +433,11 @@ def test_a_bystander_seen_frozen_is_left_alone_at_every_turn() -> None:
         pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
 
     async def turns() -> tuple[int, int, bool]:
-        processes, freezers = [], []
-        for _ in range(2):
-            cgroups = _make_cgroups(Limits())
-            command = seat_command([sys.executable, "-c", "import time; time.sleep(60)"], cgroups)
-            processes.append(subprocess.Popen(command))
-            freezer = Freezer.of(cgroups)
-            assert freezer is not None
-            freezers.append(freezer)
-        bystander, seat = freezers
+        with frozen_seats(SLEEPER, SLEEPER) as seats:
+            (_, bystander), (_, seat) = seats
+            return await look_at(bystander, seat)
+
+    async def look_at(bystander: Freezer, seat: Freezer) -> tuple[int, int, bool]:
         looked: list[str] = []
 
         def watched(name: str) -> None:
@@ -456,30 +451,24 @@ def test_a_bystander_seen_frozen_is_left_alone_at_every_turn() -> None:
 
         watched("freeze")
         watched("settled")
-        try:
-            gate = TurnGate()
-            gate.add(0, seat)
-            held = gate.stand_by([bystander])
-            if held is not None:
-                await asyncio.wait_for(held, 5.0)
-            assert bystander.still, "seen frozen"
-            looked.clear()
-            for _ in range(10):
-                for running in (frozenset({0}), frozenset()):
-                    held = gate(running)
-                    if held is not None:
-                        await asyncio.wait_for(held, 5.0)
-            while_still = len(looked)
-            bystander.thaw()  # between matches: it runs, then is stopped with the next match's seats
-            held = gate(frozenset({0}))
-            if held is not None:
-                await asyncio.wait_for(held, 5.0)
-            return while_still, len(looked), bystander.frozen
-        finally:
-            for process, freezer in zip(processes, freezers, strict=True):
-                freezer.close()
-                process.kill()
-                process.wait()
+        gate = TurnGate()
+        gate.add(0, seat)
+        held = gate.stand_by([bystander])
+        if held is not None:
+            await asyncio.wait_for(held, 5.0)
+        assert bystander.still, "seen frozen"
+        looked.clear()
+        for _ in range(10):
+            for running in (frozenset({0}), frozenset()):
+                held = gate(running)
+                if held is not None:
+                    await asyncio.wait_for(held, 5.0)
+        while_still = len(looked)
+        bystander.thaw()  # between matches: it runs, then is stopped with the next match's seats
+        held = gate(frozenset({0}))
+        if held is not None:
+            await asyncio.wait_for(held, 5.0)
+        return while_still, len(looked), bystander.frozen
 
     while_still, in_all, frozen_again = asyncio.run(turns())
     assert while_still == 0, f"twenty turns looked at the frozen bystander {while_still} times"
