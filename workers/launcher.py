@@ -1673,7 +1673,8 @@ class TurnGate:
                 self._thaw()
                 return None
             for freezer in [*self._seats.values(), *self._bystanders]:  # nobody runs beside one not yet frozen
-                freezer.freeze()
+                if not freezer.still:
+                    freezer.freeze()
             self._held = asyncio.get_running_loop().create_future()
             self._held_at = time.monotonic()
             self._look()

@@ -426,11 +426,15 @@ def test_a_pooled_process_that_holds_the_next_deal_in_long_system_calls_is_kille
     assert stuck and code == -signal.SIGKILL and waited < 0.5, (waited, stuck, code)
 
 
-def test_a_bystander_seen_frozen_is_left_alone_at_every_turn() -> None:
+@pytest.mark.parametrize("spin", [launcher.FROZEN_SPIN_S, 0.0], ids=["spun", "held"])
+def test_a_bystander_seen_frozen_is_left_alone_at_every_turn(spin: float, monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate runs at every turn of a match, beside up to 24 pooled processes kept frozen: one seen frozen stays
-    so until it is thawed, and the turns do not look at it again; thawed (between matches), it is stopped again."""
+    so until it is thawed, and the turns do not look at it again, whether the seat stopped at a turn is seen
+    frozen at once or the table is held for it (`held`: every stop); thawed (between matches), it is stopped
+    again."""
     if FREEZE not in cgroup_limits():
         pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
+    monkeypatch.setattr(launcher, "FROZEN_SPIN_S", spin)
 
     async def turns() -> tuple[int, int, bool]:
         with frozen_seats(SLEEPER, SLEEPER) as seats:
@@ -451,6 +455,20 @@ def test_a_bystander_seen_frozen_is_left_alone_at_every_turn() -> None:
 
         watched("freeze")
         watched("settled")
+        if spin == 0.0:  # the seat is first seen running after each stop, so the gate holds the table for it
+            fresh: list[bool] = []
+            seat_freeze, seat_settled = seat.freeze, seat.settled
+
+            def freeze() -> None:
+                fresh[:] = [not seat.frozen]
+                seat_freeze()
+
+            def settled() -> bool:
+                if fresh and fresh.pop():
+                    return False
+                return seat_settled()
+
+            seat.freeze, seat.settled = freeze, settled  # type: ignore[method-assign]
         gate = TurnGate()
         gate.add(0, seat)
         held = gate.stand_by([bystander])
