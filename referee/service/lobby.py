@@ -47,6 +47,14 @@ session takes up to 64 matches at once); uncapped, a review held all 4,096 of th
 token, and no seat could join any table (stop 34)."""
 
 
+MAX_CALLS_PER_BOT = 2 * MAX_SESSIONS_PER_BOT
+"""Lobby calls of one bot the referee holds at once, sessions or not: past it the bot's next `Connect` is refused.
+A session closed to make room ends only once its client has read what it was sent: a review's client kept its
+receive window shut, and each closed session kept its call, and its call slot, for as long as the connection
+lived; its 4,500 streams with one token held every slot of the referee (helper-84). An honest bot's closed
+sessions end at once, so it never holds more than its MAX_SESSIONS_PER_BOT and a few that are ending."""
+
+
 STATE_FORMAT = "mus-referee-state/1"
 """The `format` of a state file: `{"format": STATE_FORMAT, "remote_bots": {name: token_sha256, ...}}`."""
 

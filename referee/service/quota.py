@@ -346,8 +346,11 @@ class StreamQuota(grpc.aio.ServerInterceptor):
                 next(iter(self.waiting_streams)).evict()
             first = _FirstMessage(requests, self.waiting, peer, self.grace_s, self.waiting_streams)
             try:
-                async for response in behavior(first, context):
-                    await context.write(response)
+                # Closed on the way out, whichever: a call cancelled inside a write (its connection gone) runs the
+                # handler's clean-up at once, not when the garbage collector finds its generator.
+                async with contextlib.aclosing(behavior(first, context)) as responses:
+                    async for response in responses:
+                        await context.write(response)
             except _Evicted:
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,

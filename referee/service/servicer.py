@@ -32,7 +32,14 @@ from referee import wire
 from referee.engine.errors import RulesError
 from referee.engine.replay import dumps_record
 from referee.engine.rules import Rules
-from referee.service.lobby import MAX_SESSIONS_PER_BOT, Lobby, LobbySession, StateError, is_token_sha256
+from referee.service.lobby import (
+    MAX_CALLS_PER_BOT,
+    MAX_SESSIONS_PER_BOT,
+    Lobby,
+    LobbySession,
+    StateError,
+    is_token_sha256,
+)
 from referee.service.quota import MessageTooLarge, authenticated, bounded, peer_host
 from referee.service.table import (
     PROTOCOL_VERSION,
@@ -843,6 +850,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
     def __init__(self, referee: Referee) -> None:
         self.referee = referee
+        self.calls: dict[str, int] = {}
+        """Each bot's `Connect` calls in progress, its closed sessions still ending included (MAX_CALLS_PER_BOT)."""
 
     async def Connect(
         self, request_iterator: AsyncIterator[lobby_pb2.ConnectRequest], context: Context
@@ -872,8 +881,33 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if not 1 <= hello.max_concurrent_matches <= 64:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "max_concurrent_matches must be 1..64")
         authenticated(request_iterator)
+        held = self.calls.get(name, 0)
+        if held >= MAX_CALLS_PER_BOT:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"bot {name!r} holds {held} lobby streams, the most it may: its closed sessions end once their client"
+                " has read them to the end",
+            )
+        self.calls[name] = held + 1
+        try:
+            session = self._session(name, hello.max_concurrent_matches, request_iterator, context)
+            async with contextlib.aclosing(session) as messages:
+                async for message in messages:
+                    yield message
+        finally:
+            self.calls[name] -= 1
+            if not self.calls[name]:
+                del self.calls[name]
+
+    async def _session(
+        self,
+        name: str,
+        capacity: int,
+        request_iterator: AsyncIterator[lobby_pb2.ConnectRequest],
+        context: Context,
+    ) -> AsyncGenerator[lobby_pb2.ConnectResponse, None]:
         outbox: asyncio.Queue[lobby_pb2.ConnectResponse | None] = asyncio.Queue()
-        session = LobbySession(name, hello.max_concurrent_matches, outbox)
+        session = LobbySession(name, capacity, outbox)
         outbox.put_nowait(
             lobby_pb2.ConnectResponse(welcome=lobby_pb2.LobbyWelcome(bot_name=name, protocol_version=PROTOCOL_VERSION))
         )

@@ -11,7 +11,7 @@ import pytest
 
 from mus.v1 import admin_pb2, admin_pb2_grpc, lobby_pb2, lobby_pb2_grpc
 from referee.service import lobby as lobby_module
-from referee.service.lobby import MAX_SESSIONS_PER_BOT, token_sha256
+from referee.service.lobby import MAX_CALLS_PER_BOT, MAX_SESSIONS_PER_BOT, token_sha256
 from tests.service.conftest import Running, with_referee
 from tests.support.stream import PlayStream, StreamResult
 from tests.support.wire import play_seat
@@ -395,3 +395,36 @@ def test_a_bot_holds_at_most_so_many_lobby_sessions_and_one_more_closes_its_olde
     (code, details), open_ones = with_referee(scenario)
     assert code == "RESOURCE_EXHAUSTED" and "this, its oldest, is closed" in details, details
     assert open_ones == MAX_SESSIONS_PER_BOT
+
+
+def test_a_bot_whose_closed_sessions_never_read_their_end_holds_no_more_lobby_calls_than_its_share() -> None:
+    """A review's client kept its receive window shut and never read: each session closed to make room stayed
+    stuck writing its welcome, its call slot held for the connection's life, and 4,500 streams with one token held
+    every slot of the referee (helper-84). Past MAX_CALLS_PER_BOT calls, the bot's next Connect is refused."""
+    shut = [("grpc.http2.lookahead_bytes", 1), ("grpc.http2.bdp_probe", 0)]
+    hello = lobby_pb2.LobbyHello(bot_token="secret", max_concurrent_matches=1, protocol_version=1)
+
+    async def scenario(running: Running) -> list[tuple[str, str]]:
+        await register(running, "secret")
+        held = asyncio.Event()
+
+        async def requests() -> AsyncIterator[lobby_pb2.ConnectRequest]:
+            yield lobby_pb2.ConnectRequest(hello=hello)
+            await held.wait()
+
+        async def ended(call: Any) -> tuple[str, str]:
+            try:
+                code = await asyncio.wait_for(call.code(), 3.0)
+            except TimeoutError:
+                return "held", ""
+            return code.name, await call.details()
+
+        async with grpc.aio.insecure_channel(running.address, options=shut) as channel:
+            stub = lobby_pb2_grpc.LobbyServiceStub(channel)
+            calls = [stub.Connect(requests()) for _ in range(3 * MAX_CALLS_PER_BOT)]
+            return await asyncio.gather(*(ended(call) for call in calls))
+
+    ends = with_referee(scenario)
+    refused = [details for code, details in ends if code == "RESOURCE_EXHAUSTED"]
+    assert len(refused) == 2 * MAX_CALLS_PER_BOT, ends
+    assert all(f"holds {MAX_CALLS_PER_BOT} lobby streams, the most it may" in details for details in refused), refused
