@@ -270,8 +270,10 @@ class Lobby:
 
     def busy(self, table: Table, seat: int) -> bool:
         """Whether the seat's bot is online but has no room for it: its seat is offered and not taken, and every
-        session of the bot is full, one at least with a match that has begun (sessions full of tables still
-        waiting for their seats could wait on each other for ever)."""
+        session of the bot is full, one at least with a match that has begun or with a seat the bot has joined,
+        waiting for its rivals. Sessions full of tables still waiting for the bot could wait on each other for
+        ever; a bot at its seat has done its part. A review's bot held a shared table waiting (itself busy), and
+        the honest bot that had joined it was taken for idle, absent at its next table (helper-84)."""
         offer = self._by_seat.get((table, seat))
         if offer is None or offer.confirmed:
             return False
@@ -279,7 +281,11 @@ class Lobby:
         if not sessions or any(session.has_room_for(table.table_id) for session in sessions):
             return False
         return any(
-            other.confirmed and other.table.status is TableStatus.RUNNING
+            other.confirmed
+            and (
+                other.table.status is TableStatus.RUNNING
+                or (other.table.status is TableStatus.WAITING and other.table.seats[other.seat].outbox is not None)
+            )
             for session in sessions
             for assignment_id in session.busy
             if (other := self._offers.get(assignment_id)) is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -428,3 +429,62 @@ def test_a_bot_whose_closed_sessions_never_read_their_end_holds_no_more_lobby_ca
     refused = [details for code, details in ends if code == "RESOURCE_EXHAUSTED"]
     assert len(refused) == 2 * MAX_CALLS_PER_BOT, ends
     assert all(f"holds {MAX_CALLS_PER_BOT} lobby streams, the most it may" in details for details in refused), refused
+
+
+def test_a_remote_bot_waiting_at_a_table_it_has_joined_is_busy_not_absent_at_its_next() -> None:
+    """A review's bot M kept its one session full with a running match, so a table T it shared with an honest bot H
+    waited for it (M busy, excused). H had joined T at once and its one session was full with T, not yet begun:
+    taken for idle, H was recorded absent at its next table and forfeited it (helper-84). A bot at every seat it
+    was given, waiting for its rivals, is busy as one playing."""
+
+    def table(names: list[str], remote: set[int]) -> admin_pb2.CreateTableRequest:
+        seats = [admin_pb2.SeatConfig(bot_name=name, remote=seat in remote) for seat, name in enumerate(names)]
+        return admin_pb2.CreateTableRequest(seed=5, seats=seats, join_timeout_s=0.4)
+
+    async def take(lobby: LobbyClient, channel: grpc.aio.Channel, offers: int) -> list[PlayStream]:
+        """Accept `offers` offers of the session and join their seats."""
+        given = [(await lobby.read()).assignment for _ in range(offers)]
+        for offer in given:
+            lobby.send(lobby_pb2.ConnectRequest(accept=lobby_pb2.AcceptAssignment(assignment_id=offer.assignment_id)))
+        assert {(await lobby.read()).confirmed.assignment_id for _ in given} == {offer.assignment_id for offer in given}
+        streams = [PlayStream(channel, f"seat {offer.seat}") for offer in given]
+        for stream, offer in zip(streams, given, strict=True):
+            assert await stream.join(offer.seat_token)
+        return streams
+
+    async def scenario(running: Running) -> tuple[str, list[Any]]:
+        stub, auth = admin(running)
+        for name, token in (("far", "m-secret"), ("near", "h-secret")):
+            request = admin_pb2.RegisterRemoteBotRequest(bot_name=name, token_sha256=token_sha256(token))
+            await stub.RegisterRemoteBot(request, metadata=auth)
+        async with grpc.aio.insecure_channel(running.address) as channel:
+            far = LobbyClient(channel, "m-secret")
+            await far.read()
+            running_table = await stub.CreateTable(table(["far", "x", "far", "x"], {0, 2}), metadata=auth)
+            streams = await take(far, channel, 2)
+            for seat in (1, 3):
+                streams.append(PlayStream(channel, f"hosted {seat}"))
+                assert await streams[-1].join(running_table.seat_tokens[seat])
+            shared = await stub.CreateTable(table(["far", "near", "far", "near"], {0, 1, 2, 3}), metadata=auth)
+            near = LobbyClient(channel, "h-secret")
+            await near.read()
+            streams += await take(near, channel, 2)  # near joins the shared table at once; far is busy
+            created = await stub.CreateTable(table(["near", "y", "near", "y"], {0, 2}), metadata=auth)
+            await asyncio.sleep(1.0)  # two join deadlines of its next table
+            shared_status = running.referee.tables[shared.table_id].status.value
+            nexts = running.referee.tables[created.table_id]
+            status, incidents = nexts.status.value, list(nexts.incidents)
+            for table_id in (running_table.table_id, shared.table_id, created.table_id):
+                with contextlib.suppress(grpc.aio.AioRpcError):  # one already over (without the fix: `created`)
+                    await stub.CancelTable(
+                        admin_pb2.CancelTableRequest(table_id=table_id, reason="over"), metadata=auth
+                    )
+            for stream in streams:
+                stream.call.cancel()
+            far.send(None)
+            near.send(None)
+            assert shared_status == "waiting", "the shared table waits for far, busy with its running match"
+            return status, incidents
+
+    status, incidents = with_referee(scenario)
+    assert status == "waiting" and incidents == [], (status, incidents)
