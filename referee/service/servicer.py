@@ -85,8 +85,16 @@ TURN_ACK_LIMIT_S = 5.0
 worker that stopped answering must not hold its table's clocks for ever."""
 
 CLOSE_GRACE_S = 5.0
-"""How long a stream closed for a protocol error waits for its bot to read up to its status before it is cut:
-a bot that does not read would otherwise hold its stream, and its seat, for as long as its connection lives."""
+"""How long a Play stream whose end is queued (its table is over, or it is closed for a protocol error) waits for its
+bot to read up to it. Past it the stream is overdue: its seat is detached (it may join again), and the stream counts
+against its bot's MAX_UNREAD_ENDS until its call ends."""
+
+MAX_UNREAD_ENDS = 16
+"""Overdue Play streams (CLOSE_GRACE_S) of one bot the referee holds before it refuses the bot's next Join. A client
+that keeps its receive window shut never reads its stream's end: its call, and its call slot, stay until its
+connection closes (hours: the server's `max_connection_age` and its grace), whatever the referee does to the call's
+handler, and a review's bot kept two that way at every match it played (helper-84): enough matches, and every slot
+of the referee. An honest client's transport takes what it is sent whether or not the bot reads."""
 
 TRANSPORT_LIMIT_BYTES = 1024 * 1024
 """What gRPC itself accepts: larger messages than MAX_MESSAGE_BYTES get through to be refused by name, and
@@ -132,7 +140,21 @@ class RaisingContext:
         raise StreamAborted(code, details)
 
 
-class DirectOutbox(asyncio.Queue[play_pb2.PlayResponse | bytes | Backlog | None]):
+class StreamOutbox(asyncio.Queue[play_pb2.PlayResponse | bytes | Backlog | None]):
+    """A Play stream's outbox (`Table.attach`) that tells its stream when its end is queued (`ending`): the table
+    is over, or the stream is closed for a protocol error."""
+
+    def __init__(self, ending: Callable[[], None]) -> None:
+        super().__init__()
+        self._ending = ending
+
+    def put_nowait(self, item: play_pb2.PlayResponse | bytes | Backlog | None) -> None:
+        super().put_nowait(item)
+        if item is None:
+            self._ending()
+
+
+class DirectOutbox(StreamOutbox):
     """A seat's outbox whose responses go straight to its connection (`sink`) while the stream waits for the next
     one: nothing is queued, and no task wakes to write it. A frames seat's decision otherwise took two hops through
     the event loop after the table had made it (the stream's task, then its frames server's), on every decision of
@@ -141,8 +163,8 @@ class DirectOutbox(asyncio.Queue[play_pb2.PlayResponse | bytes | Backlog | None]
     whatever the sink does not take (its connection is closing, or holds WRITE_BUFFER_BYTES the bot has not read)
     are queued as usual, and so is everything after them, so the order holds."""
 
-    def __init__(self, sink: Sink) -> None:
-        super().__init__()
+    def __init__(self, ending: Callable[[], None], sink: Sink) -> None:
+        super().__init__(ending)
         self._sink = sink
         self._waiting = False
 
@@ -315,6 +337,8 @@ class PlayServicer:
 
     def __init__(self, referee: Referee) -> None:
         self.referee = referee
+        self.unread_ends: dict[str, int] = {}
+        """Each bot's overdue streams whose call has not ended (MAX_UNREAD_ENDS)."""
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         """As the generated `add_PlayServiceServicer_to_server`, with `serialize_response` for its responses."""
@@ -362,6 +386,14 @@ class PlayServicer:
         refused = table.join_refusal(seat)
         if refused is not None:  # before anything is charged: a refused Join resends nothing
             await context.abort(_STATUS[refused.code], str(refused))
+        bot = table.seats[seat].name
+        unread = self.unread_ends.get(bot, 0)
+        if unread >= MAX_UNREAD_ENDS:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"bot {bot!r} holds {unread} streams that never read their end, the most it may: read each stream to"
+                " its status (or close its connection) before joining again",
+            )
         missed = table.missed(seat, join.next_seq)
         if missed and not self.referee.resend_budget(table, seat).allow(missed):
             await context.abort(
@@ -369,8 +401,23 @@ class PlayServicer:
                 f"seat {seat} joined too often: a bot's joins resend at most {RESEND_RATE:g} events a second (this"
                 f" one {missed}); wait, then join again",
             )
+        ended = asyncio.Event()
+        counted: list[bool] = []
+
+        def ending() -> None:
+            asyncio.get_running_loop().call_later(CLOSE_GRACE_S, overdue)
+
+        def overdue() -> None:
+            """The stream has not read its end within CLOSE_GRACE_S: its seat may join again meanwhile, and the
+            stream counts against its bot until its call ends (its handler stays: cancelled, it would give back
+            nothing of the call's slot, only the count of it)."""
+            if not ended.is_set() and not counted:
+                counted.append(True)
+                self.unread_ends[bot] = self.unread_ends.get(bot, 0) + 1
+                table.detach(seat, outbox)
+
         sink = context.sink if self.writes_direct and isinstance(context, RaisingContext) else None
-        outbox: Outbox = asyncio.Queue() if sink is None else DirectOutbox(sink)
+        outbox: Outbox = StreamOutbox(ending) if sink is None else DirectOutbox(ending, sink)
         try:
             table.attach(
                 seat,
@@ -384,17 +431,7 @@ class PlayServicer:
             await context.abort(_STATUS[error.code], str(error))
         authenticated(request_iterator)
         closing: list[tuple[grpc.StatusCode, str]] = []
-        ended = asyncio.Event()
-        handler = asyncio.current_task()
-        assert handler is not None
-
-        def cut() -> None:
-            """A stream closed by `_read` whose bot does not take its end (its transport is full: it does not read)
-            is not waited for: the write it blocks is cancelled, and the seat is detached."""
-            if not ended.is_set():
-                handler.cancel()
-
-        reader = asyncio.create_task(self._read(table, seat, request_iterator, outbox, closing, cut))
+        reader = asyncio.create_task(self._read(table, seat, request_iterator, outbox, closing))
         try:
             while True:
                 message = await outbox.get()
@@ -409,6 +446,10 @@ class PlayServicer:
             ended.set()
             reader.cancel()
             table.detach(seat, outbox)
+            if counted:
+                self.unread_ends[bot] -= 1
+                if not self.unread_ends[bot]:
+                    del self.unread_ends[bot]
         if closing:
             await context.abort(*closing[0])
         if table.status is TableStatus.CANCELLED:
@@ -421,17 +462,15 @@ class PlayServicer:
         requests: AsyncIterator[play_pb2.PlayRequest],
         outbox: Outbox,
         closing: list[tuple[grpc.StatusCode, str]],
-        cut: Callable[[], None],
     ) -> None:
-        """Apply what the seat sends; a protocol error closes its stream with a status naming it (and `cut`s it
-        after CLOSE_GRACE_S if the bot has not read that far)."""
+        """Apply what the seat sends; a protocol error closes its stream with a status naming it (overdue after
+        CLOSE_GRACE_S if the bot has not read that far: `Play`)."""
         limiter = RateLimiter(MESSAGE_RATE, MESSAGE_BURST)
 
         def close(code: grpc.StatusCode, detail: str) -> None:
             table.protocol_error(seat, detail)
             closing.append((code, detail))
             outbox.put_nowait(None)
-            asyncio.get_running_loop().call_later(CLOSE_GRACE_S, cut)
 
         try:
             async for request in requests:

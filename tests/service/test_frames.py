@@ -398,7 +398,7 @@ def test_a_waiting_streams_responses_go_straight_to_its_sink_and_never_overtake_
                 written.append(message if isinstance(message, bytes) else message.SerializeToString())
             return accepting[0]
 
-        outbox = DirectOutbox(sink)
+        outbox = DirectOutbox(lambda: None, sink)
         outbox.put_nowait(b"before")  # nobody waits yet: queued
         assert await outbox.get() == b"before" and written == []
         waiting = asyncio.create_task(outbox.get())

@@ -251,14 +251,15 @@ def test_a_stream_closed_for_a_protocol_error_whose_bot_does_not_read_is_cut_aft
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A bot whose transport is full (it does not read: gRPC's flow control blocks the write of its next message)
-    never reads the end of its stream: after CLOSE_GRACE_S the blocked write is cancelled and its seat detached,
-    instead of the stream, and the seat, being held for as long as its connection lives."""
+    never reads the end of its stream: after CLOSE_GRACE_S its seat is detached instead of held for as long as its
+    connection lives, and the stream counts against its bot (MAX_UNREAD_ENDS) until its call ends."""
     monkeypatch.setattr(servicer_module, "MAX_UNREAD", 50)
     monkeypatch.setattr(servicer_module, "CLOSE_GRACE_S", 0.2)
 
-    async def scenario() -> tuple[bool, bool, list[tuple[int, IncidentCause]]]:
+    async def scenario() -> tuple[bool, bool, list[tuple[int, IncidentCause]], list[dict[str, int]]]:
         referee = Referee()
         table = referee.create_table(Rules(), 5, ["a", "b", "c", "d"])
+        play = PlayServicer(referee)
 
         async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
             join = play_pb2.Join(seat_token=table.seats[1].token, bot_name="b", protocol_version=1)
@@ -268,23 +269,30 @@ def test_a_stream_closed_for_a_protocol_error_whose_bot_does_not_read_is_cut_aft
             await asyncio.Event().wait()  # the connection stays open
 
         async def stalled_transport() -> None:
-            async for _ in PlayServicer(referee).Play(requests(), RaisingContext()):
-                await asyncio.Event().wait()  # the bot never takes this message: the write never returns
+            async with contextlib.aclosing(play.Play(requests(), RaisingContext())) as responses:
+                async for _ in responses:
+                    await asyncio.Event().wait()  # the bot never takes this message: the write never returns
 
         writer = asyncio.create_task(stalled_transport())
         await asyncio.sleep(0.1)
         charged = table.seats[1].outbox is not None and bool(table.incidents)  # charged, still attached
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(writer, 5)
+        counts = [dict(play.unread_ends)]
+        await asyncio.sleep(0.3)
         incidents = [(incident.seat, incident.cause) for incident in table.incidents]
         detached = table.seats[1].outbox is None
+        counts.append(dict(play.unread_ends))
+        writer.cancel()  # its call ends (its connection closes)
+        with contextlib.suppress(asyncio.CancelledError):
+            await writer
+        counts.append(dict(play.unread_ends))
         table.cancel("the test is over")
-        return charged, detached, incidents
+        return charged, detached, incidents, counts
 
-    charged, detached, incidents = asyncio.run(scenario())
+    charged, detached, incidents, counts = asyncio.run(scenario())
     assert charged, "the protocol error is charged at once; the stream waits the grace for the bot to read"
-    assert detached, "then the blocked write is cancelled and the seat detached"
+    assert detached, "then the seat is detached"
     assert incidents == [(1, IncidentCause.PROTOCOL_ERROR)]
+    assert counts == [{}, {"b": 1}, {}], "overdue, it counts against its bot until its call ends"
 
 
 def test_a_bot_answering_its_decisions_faster_than_the_message_rate_is_never_cut(
@@ -500,3 +508,39 @@ def test_a_bots_rejoins_resend_only_so_many_events_a_second(monkeypatch: pytest.
     code, details = ends[1]
     assert code == "RESOURCE_EXHAUSTED" and "a bot's joins resend at most" in details, ends
     assert first == "joined", "a rejoin that missed nothing is never refused"
+
+
+def test_a_bot_whose_streams_never_read_their_end_is_refused_its_next_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review's client kept its receive window shut: at every match its bot played, its two streams never took
+    their end, and each call held one of the referee's call slots for as long as its connection lived
+    (helper-84). Past MAX_UNREAD_ENDS such streams, the bot's next Join is refused; other bots join as ever."""
+    monkeypatch.setattr(servicer_module, "CLOSE_GRACE_S", 0.2)
+    monkeypatch.setattr(servicer_module, "MAX_UNREAD_ENDS", 1)
+    shut = [("grpc.http2.lookahead_bytes", 1), ("grpc.http2.bdp_probe", 0)]
+
+    async def scenario(running: Running) -> tuple[str, str, bool]:
+        first = running.referee.create_table(Rules(), 5, ["shut", "b", "c", "d"])
+        second = running.referee.create_table(Rules(), 6, ["shut", "b", "c", "d"])
+        async with grpc.aio.insecure_channel(running.address, options=shut) as channel:
+            stuck = PlayStream(channel, "shut")
+            assert await stuck.join(first.seats[0].token)  # its Joined is never read: the window stays shut
+            await until(lambda: first.seats[0].outbox is not None)
+            first.cancel("over")  # its end is queued, and never read
+            await until(lambda: first.seats[0].outbox is None)  # overdue: detached
+            refused = await refused_join_of(running, second.seats[0].token)
+            async with grpc.aio.insecure_channel(running.address) as other:
+                joined = await first_kind(other, second.seats[1].token) == "joined"
+            second.cancel("over")
+            stuck.call.cancel()
+            return refused.code, refused.details, joined
+
+    code, details, joined = with_referee(scenario)
+    assert code == "RESOURCE_EXHAUSTED" and "1 streams that never read their end" in details, (code, details)
+    assert joined, "another bot joins as ever"
+
+
+async def refused_join_of(running: Running, token: str) -> Any:
+    async with grpc.aio.insecure_channel(running.address) as channel:
+        stream = PlayStream(channel, "shut again")
+        await stream.join(token)
+        return await stream.refused()
