@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path, PurePosixPath
@@ -109,6 +109,30 @@ database, the broker folder and the logs live."""
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 """The system folders every sandbox binds read-only: a program in one of them runs in any seat."""
+
+
+def bound_roots(*, packages: bool = True) -> tuple[Path, ...]:
+    """The folders every sandbox binds whole, read-only (`sandbox_command`), resolved: the system's, the runtime's
+    (`sys.prefix`, `sys.base_prefix`) and, unless `packages` is false, the project's packages (whose example bots
+    every seat may read). What lies under one, every seat reads."""
+    projects = (str(_PROJECT / package) for package in _PROJECT_PACKAGES) if packages else ()
+    roots = (*SYSTEM_DIRS, sys.prefix, sys.base_prefix, *projects)
+    return tuple(dict.fromkeys(Path(root).resolve() for root in roots))
+
+
+def under_bound_root(paths: Iterable[Path], *, packages: bool = True) -> tuple[Path, Path] | None:
+    """The first of `paths` (a deployment's private files, `workers.play.private_paths`) that lies under a folder
+    every sandbox binds (`bound_roots`), and that folder; else None. A seat's hidden tmpfs covers one logs folder
+    only: a review (helper-85) saw a pooled bot read its rivals' live logs under the venv, and a seat of a worker
+    that is not root read the worker's 0600 database there."""
+    roots = bound_roots(packages=packages)
+    for path in paths:
+        resolved = path.resolve()
+        if (root := next((root for root in roots if resolved.is_relative_to(root)), None)) is not None:
+            return resolved, root
+    return None
+
+
 _ETC_FILES = (
     "ld.so.cache",
     "ld.so.conf",

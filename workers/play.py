@@ -31,6 +31,7 @@ import logging
 import os
 import random
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -52,8 +53,8 @@ from workers.db.errors import DbError
 from workers.db.models import Match, MatchStatus
 from workers.db.repo import MatchSetup, TeamSetup
 from workers.db.session import ensure_schema, make_engine, session_scope, sqlite_file
-from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available
-from workers.logs import keep_within_limit, log_limit, log_root
+from workers.launcher import INSTALL_HINT, BotProgram, Limits, sandbox_available, under_bound_root
+from workers.logs import LOG_DIR_VARIABLE, keep_within_limit, log_limit, log_root
 from workers.matches import (
     PlayedMatch,
     RemoteBot,
@@ -232,6 +233,9 @@ def _play_claimed(
     needs = _needs(setup)
     if "sandbox" in needs and not sandbox_available():
         message = f"refused by worker {worker}: {INSTALL_HINT}, or create the league with --no-sandbox"
+        return _refuse(engine, setup, worker, ["sandbox"], message, again, may_hand_off=may_hand_off)
+    if "sandbox" in needs and (shown := shown_to_every_seat()):
+        message = f"refused by worker {worker}: {shown}"
         return _refuse(engine, setup, worker, ["sandbox"], message, again, may_hand_off=may_hand_off)
     if found := _REFUSED_HERE.intersection(needs):  # given to this machine since: a folder copied here
         _REFUSED_HERE.difference_update(found)
@@ -464,16 +468,45 @@ class _Registered(Protocol):
 
 
 def exposed_by(folder: Path, *, existing: bool = False) -> Path | None:
-    """This deployment's database file, broker folder or logs, if `folder` holds one of them (a bot's folder is
-    bound into its sandbox, so the bot could read them: a bot added from the project's root, say); else None.
-    `mus bot add` refuses such a folder, and a worker refuses a match whose bot's folder has come to hold one;
-    `mus match play` and `mus bot check`, which make none of them, a folder that holds one that is there
-    (`existing`)."""
+    """This deployment's database file, broker folder, logs or temporary folder (`private_paths`), if `folder`
+    holds one of them (a bot's folder is bound into its sandbox, so the bot could read them: a bot added from the
+    project's root, say); else None. `mus bot add` refuses such a folder, and a worker refuses a match whose bot's
+    folder has come to hold one; `mus match play` and `mus bot check`, which make none of them, a folder that holds
+    one that is there (`existing`)."""
+    folder = folder.resolve()
+    private = private_paths()
+    return next((path for path in private if path.is_relative_to(folder) and (not existing or path.exists())), None)
+
+
+def private_paths() -> dict[Path, str]:
+    """What no seat may read, each with the setting that moves it: this deployment's database file (its -wal and
+    -shm lie beside it), the embedded broker's folder, the logs, and the temporary folder where the seats' sockets
+    are made (to a worker that is not root, its seats are the same user, by their user namespace)."""
     from workers.app import broker_dir  # not at import: the app module makes the embedded broker's folders
 
-    private = [path for path in (sqlite_file(), broker_dir(), log_root()) if path is not None]
-    folder = folder.resolve()
-    return next((path for path in private if path.is_relative_to(folder) and (not existing or path.exists())), None)
+    paths = {
+        sqlite_file(): "MUS_DATABASE_URL",
+        broker_dir(): "MUS_BROKER_DIR",
+        log_root(): LOG_DIR_VARIABLE,
+        Path(tempfile.gettempdir()).resolve(): "TMPDIR",
+    }
+    return {path: setting for path, setting in paths.items() if path is not None}
+
+
+def shown_to_every_seat(*, existing: bool = False) -> str:
+    """Why a sandboxed seat would read one of this deployment's private files (`private_paths`) where it lies,
+    under a folder every sandbox binds whole (`under_bound_root`: /usr, the venv...), or ''. A worker refuses a
+    sandboxed match then, and `mus league run` a sandboxed league; `mus match play` and `mus bot check`, which make
+    none of them, only for those that are there (`existing`)."""
+    private = private_paths()
+    if (found := under_bound_root(path for path in private if not existing or path.exists())) is None:
+        return ""
+    path, root = found
+    default = "" if private[path] == "TMPDIR" else " (or, for its default, run mus from a folder outside it)"
+    return (
+        f"{path} lies under {root}, which every bot's sandbox binds read-only, so every bot could read it: set"
+        f" {private[path]} to a place outside {root}{default}"
+    )
 
 
 def _exposed_by_folder(setup: MatchSetup) -> str:

@@ -183,6 +183,22 @@ def test_a_folder_that_holds_far_more_than_a_bot_is_refused_and_a_stdio_program_
     assert "lies neither in a bot folder nor in the system's" in said and "--dir FOLDER -- ./PROGRAM" in said, said
 
 
+def test_a_bot_folder_under_a_root_every_sandbox_binds_is_refused_but_the_example_bots_are_not(
+    database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bot's files under /usr or the venv (`WORKDIR /usr/src/app`, the usual Python image) are bound into every
+    other bot's sandbox too (a review, helper-85); the example bots, in the project's packages, are there on purpose."""
+    venv = tmp_path / "venv"
+    program = bot_program(venv / "app" / "bots", "mine")
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    refused = " ".join(error_of(runner.invoke(bot_cmd.app, ["add", "mine", "--", "python", str(program)])).split())
+    assert f"the folder {program.parent.resolve()} lies under {venv.resolve()}, which every bot's sandbox" in refused
+    assert "every other bot would read this one's files" in refused and "--dir bots/mine" in refused, refused
+    assert runner.invoke(bot_cmd.app, ["show", "mine"]).exit_code != 0, "nothing registered"
+    examples = Path(__file__).resolve().parents[2] / "clients" / "bots"
+    ok("add", "rnd", "--dir", str(examples), "--", "python", "-m", "clients.bots.random")
+
+
 def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(database: str, tmp_path: Path) -> None:
     """A newcomer's `mus bot add ghost -- nosuchcommand` was taken silently, and every match then charged the bot a
     crash; following the stdio example under the name `mybot` made a shell bot of their Python one without a word

@@ -6,6 +6,7 @@ refused, as `mus bot add` and a worker refuse it."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from tests.cli.helpers import error_of
 from workers.cli.check_cmd import command_program
 from workers.cli.main import app
+from workers.launcher import INSTALL_HINT, sandbox_available
 
 runner = CliRunner()
 
@@ -62,3 +64,20 @@ def test_a_folder_is_refused_only_for_what_is_there(project: Path, monkeypatch: 
     monkeypatch.chdir(folder)
     assert command_program(["python", "evil.py"]).cwd == folder
     assert command_program(["sh", "-c", "exec python evil.py"]).cwd == folder, "no script named: the current folder"
+
+
+@pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
+@pytest.mark.parametrize(
+    "args", [["bot", "check", "--", "python", "bots/evil/evil.py"], ["match", "play", "random", "random"]]
+)
+def test_logs_under_a_root_every_sandbox_binds_are_refused_whatever_the_bots_folder(
+    project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """A project laid out in the venv (or under /usr/src/app): every seat's sandbox binds it whole, so any bot read
+    the logs there (a review, helper-85)."""
+    monkeypatch.setattr(sys, "prefix", str(project))
+    error = error_of(runner.invoke(app, args))
+    assert f"{project / '.mus-logs'} lies under {project}, which every bot's sandbox binds read-only" in error, error
+    assert "set MUS_LOG_DIR to a place outside" in error, error
+    unconfined = runner.invoke(app, ["match", "play", "random", "random", "--no-sandbox", "--option", "target_score=5"])
+    assert unconfined.exit_code == 0, "without a sandbox, nothing is bound: the bots run unconfined anyway"

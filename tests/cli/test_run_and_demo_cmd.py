@@ -79,6 +79,27 @@ def test_a_worker_without_the_leagues_database_refuses_to_start_and_makes_none(
     assert "holds no leagues: create one there first" in error_of(runner.invoke(app, ["worker"]))
 
 
+def test_league_run_refuses_a_sandboxed_league_whose_logs_every_sandbox_would_show(
+    fresh_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The logs under the venv, which every sandbox binds: a pooled bot read its rivals' live logs (a review,
+    helper-85). Refused before any worker starts, saying which setting moves them."""
+    for bot in ("random", "passive"):
+        added = runner.invoke(
+            app, ["bot", "add", bot, "--dir", str(EXAMPLES), "--", "python", "-m", f"clients.bots.{bot}"]
+        )
+        assert added.exit_code == 0, added.output
+    assert runner.invoke(app, ["league", "create", "shown", "--bots", "random,passive"]).exit_code == 0
+    venv = fresh_folder / "venv"
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setenv("MUS_LOG_DIR", str(venv / "var" / "mus-logs"))
+    refused = " ".join(error_of(runner.invoke(app, ["league", "run", "shown"])).split())
+    assert f"league 'shown' is sandboxed, and {venv.resolve() / 'var' / 'mus-logs'} lies under" in refused, refused
+    assert "set MUS_LOG_DIR to a place outside" in refused, refused
+    status = json.loads(runner.invoke(app, ["league", "status", "shown", "--json"]).stdout)
+    assert status["status"] == "created"
+
+
 def test_league_run_on_a_broker_it_cannot_reach_is_a_one_line_error_and_starts_nothing(
     fresh_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

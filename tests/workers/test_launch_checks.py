@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.workers.conftest import Deployment
-from workers import play
+from workers import launcher, play
 from workers.cli import match_cmd
 from workers.cli.main import app as cli
 from workers.db import repo
@@ -273,3 +274,71 @@ def test_a_link_put_in_place_of_the_logs_folder_since_the_worker_started_is_seen
     logs.rmdir()
     logs.symlink_to(bot / "inside")
     assert play.exposed_by(bot) == (bot / "inside").resolve()
+
+
+def own_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """The roots every sandbox binds moved under `tmp_path`: a system folder, a venv (`sys.prefix` and
+    `sys.base_prefix`) and a project holding the packages; each resolved."""
+    system, venv, project = (tmp_path / name for name in ("usr", "venv", "project"))
+    for folder in (system, venv, project / "clients"):
+        folder.mkdir(parents=True)
+    monkeypatch.setattr(launcher, "SYSTEM_DIRS", (str(system),))
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "base_prefix", str(venv))
+    monkeypatch.setattr(launcher, "_PROJECT", project)
+    return system.resolve(), venv.resolve(), project.resolve()
+
+
+def test_what_lies_under_a_root_every_sandbox_binds_is_found_with_that_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review (helper-85): the logs, the database, the broker's folder or the temporary folder under /usr, the venv
+    or the project's packages are read by every seat, whatever its own folder."""
+    system, venv, project = own_roots(tmp_path, monkeypatch)
+    packages = (project / "clients", project / "referee", project / "proto" / "gen" / "python")
+    assert launcher.bound_roots() == (system, venv, *packages)
+    assert launcher.bound_roots(packages=False) == (system, venv)
+    logs = venv / "var" / "mus-logs"  # need not exist yet: a worker makes it
+    assert launcher.under_bound_root([tmp_path / "mus.db", logs]) == (logs, venv)
+    assert launcher.under_bound_root([tmp_path / "mus.db", tmp_path / "usr-logs", tmp_path / "venv2"]) is None
+    (tmp_path / "logs").symlink_to(system)  # a link to a bound root is seen through
+    assert launcher.under_bound_root([tmp_path / "logs" / "pool"]) == (system / "pool", system)
+    inside = project / "clients" / "bots" / "mine"
+    assert launcher.under_bound_root([inside]) == (inside, project / "clients")
+    assert launcher.under_bound_root([inside], packages=False) is None
+
+
+def test_each_private_path_under_a_bound_root_is_named_with_the_setting_that_moves_it(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, venv, _ = own_roots(deployment.root, monkeypatch)
+    assert play.shown_to_every_seat() == "", "the deployment's own folder is bound by no sandbox"
+    for setting, value in (
+        ("MUS_LOG_DIR", str(venv / "logs")),
+        ("MUS_DATABASE_URL", f"sqlite:///{venv}/app/mus.db"),
+        ("MUS_BROKER_DIR", str(venv / "broker")),
+    ):
+        with monkeypatch.context() as moved:
+            moved.setenv(setting, value)
+            shown = play.shown_to_every_seat()
+            assert f"lies under {venv}, which every bot's sandbox binds read-only" in shown, shown
+            assert f"set {setting} to a place outside {venv}" in shown, shown
+            assert play.shown_to_every_seat(existing=True) == "", "not there: `mus match play` makes none of them"
+    monkeypatch.setattr(tempfile, "tempdir", str(venv / "tmp"))
+    assert f"{venv / 'tmp'} lies under {venv}" in play.shown_to_every_seat()
+    assert "set TMPDIR to a place outside" in play.shown_to_every_seat()
+
+
+@pytest.mark.skipif(not sandbox_available(), reason=INSTALL_HINT)
+def test_a_sandboxed_match_whose_logs_lie_under_a_bound_root_is_refused_before_any_seat_starts(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review (helper-85): a pooled bot read its rivals' live logs 93 times in one match, the log root lying
+    under the venv. The worker refuses, naming the folder, the root and the setting."""
+    match_id, _ = league_with_a_folder_bot(deployment)
+    _, venv, _ = own_roots(deployment.root, monkeypatch)
+    monkeypatch.setenv("MUS_LOG_DIR", str(venv / "var" / "mus-logs"))
+    assert play.play_league_match(match_id) == "failed"
+    status, error = match_state(deployment, match_id)
+    assert status is MatchStatus.FAILED
+    assert f"{venv / 'var' / 'mus-logs'} lies under {venv}" in error and "set MUS_LOG_DIR" in error, error

@@ -32,6 +32,7 @@ from workers.launcher import (
     program_file,
     relative_command,
     stdio_command,
+    under_bound_root,
     unreadable_by_seats,
 )
 from workers.play import ADMIN_ADDRESS_VARIABLE, ADMIN_TOKEN_VARIABLE, REFEREE_ADDRESS_VARIABLE, exposed_by
@@ -240,6 +241,12 @@ def add_command(
             f"the folder {folder} holds {private}, which the bot's sandbox would show the bot (its folder is bound"
             f" in): move the bot's files into a folder of their own (e.g. bots/{name}/) and, from this folder,"
             f" `mus bot add {name} --dir bots/{name} -- ...` with its command"
+        )
+    if folder is not None and (bound := under_bound_root([folder], packages=False)) is not None:
+        fail(
+            f"the folder {folder} lies under {bound[1]}, which every bot's sandbox binds read-only: every other bot"
+            f" would read this one's files. Move them to a folder of their own outside it (e.g. bots/{name}/ in your"
+            f" project folder) and `mus bot add {name} --dir bots/{name} -- ...` with its command"
         )
     if folder is not None and own_seat_uids() and (unreadable := unreadable_by_seats(folder)):
         fail(unreadable)

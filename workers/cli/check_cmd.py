@@ -32,7 +32,7 @@ from workers.launcher import (
     sandbox_available,
     stdio_program,
 )
-from workers.play import exposed_by
+from workers.play import exposed_by, shown_to_every_seat
 
 COMMAND_KEY = "mus.command"
 """Where `DashDashCommand` leaves the words after `--` (`ctx.meta`)."""
@@ -126,6 +126,8 @@ def check_program(
 ) -> CheckReport:
     """Run the check and print it as it goes (a line per check) or, with `json_output`, once as JSON; None
     prints nothing (the caller prints the report). `name` is a registered bot's, for the last line."""
+    if config.sandbox is not None and (shown := shown_to_every_seat(existing=True)):
+        fail(shown)
     console = console or Console(highlight=False)
     quiet = json_output is None
     with _status(console, json_output is False) as status:

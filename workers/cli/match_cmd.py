@@ -23,6 +23,7 @@ from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available, stdio_program
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
+from workers.play import shown_to_every_seat
 
 app = noun_app("Single matches between bot programs.")
 
@@ -95,6 +96,8 @@ def play_command(
         limits = Limits()
     elif sandbox:
         typer.echo(f"note: the bots run unconfined ({INSTALL_HINT})", err=True)
+    if limits is not None and (shown := shown_to_every_seat(existing=True)):
+        fail(shown)
     if logs is not None:
         try:
             logs.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ import kombu.exceptions
 import typer
 from kombu.utils.url import maybe_sanitize_url
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from sqlalchemy.engine import Engine
 
 from workers.app import broker_dir, is_embedded
 from workers.cli.db import domain_errors, one_line
@@ -19,6 +20,7 @@ from workers.cli.worker_cmd import check_log_limit
 from workers.db import repo
 from workers.db.session import ensure_schema, make_engine, session_scope, sqlite_file
 from workers.league_run import RunReport, default_worker_count, run_league
+from workers.play import shown_to_every_seat
 
 
 def run_command(
@@ -45,6 +47,8 @@ def run_command(
     with domain_errors():
         engine = make_engine()
         ensure_schema(engine)
+    if (shown := shown_to_every_seat()) and _sandboxed(engine, name):
+        fail(f"league {name!r} is sandboxed, and {shown}")
     embedded = is_embedded()
     if workers is not None and not embedded:  # a review's --workers 3 did nothing, and nothing said so
         typer.echo("note: --workers is for the embedded broker; with MUS_BROKER_URL, start `mus worker`s", err=True)
@@ -102,6 +106,12 @@ def run_command(
         if progress.live.is_started:  # stopping one never started prints a blank line
             progress.stop()
     summarize(name, report, embedded=embedded, terminated=signal.SIGTERM in interrupted)
+
+
+def _sandboxed(engine: Engine, name: str) -> bool:
+    """Whether league `name` runs its hosted bots in sandboxes (the others run unconfined, seeing everything)."""
+    with domain_errors(), session_scope(engine) as session:
+        return repo.get_league(session, name).sandbox
 
 
 def where_logs(embedded: bool) -> str:

@@ -18,6 +18,7 @@ from workers.db.session import database_url, make_engine, sqlite_file
 from workers.launcher import INSTALL_HINT, sandbox_available
 from workers.league_run import default_worker_count
 from workers.logs import log_limit
+from workers.play import shown_to_every_seat
 
 
 def worker_command(
@@ -48,6 +49,8 @@ def worker_command(
         typer.echo(f"no MUS_BROKER_URL: serving the embedded broker in {broker_dir()}", err=True)
     if not sandbox_available():
         typer.echo(f"warning: {INSTALL_HINT}; hosted bots are refused except in --no-sandbox leagues", err=True)
+    elif shown := shown_to_every_seat():
+        typer.echo(f"warning: {shown}; hosted bots are refused except in --no-sandbox leagues", err=True)
     app = make_app()
     app.worker_main(
         [
