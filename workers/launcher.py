@@ -1272,9 +1272,19 @@ class _CappedLog:
         log.warning("the output of a seat is no longer kept in %s: %s", self.path, error.strerror or error)
 
     def note(self, text: str) -> None:
-        """A line of the worker's own in the log, on a line of its own (`PooledProcess.note`)."""
+        """A line of the worker's own in the log, on a line of its own (`PooledProcess.note`), kept past the cap: a
+        pooled process's log spans its life, and a review's bot that wrote its 8 MiB early left out the line of
+        every later seat, which says what match it played (helper-85). A line a seat, 500 seats a process at most."""
+        if self.output is None:
+            return
         mark = f"mus [{self.tag}]" if self.tag else "mus"
-        self.write((b"" if self.line_ended else b"\n") + f"--- {mark}: {text} ---\n".encode())
+        try:
+            self.output.write((b"" if self.line_ended else b"\n") + f"--- {mark}: {text} ---\n".encode())
+            self.output.flush()
+            self.line_ended = True
+        except OSError as error:
+            self._lost(error)
+            self.close()
 
     def close(self) -> None:
         output, self.output = self.output, None

@@ -816,3 +816,17 @@ def test_the_workers_lines_in_a_pooled_log_carry_the_logs_tag_which_a_bot_cannot
     assert lines[1] == "--- mus: seat 3 of table 0000000000000000, match other-league/999/1 ---", "the bot's, as is"
     assert lines[2] == "--- mus [0123abcd]: seat 0 of table 46c697eae110b7da, match spring/37/1 ---", lines
     assert lines[-1] == "[output truncated at 8 MiB mus 0123abcd]", lines
+
+
+def test_the_workers_lines_in_a_pooled_log_are_kept_past_the_bots_cap(tmp_path: Path) -> None:
+    """A review's pooled bot wrote its 8 MiB of output early: every later seat's line, which says what match the
+    process played, was dropped with the bot's output (helper-85). The worker's lines are kept past the cap."""
+    path = tmp_path / "pooled.log"
+    capped = launcher._CappedLog(path, 300, tag="0123abcd")
+    capped.write(b"x" * 400)
+    capped.note("seat 2 of table 46c697eae110b7da, match spring/38/1")
+    capped.write(b"more of the bot's output, past its cap\n")
+    capped.close()
+    lines = path.read_text().splitlines()
+    assert lines[-1] == "--- mus [0123abcd]: seat 2 of table 46c697eae110b7da, match spring/38/1 ---", lines
+    assert "past its cap" not in path.read_text(), "the bot's own output stays capped"
