@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import os
 import re
 import shutil
 import statistics
@@ -61,6 +62,7 @@ from workers.launcher import (
     launch_bot,
     open_to_seat,
 )
+from workers.logs import own_log_folder
 from workers.matches import EmbeddedReferee, RefereeFailure, SeatFrames, play_programs
 from workers.pool import BotPool
 from workers.scratch import own_folder
@@ -690,9 +692,14 @@ def output_tail(path: Path | None) -> tuple[str, ...]:
     """The last lines of a seat's output, to quote in a failure (here and by `mus match play`); where they show no
     error line (`HEADLINE`), the first one above them comes first: Node ends a stack trace with its version and
     the trace's last frames, and the stdio bridge's 'cannot read your answer' came a few lines before the end."""
-    if path is None or not path.exists():
+    if path is None:
         return ()
-    lines = [visible(line.strip()) for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    try:  # never through a link: one named as a seat's log in a stranger's folder (`logs.own_log_folder`)
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), errors="replace") as log:
+            text = log.read()
+    except OSError:  # none yet, or a link
+        return ()
+    lines = [visible(line.strip()) for line in text.splitlines() if line.strip()]
     if not lines:
         return (f"its output ({path.name}) is empty",)
     tail, above = lines[-TAIL_LINES:], lines[-HEADLINE_SEARCH_LINES:-TAIL_LINES]
@@ -1162,7 +1169,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
     outlives them, as a league worker plays a persistent bot: its processes for seats 0 and 2 must each play a
     seat of both matches (given the same referee address twice)."""
     check, title = PERSISTENT
-    folder = log_dir / "persistent"
+    folder = own_log_folder(log_dir / "persistent")
     pool = BotPool(config.sandbox, log_dir=folder)
     referee = EmbeddedReferee()
     problems: list[str] = []
@@ -1170,8 +1177,7 @@ async def _persistent(program: BotProgram, config: CheckConfig, log_dir: Path, s
         for number in range(2):
             if number and not pool.freezers():
                 await asyncio.sleep(PERSISTENT_PAUSE_S)
-            match_logs = folder / f"match{number + 1}"
-            match_logs.mkdir(parents=True, exist_ok=True)
+            match_logs = own_log_folder(folder / f"match{number + 1}")
             where = f"match {number + 1} of 2"
             try:
                 played = await play_programs(
@@ -1227,8 +1233,7 @@ async def run_check(
     """Run every check on `program` and return the verdicts; `on_progress` hears what is being played,
     `on_result` each verdict as soon as it is known. Raises `LaunchError` when a program cannot be started
     (or its sandbox fails): that is this machine's problem, not a verdict on the bot."""
-    log_dir = config.log_dir or Path(tempfile.mkdtemp(prefix="mus-check-logs-"))
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = own_log_folder(config.log_dir or Path(tempfile.mkdtemp(prefix="mus-check-logs-")).resolve())
     results: list[CheckResult] = []
 
     def report(result: CheckResult) -> None:

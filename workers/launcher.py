@@ -1244,7 +1244,9 @@ class _CappedLog:
         self.output: BinaryIO | None = None
         if log_path is not None:
             try:
-                self.output = log_path.open("ab")
+                # Not through a link: a stranger's folder may hold one named as this log (`logs.own_log_folder`).
+                flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+                self.output = os.fdopen(os.open(log_path, flags, 0o644), "ab")
                 if tag:
                     self.output.write(
                         f"--- mus [{tag}]: the worker's lines in this log carry [{tag}], which the bot never sees;"

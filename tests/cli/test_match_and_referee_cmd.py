@@ -262,3 +262,16 @@ def test_two_teams_whose_bots_join_under_one_name_are_told_apart_by_their_team()
     assert team_names(played, ("a", "b")) == ("bot (team 0)", "bot (team 1)")
     played.joined_as = ["alpha", "", "alpha", "beta"]
     assert team_names(played, ("a", "b")) == ("alpha", "beta")
+
+
+@pytest.mark.parametrize("command", [["match", "play", "random", "random"], ["bot", "check", "--", "random"]])
+def test_a_logs_folder_through_a_link_is_a_one_line_error(tmp_path: Path, command: list[str]) -> None:
+    """A stranger's bot folder held a `logs` link, and `--logs logs/` in it (the documented habit) had the checker
+    write and quote files of the bot's choosing as root (helper-87)."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "logs").symlink_to(tmp_path / "elsewhere")
+    at = command.index("--") if "--" in command else len(command)
+    result = runner.invoke(app, [*command[:at], "--logs", str(tmp_path / "logs"), *command[at:]])
+    assert result.exit_code == 1, result.output
+    assert "goes through a link" in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not any((tmp_path / "elsewhere").iterdir()), "nothing was written through the link"

@@ -32,6 +32,7 @@ from workers.launcher import (
     sandbox_available,
     stdio_program,
 )
+from workers.logs import LinkedLogFolder, own_log_folder
 from workers.play import exposed_by, shown_to_every_seat
 
 COMMAND_KEY = "mus.command"
@@ -202,6 +203,13 @@ def check_config(
     if not 0 < join_timeout <= 600:
         fail("--join-timeout must be in (0, 600] seconds")
     parsed = parse_options(options)
+    if logs is not None:
+        try:
+            logs = own_log_folder(logs)
+        except LinkedLogFolder as error:
+            fail(str(error))
+        except OSError as error:
+            fail(f"cannot create the logs folder {str(logs)!r}: {error.strerror}")
     config = CheckConfig(
         matches=matches,
         seed=seed,

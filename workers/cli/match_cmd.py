@@ -22,6 +22,7 @@ from workers.cli.errors import fail, run_to_the_end
 from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available, stdio_program
+from workers.logs import LinkedLogFolder, own_log_folder
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
 from workers.play import shown_to_every_seat
 
@@ -100,7 +101,9 @@ def play_command(
         fail(shown)
     if logs is not None:
         try:
-            logs.mkdir(parents=True, exist_ok=True)
+            logs = own_log_folder(logs)
+        except LinkedLogFolder as error:
+            fail(str(error))
         except OSError as error:
             fail(f"cannot create the logs folder {str(logs)!r}: {error.strerror}")
     try:
