@@ -510,7 +510,7 @@ def shown_to_every_seat(*, existing: bool = False) -> str:
 
 
 def _exposed_by_folder(setup: MatchSetup) -> str:
-    """Why a hosted side's folder cannot be bound into its sandbox (`exposed_by`), or ''."""
+    """Why a hosted side's folder cannot be bound into its sandbox (`exposed_by`, `nested_folders`), or ''."""
     for team in setup.teams:
         if team.remote or not team.folder:
             continue
@@ -519,7 +519,22 @@ def _exposed_by_folder(setup: MatchSetup) -> str:
                 f"bot {team.bot_name!r}: its folder {Path(team.folder).resolve()} holds {path}, which its sandbox"
                 " would show it; move the bot to a folder of its own and `mus bot add` it from there"
             )
+    first, second = (Path(team.folder) if team.folder and not team.remote else None for team in setup.teams)
+    if first is not None and second is not None and nested_folders(first, second):
+        return (
+            f"the folders of bots {setup.teams[0].bot_name!r} ({first.resolve()}) and {setup.teams[1].bot_name!r}"
+            f" ({second.resolve()}) lie one inside the other, and a sandbox binds a bot's folder whole: each bot"
+            " needs a folder of its own, `mus bot add` from there"
+        )
     return ""
+
+
+def nested_folders(one: Path, other: Path) -> bool:
+    """Whether one of two bots' folders lies inside the other (equal ones are one bot's, shared by its variants):
+    the sandbox binds a bot's folder whole, and a review's bot added with `bots/` read the files of the bot in
+    `bots/victim/`, its opening book, in a league match (helper-87)."""
+    one, other = one.resolve(), other.resolve()
+    return one != other and (one.is_relative_to(other) or other.is_relative_to(one))
 
 
 def _limits(setup: MatchSetup) -> Limits | None:

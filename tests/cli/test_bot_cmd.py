@@ -199,6 +199,23 @@ def test_a_bot_folder_under_a_root_every_sandbox_binds_is_refused_but_the_exampl
     ok("add", "rnd", "--dir", str(examples), "--", "python", "-m", "clients.bots.random")
 
 
+def test_a_bot_folder_inside_or_around_another_bots_folder_is_refused(database: str, tmp_path: Path) -> None:
+    """A review added a bot with the folder `bots/` and another with `bots/victim/`, in either order: the first read
+    the second's files in a league match, though neither's program (python) lay in the other's folder (helper-87)."""
+    victim = bot_program(tmp_path / "bots", "victim")
+    ok("add", "victim", "--", "python", str(victim))
+    evil = tmp_path / "bots" / "evil.py"
+    evil.write_text("print('paso')\n")
+    around = " ".join(error_of(runner.invoke(bot_cmd.app, ["add", "evil", "--", "python", str(evil)])).split())
+    assert f"the folder {evil.parent.resolve()} and {victim.parent.resolve()}, the folder of bot 'victim'" in around
+    assert "lie one inside the other" in around, around
+    inner = bot_program(victim.parent, "inner")
+    inside = error_of(runner.invoke(bot_cmd.app, ["add", "inner", "--", "python", str(inner)]))
+    assert "the folder of bot 'victim', lie one inside the other" in " ".join(inside.split()), inside
+    ok("add", "victim2", "--dir", str(victim.parent), "--", "python", str(victim))  # one folder, shared: allowed
+    ok("add", "beside", "--", "python", str(bot_program(tmp_path / "bots", "beside")))
+
+
 def test_add_warns_of_a_program_this_machine_cannot_find_and_of_a_new_language(database: str, tmp_path: Path) -> None:
     """A newcomer's `mus bot add ghost -- nosuchcommand` was taken silently, and every match then charged the bot a
     crash; following the stdio example under the name `mybot` made a shell bot of their Python one without a word

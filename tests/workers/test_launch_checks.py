@@ -342,3 +342,23 @@ def test_a_sandboxed_match_whose_logs_lie_under_a_bound_root_is_refused_before_a
     status, error = match_state(deployment, match_id)
     assert status is MatchStatus.FAILED
     assert f"{venv / 'var' / 'mus-logs'} lies under {venv}" in error and "set MUS_LOG_DIR" in error, error
+
+
+def test_a_match_whose_bots_folders_lie_one_inside_the_other_is_refused(tmp_path: Path) -> None:
+    """Bots registered before `mus bot add` refused nested folders: the worker refuses their match, which would
+    bind one bot's folder, and the other's files in it, into its sandbox (helper-87). One folder shared by two
+    variants of a bot is not nested."""
+    (tmp_path / "bots" / "victim").mkdir(parents=True)
+
+    def setup(first: Path, second: Path) -> repo.MatchSetup:
+        teams = [
+            repo.TeamSetup(name, index, False, "python", index, 1, ("python", "bot.py"), str(folder), "hash")
+            for index, (name, folder) in enumerate((("evil", first), ("victim", second)))
+        ]
+        return type("Setup", (), {"teams": teams})()  # type: ignore[no-any-return]
+
+    nested = play._exposed_by_folder(setup(tmp_path / "bots", tmp_path / "bots" / "victim"))
+    assert "lie one inside the other" in nested and "'evil'" in nested and "'victim'" in nested, nested
+    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots")) != ""
+    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots" / "victim")) == ""
+    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots" / "vic")) == ""

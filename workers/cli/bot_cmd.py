@@ -35,7 +35,13 @@ from workers.launcher import (
     under_bound_root,
     unreadable_by_seats,
 )
-from workers.play import ADMIN_ADDRESS_VARIABLE, ADMIN_TOKEN_VARIABLE, REFEREE_ADDRESS_VARIABLE, exposed_by
+from workers.play import (
+    ADMIN_ADDRESS_VARIABLE,
+    ADMIN_TOKEN_VARIABLE,
+    REFEREE_ADDRESS_VARIABLE,
+    exposed_by,
+    nested_folders,
+)
 
 app = noun_app("Bots: register a program or a remote bot, list, show, remove.")
 
@@ -257,6 +263,12 @@ def add_command(
                 " the system's or a language runtime's, never another bot's. Two bots may share one folder (a"
                 f" persistent variant, say): give it as this one's too, `mus bot add {name} --dir FOLDER -- ...`"
             )
+        if folder is not None and (nested := _nested_bot_folder(session, name, folder)) is not None:
+            fail(
+                f"the folder {folder.resolve()} and {nested[1]}, the folder of bot {nested[0]!r}, lie one inside the"
+                " other: a bot's sandbox binds its folder whole, so one would read the other's files. Give each bot a"
+                " folder of its own (e.g. bots/NAME/), neither inside the other"
+            )
         if folder is not None and (held := _program_held(session, name, folder)) is not None:
             fail(
                 f"the folder {folder} holds {held[1]}, the program of bot {held[0]!r}: its sandbox would show this bot"
@@ -327,6 +339,19 @@ def _other_bots_program(session: Session, name: str, program: str, folder: Path 
         folders = {Path(version.folder).resolve() for version in info.versions if version.folder} - {shared}
         if info.bot.name != name and any(path.is_relative_to(other) for other in folders):
             return info.bot.name
+    return None
+
+
+def _nested_bot_folder(session: Session, name: str, folder: Path) -> tuple[str, Path] | None:
+    """A bot other than `name` whose registered folder lies inside `folder` or around it (`play.nested_folders`),
+    and that folder: the program checks below see only program files, and a Python or JavaScript bot's is the
+    runtime's (helper-87)."""
+    for info in repo.list_bots(session):
+        if info.bot.name == name:
+            continue
+        for version in info.versions:
+            if version.folder and nested_folders(folder, Path(version.folder)):
+                return info.bot.name, Path(version.folder).resolve()
     return None
 
 
