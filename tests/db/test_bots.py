@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -336,3 +337,37 @@ def test_re_adding_a_removed_bot_restores_it(engine: Engine, tmp_path: Path) -> 
         version = repo.add_bot(session, "alpha", command=COMMAND, folder=tmp_path / "alpha", language="python")
         assert version.number == 1
         assert repo.get_bot(session, "alpha").bot.removed_at is None
+
+
+def test_content_hash_is_the_framed_digest_of_each_file_read_by_chunks(tmp_path: Path) -> None:
+    """The registered versions' hashes stay valid: each file is framed by its path and length, then its bytes, and
+    a file is read a chunk at a time, so one larger than the chunk gives the same digest as one read whole."""
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    (folder / "bot.py").write_text("print('paso')\n")
+    (folder / "weights.bin").write_bytes(bytes(range(256)) * 20_000)  # 5 MB: five chunks and a part
+    expected = hashlib.sha256(b"mus-arena/bot-content/v1\0")
+    expected.update(json.dumps(list(COMMAND), ensure_ascii=False).encode() + b"\0")
+    for name in ("bot.py", "weights.bin"):
+        data = (folder / name).read_bytes()
+        expected.update(f"{name}\0{len(data)}\0".encode() + data)
+    assert repo.content_hash(COMMAND, folder) == expected.hexdigest()
+
+
+def test_hashing_a_file_larger_than_the_memory_left_works(tmp_path: Path) -> None:
+    """A review's bot folder held a 3 GiB sparse file: `mus bot add`, and a worker before each match, took its size in
+    memory to hash it, and died of it (helper-87). Hashed here with 256 MiB of data segment left for a 512 MiB file."""
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    (folder / "bot.py").write_text("print('paso')\n")
+    with (folder / "huge.bin").open("wb") as huge:
+        huge.truncate(512 * 1024 * 1024)
+    script = (
+        "import resource, sys\n"
+        "from workers.db import repo\n"
+        "limit = 256 * 1024 * 1024 + resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))\n"
+        f"print(repo.content_hash(('python', 'bot.py'), {str(folder)!r}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and len(done.stdout.strip()) == 64, done.stderr[-2000:]

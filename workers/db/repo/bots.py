@@ -81,12 +81,23 @@ def content_hash(command: Sequence[str], folder: str | Path | None) -> str:
         if not content:
             continue
         try:
-            data = path.read_bytes()
+            with path.open("rb") as file:  # by chunks: a review's 3 GiB sparse file took its size in memory
+                size = os.fstat(file.fileno()).st_size
+                digest.update(f"{relative}\0{size}\0".encode())
+                read = 0
+                while chunk := file.read(HASH_CHUNK_BYTES):
+                    digest.update(chunk)
+                    read += len(chunk)
         except OSError as error:
             raise InvalidInput(f"cannot read {path}: {error.strerror or error}") from None
-        digest.update(f"{relative}\0{len(data)}\0".encode())
-        digest.update(data)
+        if read != size:
+            raise InvalidInput(f"{path} changed while it was read: {read} bytes of {size}")
     return digest.hexdigest()
+
+
+HASH_CHUNK_BYTES = 1024 * 1024
+"""What `content_hash` reads of a file at a time: a bot's folder may hold a file far larger than the memory of the
+process that hashes it, `mus bot add`'s or a worker's before each match whose folder changed (helper-87)."""
 
 
 RACY_S = 2.0
