@@ -870,8 +870,7 @@ class BotProcess:
     def _signal(self, number: signal.Signals) -> None:
         """The whole process group: the bot and whatever it started outside a sandbox; inside one, bwrap's
         death takes the pid namespace with it (--die-with-parent)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, number)
+        _signal_group(self.process.pid, self.process.returncode, self.cgroups, number)
         if number == signal.SIGKILL:
             for cgroup in self.cgroups:
                 _kill_cgroup(cgroup)
@@ -882,8 +881,7 @@ class BotProcess:
             self.kill()
         try:
             await self.process.wait()
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
+            _signal_group(self.process.pid, self.process.returncode, self.cgroups, signal.SIGKILL)
             try:
                 await asyncio.wait_for(asyncio.shield(self.pump), 2.0)
             except TimeoutError:
@@ -1523,6 +1521,17 @@ def _oom_kills(path: Path) -> int:
     return 0
 
 
+def _signal_group(leader: int, returncode: int | None, cgroups: Sequence[Path], number: signal.Signals) -> None:
+    """Signal a bot's process group (`leader`'s: the bot and whatever it started outside a sandbox), but not once
+    its leader is reaped (`returncode` known) where cgroups hold the seat: the number may be another process's by
+    then, whose group a worker that is root would kill, and the cgroups hold whatever is left (a review, helper-85,
+    saw a pooled process's group killed long after its leader was reaped)."""
+    if returncode is not None and cgroups:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, number)
+
+
 def _kill_cgroup(path: Path) -> None:
     """SIGKILL every process left in the cgroup (cgroup.kill on v2; one by one on v1, until none is left)."""
     kill = path / "cgroup.kill"
@@ -1868,8 +1877,7 @@ class PooledProcess:
 
     def kill(self) -> None:
         """SIGKILL the process and everything in its cgroups."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        _signal_group(self.process.pid, self.process.returncode, self.cgroups, signal.SIGKILL)
         for cgroup in self.cgroups:
             _kill_cgroup(cgroup)
 

@@ -8,6 +8,7 @@ import contextlib
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -830,3 +831,31 @@ def test_the_workers_lines_in_a_pooled_log_are_kept_past_the_bots_cap(tmp_path: 
     lines = path.read_text().splitlines()
     assert lines[-1] == "--- mus [0123abcd]: seat 2 of table 46c697eae110b7da, match spring/38/1 ---", lines
     assert "past its cap" not in path.read_text(), "the bot's own output stays capped"
+
+
+def test_a_reaped_pooled_process_is_killed_by_its_cgroups_not_by_its_old_process_group(tmp_path: Path) -> None:
+    """`kill` signalled the process group of a pooled process's pid even once the worker had reaped it: the number
+    may be another process's by then, whose group a worker that is root would kill (a review, helper-85). A seat
+    in cgroups is killed through them; its group is left alone once its leader is reaped."""
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "pass"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+    )
+    leader.wait()
+    bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)  # the number's next owner, say
+    try:
+        pooled = launcher.PooledProcess(
+            launcher.BotProgram("gone", (sys.executable, "-c", "pass")),
+            leader,
+            (tmp_path / "cgroup",),  # a seat's cgroup (gone with it): what holds whatever the seat left
+            False,
+            None,
+            1024,
+            tmp_path,
+        )
+        leader.pid = bystander.pid  # the worker's old number for it, now another's
+        pooled.kill()
+        time.sleep(0.2)
+        assert bystander.poll() is None, "the bystander's process group was killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
