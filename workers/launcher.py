@@ -111,21 +111,30 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 """The system folders every sandbox binds read-only: a program in one of them runs in any seat."""
 
 
-def bound_roots(*, packages: bool = True) -> tuple[Path, ...]:
+def bound_roots() -> tuple[Path, ...]:
     """The folders every sandbox binds whole, read-only (`sandbox_command`), resolved: the system's, the runtime's
-    (`sys.prefix`, `sys.base_prefix`) and, unless `packages` is false, the project's packages (whose example bots
-    every seat may read). What lies under one, every seat reads."""
-    projects = (str(_PROJECT / package) for package in _PROJECT_PACKAGES) if packages else ()
+    (`sys.prefix`, `sys.base_prefix`) and the project's packages. What lies under one, every seat reads."""
+    projects = (str(_PROJECT / package) for package in _PROJECT_PACKAGES)
     roots = (*SYSTEM_DIRS, sys.prefix, sys.base_prefix, *projects)
     return tuple(dict.fromkeys(Path(root).resolve() for root in roots))
 
 
-def under_bound_root(paths: Iterable[Path], *, packages: bool = True) -> tuple[Path, Path] | None:
+EXAMPLE_FOLDERS = ("clients/bots", "clients/js", "clients/cpp/build", "clients/stdio/examples")
+"""The project's example bots' folders: the only bot folders under a bound root (`bound_roots`), where every seat
+may read them, on purpose. A stranger's bot beside them would be read by every other bot (helper-87)."""
+
+
+def example_folder(folder: Path) -> bool:
+    """Whether `folder` is one of the project's example bots' folders (EXAMPLE_FOLDERS), not one inside them."""
+    return folder.resolve() in {(_PROJECT / example).resolve() for example in EXAMPLE_FOLDERS}
+
+
+def under_bound_root(paths: Iterable[Path]) -> tuple[Path, Path] | None:
     """The first of `paths` (a deployment's private files, `workers.play.private_paths`) that lies under a folder
     every sandbox binds (`bound_roots`), and that folder; else None. A seat's hidden tmpfs covers one logs folder
     only: a review (helper-85) saw a pooled bot read its rivals' live logs under the venv, and a seat of a worker
     that is not root read the worker's 0600 database there."""
-    roots = bound_roots(packages=packages)
+    roots = bound_roots()
     for path in paths:
         resolved = path.resolve()
         if (root := next((root for root in roots if resolved.is_relative_to(root)), None)) is not None:

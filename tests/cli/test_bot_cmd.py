@@ -21,6 +21,7 @@ from referee.service.lobby import token_sha256
 from referee.service.server import start_server
 from referee.service.servicer import Referee
 from tests.cli.helpers import error_of, row_counts, use_database_copy
+from workers import launcher
 from workers.cli import bot_cmd, league_cmd
 from workers.commands import guess_language, misplaced_options
 from workers.db.session import ensure_schema, make_engine
@@ -197,6 +198,11 @@ def test_a_bot_folder_under_a_root_every_sandbox_binds_is_refused_but_the_exampl
     assert runner.invoke(bot_cmd.app, ["show", "mine"]).exit_code != 0, "nothing registered"
     examples = Path(__file__).resolve().parents[2] / "clients" / "bots"
     ok("add", "rnd", "--dir", str(examples), "--", "python", "-m", "clients.bots.random")
+    project = tmp_path / "project"  # a stranger's bot beside the examples: every seat reads it (helper-87)
+    beside = bot_program(project / "clients" / "bots", "contrib")
+    monkeypatch.setattr(launcher, "_PROJECT", project)
+    refused = error_of(runner.invoke(bot_cmd.app, ["add", "contrib", "--", "python", str(beside)]))
+    assert f"lies under {(project / 'clients').resolve()}, which every bot's sandbox" in " ".join(refused.split())
 
 
 def test_a_bot_folder_inside_or_around_another_bots_folder_is_refused(database: str, tmp_path: Path) -> None:

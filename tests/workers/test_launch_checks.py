@@ -297,7 +297,6 @@ def test_what_lies_under_a_root_every_sandbox_binds_is_found_with_that_root(
     system, venv, project = own_roots(tmp_path, monkeypatch)
     packages = (project / "clients", project / "referee", project / "proto" / "gen" / "python")
     assert launcher.bound_roots() == (system, venv, *packages)
-    assert launcher.bound_roots(packages=False) == (system, venv)
     logs = venv / "var" / "mus-logs"  # need not exist yet: a worker makes it
     assert launcher.under_bound_root([tmp_path / "mus.db", logs]) == (logs, venv)
     assert launcher.under_bound_root([tmp_path / "mus.db", tmp_path / "usr-logs", tmp_path / "venv2"]) is None
@@ -305,7 +304,7 @@ def test_what_lies_under_a_root_every_sandbox_binds_is_found_with_that_root(
     assert launcher.under_bound_root([tmp_path / "logs" / "pool"]) == (system / "pool", system)
     inside = project / "clients" / "bots" / "mine"
     assert launcher.under_bound_root([inside]) == (inside, project / "clients")
-    assert launcher.under_bound_root([inside], packages=False) is None
+    assert launcher.example_folder(project / "clients" / "bots") and not launcher.example_folder(inside)
 
 
 def test_each_private_path_under_a_bound_root_is_named_with_the_setting_that_moves_it(

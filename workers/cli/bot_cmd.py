@@ -27,6 +27,7 @@ from workers.launcher import (
     LANGUAGE_BY_SUFFIX,
     SYSTEM_DIRS,
     bridged,
+    example_folder,
     own_program_file,
     own_seat_uids,
     program_file,
@@ -248,7 +249,9 @@ def add_command(
             f" in): move the bot's files into a folder of their own (e.g. bots/{name}/) and, from this folder,"
             f" `mus bot add {name} --dir bots/{name} -- ...` with its command"
         )
-    if folder is not None and (bound := under_bound_root([folder], packages=False)) is not None:
+    # The example bots' folders are under the project's packages, bound into every seat on purpose; nothing else.
+    bound = under_bound_root([folder]) if folder is not None and not example_folder(folder) else None
+    if folder is not None and bound is not None:
         fail(
             f"the folder {folder} lies under {bound[1]}, which every bot's sandbox binds read-only: every other bot"
             f" would read this one's files. Move them to a folder of their own outside it (e.g. bots/{name}/ in your"
@@ -263,16 +266,16 @@ def add_command(
                 " the system's or a language runtime's, never another bot's. Two bots may share one folder (a"
                 f" persistent variant, say): give it as this one's too, `mus bot add {name} --dir FOLDER -- ...`"
             )
+        if folder is not None and (held := _program_held(session, name, folder)) is not None:
+            fail(
+                f"the folder {folder} holds {held[1]}, the program of bot {held[0]!r}: its sandbox would show this bot"
+                " that bot's program (its folder is bound in); add it from a folder of its own"
+            )
         if folder is not None and (nested := _nested_bot_folder(session, name, folder)) is not None:
             fail(
                 f"the folder {folder.resolve()} and {nested[1]}, the folder of bot {nested[0]!r}, lie one inside the"
                 " other: a bot's sandbox binds its folder whole, so one would read the other's files. Give each bot a"
                 " folder of its own (e.g. bots/NAME/), neither inside the other"
-            )
-        if folder is not None and (held := _program_held(session, name, folder)) is not None:
-            fail(
-                f"the folder {folder} holds {held[1]}, the program of bot {held[0]!r}: its sandbox would show this bot"
-                " that bot's program (its folder is bound in); add it from a folder of its own"
             )
     words = relative_command(words, folder)
     notes = [note for note in (misplaced_options(words), *_missing_files(words, folder)) if note]
