@@ -838,6 +838,7 @@ class BotProcess:
         started: asyncio.Event,
         setup_output: bytearray,
         *,
+        freezer: Freezer | None,
         cpu_limit_s: float | None = None,
     ) -> None:
         self.process = process
@@ -851,7 +852,7 @@ class BotProcess:
         self.cpu_s: float | None = None
         """After `close()`: the seat's CPU-seconds, all its processes together, from its cgroup (cpuacct on v1,
         cpu.stat on v2); None where the seat had no cgroup that counts CPU."""
-        self.freezer = Freezer.of(cgroups)
+        self.freezer = freezer
         """Stops and resumes the seat's processes (`TurnGate`); None where it has no v2 cgroup."""
 
     @property
@@ -1034,6 +1035,7 @@ async def _launch(
             env[FRAMES_VARIABLE] = frames
         env.setdefault("PYTHONUNBUFFERED", "1")
     try:
+        freezer = Freezer.of(cgroups)  # before the process: a seat that cannot be stopped never starts
         process = _Child(_spawn(command, cwd, env, seccomp_fd))
     except OSError as error:
         for cgroup in cgroups:
@@ -1052,6 +1054,7 @@ async def _launch(
         sandbox is not None,
         started,
         setup_output,
+        freezer=freezer,
         cpu_limit_s=limits.cpu_s if sandbox else None,
     )
 
@@ -1613,9 +1616,11 @@ class Freezer:
 
     @classmethod
     def of(cls, cgroups: Sequence[Path]) -> Freezer | None:
-        """The freezer of a seat's `cgroups` (the one in a v2 hierarchy), or None where there is none."""
+        """The freezer of a seat's `cgroups` (the one in a v2 hierarchy, which has `cgroup.freeze`), or None where
+        there is none. One that cannot be opened raises (OSError): taken for none, the seat ran ungated (a review,
+        helper-85, saw it fail open on any error, out of descriptors included)."""
         for cgroup in cgroups:
-            with contextlib.suppress(OSError):
+            if (cgroup / "cgroup.freeze").exists():
                 return cls(cgroup)
         return None
 
@@ -1816,6 +1821,7 @@ class PooledProcess:
         output_bytes: int,
         socket_dir: Path,
         *,
+        freezer: Freezer | None,
         memory_limit: int = Limits().memory_bytes,
     ) -> None:
         self.program = program
@@ -1829,7 +1835,7 @@ class PooledProcess:
         memory_files = (cgroup / name for cgroup in cgroups for name in ("memory.max", "memory.limit_in_bytes"))
         self._memory_file = next((path for path in memory_files if path.exists()), None)
         """Its memory limit's file (v2, else v1), found once: the limit is set twice a match (`confine_memory`)."""
-        self.freezer = Freezer.of(cgroups)
+        self.freezer = freezer
         """Stops and resumes its processes: in its seats' turns (`TurnGate`), and between its seats, when it is
         frozen (`workers.matches.play_programs`). None where it has no v2 cgroup."""
         self.sandboxed = sandboxed
@@ -2033,6 +2039,7 @@ def _start_pooled(
     try:
         # A sandbox dies with the worker (bwrap --die-with-parent); an unconfined pooled process sees the end of its
         # input when the worker dies, and exits.
+        freezer = Freezer.of(cgroups)  # before the process: one that cannot be stopped never starts
         process = _spawn(command, cwd, env, seccomp_fd, with_input=True)
     except OSError as error:
         for cgroup in cgroups:
@@ -2046,5 +2053,6 @@ def _start_pooled(
         log_path,
         limits.output_bytes,
         socket_dir,
+        freezer=freezer,
         memory_limit=limits.memory_bytes,
     )

@@ -851,6 +851,7 @@ def test_a_reaped_pooled_process_is_killed_by_its_cgroups_not_by_its_old_process
             None,
             1024,
             tmp_path,
+            freezer=None,
         )
         leader.pid = bystander.pid  # the worker's old number for it, now another's
         pooled.kill()

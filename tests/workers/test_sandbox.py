@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import gc
 import itertools
 import logging
@@ -901,3 +902,24 @@ def test_each_seat_has_a_cpu_cgroup_of_its_own_where_autogroups_do_not_share_the
                 assert weights, made
     finally:
         _usable_hierarchies.cache_clear()
+
+
+@needs_bwrap
+def test_a_seat_whose_freezer_cannot_be_opened_never_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Freezer.of` took any error opening a seat's cgroup.freeze (out of descriptors, say) for no v2 cgroup, and the
+    seat ran ungated: at the same time as its partner, which the turn gate exists to prevent (a review, helper-85).
+    The launch fails instead, before the seat's process starts; nothing is charged to the bot."""
+    if FREEZE not in cgroup_limits():
+        pytest.skip("no cgroup v2 here: seats are not stopped outside their turns (docs/sandbox.md)")
+    started = tmp_path / "started"
+
+    def out_of_descriptors(self: Freezer, cgroup: Path) -> None:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(Freezer, "__init__", out_of_descriptors)
+    program = BotProgram("seat", ("sh", "-c", f"touch {started}; sleep 30"), tmp_path)
+    sandbox = Sandbox(tmp_path, Limits())
+    with pytest.raises(LaunchError, match="Too many open files"):
+        asyncio.run(launcher.launch_bot(program, "unix:/nowhere", "token", sandbox=sandbox))
+    time.sleep(0.3)
+    assert not started.exists(), "the seat ran"
