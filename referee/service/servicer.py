@@ -403,9 +403,10 @@ class PlayServicer:
             )
         ended = asyncio.Event()
         counted: list[bool] = []
+        timers: list[asyncio.TimerHandle] = []
 
         def ending() -> None:
-            asyncio.get_running_loop().call_later(CLOSE_GRACE_S, overdue)
+            timers.append(asyncio.get_running_loop().call_later(CLOSE_GRACE_S, overdue))
 
         def overdue() -> None:
             """The stream has not read its end within CLOSE_GRACE_S: its seat may join again meanwhile, and the
@@ -445,6 +446,8 @@ class PlayServicer:
         finally:
             ended.set()
             reader.cancel()
+            for timer in timers:  # a stream that read its end lets go of its table at once, not CLOSE_GRACE_S later
+                timer.cancel()
             table.detach(seat, outbox)
             if counted:
                 self.unread_ends[bot] -= 1

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import weakref
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
@@ -544,3 +546,35 @@ async def refused_join_of(running: Running, token: str) -> Any:
         stream = PlayStream(channel, "shut again")
         await stream.join(token)
         return await stream.refused()
+
+
+def test_a_stream_that_reads_its_end_lets_go_of_its_table_at_once() -> None:
+    """A stream's end starts its CLOSE_GRACE_S wait for the bot to read up to it (`MAX_UNREAD_ENDS`); read, the wait
+    is over: the table is not kept for those seconds by every stream of every match (a worker plays dozens a
+    second, and forgets each table once it has its result)."""
+
+    async def scenario() -> bool:
+        referee = Referee()
+        table = referee.create_table(Rules(), 5, ["a", "b", "c", "d"])
+        token = table.seats[1].token
+
+        async def requests() -> AsyncIterator[play_pb2.PlayRequest]:
+            yield play_pb2.PlayRequest(join=play_pb2.Join(seat_token=token, bot_name="b", protocol_version=1))
+            await asyncio.Event().wait()
+
+        async def read_to_the_end() -> None:
+            with contextlib.suppress(StreamAborted):
+                async for _ in PlayServicer(referee).Play(requests(), RaisingContext()):
+                    pass
+
+        reader = asyncio.create_task(read_to_the_end())
+        await until(lambda: table.seats[1].outbox is not None)
+        table.cancel("over")
+        await reader
+        gone = weakref.ref(table)
+        referee.forget(table.table_id)
+        table = None  # type: ignore[assignment]
+        gc.collect()
+        return gone() is None
+
+    assert asyncio.run(scenario()), "the table is held after its stream read its end"
