@@ -315,10 +315,12 @@ def test_no_pooled_process_runs_between_its_workers_matches(
     burner = persistent_script(tmp_path, "burner", BURNER)
 
     def burners_frozen() -> list[bool]:
+        """Each burner frozen, or killed for not stopping within BYSTANDER_LIMIT_S (a loaded machine's CI run saw
+        one killed, still exiting when its cgroup was read): either way it runs no code of its own."""
         members = [member for member in pool.processes() if member.program.name == "burner"]
         freezers = [member.freezer for member in members if member.freezer is not None]
         assert len(freezers) == 2
-        return ["frozen 1" in (freezer.cgroup / "cgroup.events").read_text() for freezer in freezers]
+        return [freezer.stuck or "frozen 1" in (freezer.cgroup / "cgroup.events").read_text() for freezer in freezers]
 
     first = play_match((burner, instant("b")), 1, pool)
     assert first.match.outcome is not None and burners_frozen() == [True, True], "frozen as its match ends"
