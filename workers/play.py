@@ -31,13 +31,12 @@ import logging
 import os
 import random
 import socket
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -221,7 +220,8 @@ def _play_claimed(
         if cpu is not None:
             cpu.lap("database")
         lacking, missing = _missing_folders(setup, worker)
-        changed = "" if missing else _exposed_by_folder(setup) or _changed_program(setup)
+        private = private_paths()  # resolved once a match, for every check below (a link put in place since is seen)
+        changed = "" if missing else _exposed_by_folder(setup, private) or _changed_program(setup)
     if cpu is not None:
         cpu.skip()  # the launch checks (content hashes of the bots' folders): the worker's own work
     if missing:  # another machine's worker may have it
@@ -235,7 +235,7 @@ def _play_claimed(
     if "sandbox" in needs and not sandbox_available():
         message = f"refused by worker {worker}: {INSTALL_HINT}, or create the league with --no-sandbox"
         return _refuse(engine, setup, worker, ["sandbox"], message, again, may_hand_off=may_hand_off)
-    if "sandbox" in needs and (shown := _shown_here()):
+    if "sandbox" in needs and (shown := shown_to_every_seat(private=private)):
         message = f"refused by worker {worker}: {shown}"
         return _refuse(engine, setup, worker, ["sandbox"], message, again, may_hand_off=may_hand_off)
     if found := _REFUSED_HERE.intersection(needs):  # given to this machine since: a folder copied here
@@ -468,14 +468,14 @@ class _Registered(Protocol):
     def language(self) -> str: ...
 
 
-def exposed_by(folder: Path, *, existing: bool = False) -> Path | None:
+def exposed_by(folder: Path, *, existing: bool = False, private: Mapping[Path, str] | None = None) -> Path | None:
     """This deployment's database file, broker folder, logs or temporary folder (`private_paths`), if `folder`
     holds one of them (a bot's folder is bound into its sandbox, so the bot could read them: a bot added from the
     project's root, say); else None. `mus bot add` refuses such a folder, and a worker refuses a match whose bot's
     folder has come to hold one; `mus match play` and `mus bot check`, which make none of them, a folder that holds
     one that is there (`existing`)."""
     folder = folder.resolve()
-    private = private_paths()
+    private = private_paths() if private is None else private
     return next((path for path in private if path.is_relative_to(folder) and (not existing or path.exists())), None)
 
 
@@ -494,25 +494,12 @@ def private_paths() -> dict[Path, str]:
     return {path: setting for path, setting in paths.items() if path is not None}
 
 
-def _shown_here() -> str:
-    """`shown_to_every_seat`, worked out again only when what it depends on has changed: it resolves a dozen paths,
-    about a millisecond, and a worker asks before every match (a pooled match costs about 20 ms)."""
-    names = ("MUS_DATABASE_URL", "MUS_BROKER_DIR", "MUS_BROKER_URL", LOG_DIR_VARIABLE, "TMPDIR")
-    return _shown_for((*(os.environ.get(name) for name in names), os.getcwd(), sys.prefix, sys.base_prefix))
-
-
-@lru_cache(maxsize=8)
-def _shown_for(key: tuple[object, ...]) -> str:
-    """`shown_to_every_seat` for one `key` of `_shown_here`."""
-    return shown_to_every_seat()
-
-
-def shown_to_every_seat(*, existing: bool = False) -> str:
+def shown_to_every_seat(*, existing: bool = False, private: Mapping[Path, str] | None = None) -> str:
     """Why a sandboxed seat would read one of this deployment's private files (`private_paths`) where it lies,
     under a folder every sandbox binds whole (`under_bound_root`: /usr, the venv...), or ''. A worker refuses a
     sandboxed match then, and `mus league run` a sandboxed league; `mus match play` and `mus bot check`, which make
-    none of them, only for those that are there (`existing`)."""
-    private = private_paths()
+    none of them, only for those that are there (`existing`). `private`: `private_paths()`, if the caller has them."""
+    private = private_paths() if private is None else private
     if (found := under_bound_root(path for path in private if not existing or path.exists())) is None:
         return ""
     path, root = found
@@ -523,12 +510,12 @@ def shown_to_every_seat(*, existing: bool = False) -> str:
     )
 
 
-def _exposed_by_folder(setup: MatchSetup) -> str:
+def _exposed_by_folder(setup: MatchSetup, private: Mapping[Path, str]) -> str:
     """Why a hosted side's folder cannot be bound into its sandbox (`exposed_by`, `nested_folders`), or ''."""
     for team in setup.teams:
         if team.remote or not team.folder:
             continue
-        if (path := exposed_by(Path(team.folder))) is not None:
+        if (path := exposed_by(Path(team.folder), private=private)) is not None:
             return (
                 f"bot {team.bot_name!r}: its folder {Path(team.folder).resolve()} holds {path}, which its sandbox"
                 " would show it; move the bot to a folder of its own and `mus bot add` it from there"

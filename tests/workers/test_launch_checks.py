@@ -356,8 +356,8 @@ def test_a_match_whose_bots_folders_lie_one_inside_the_other_is_refused(tmp_path
         ]
         return type("Setup", (), {"teams": teams})()  # type: ignore[no-any-return]
 
-    nested = play._exposed_by_folder(setup(tmp_path / "bots", tmp_path / "bots" / "victim"))
+    nested = play._exposed_by_folder(setup(tmp_path / "bots", tmp_path / "bots" / "victim"), {})
     assert "lie one inside the other" in nested and "'evil'" in nested and "'victim'" in nested, nested
-    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots")) != ""
-    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots" / "victim")) == ""
-    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots" / "vic")) == ""
+    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots"), {}) != ""
+    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots" / "victim"), {}) == ""
+    assert play._exposed_by_folder(setup(tmp_path / "bots" / "victim", tmp_path / "bots" / "vic"), {}) == ""
