@@ -32,12 +32,12 @@ _last_scan: dict[Path, float] = {}
 """When this process last added up each logs folder (`keep_within_limit`)."""
 
 
-class LinkedLogFolder(ValueError):
-    """A logs folder given by path that goes through a link (`own_log_folder`)."""
+class LogFolderError(ValueError):
+    """A logs folder given by path that goes through a link, or cannot be made (`own_log_folder`)."""
 
 
 def own_log_folder(path: Path) -> Path:
-    """`path` as a folder for seat logs, made if need be, refused (`LinkedLogFolder`) where any part of it is a
+    """`path` as a folder for seat logs, made if need be, refused (`LogFolderError`) where any part of it is a
     link. The worker writes and quotes its seats' logs as itself, often root, and `--logs logs/` in a bot's folder
     is where a stranger's files are: a review's bot folder held a `logs` link, and links named as its seat logs, and
     the checker appended the bot's output to files of its choice, created others, and quoted root's files and its
@@ -46,11 +46,14 @@ def own_log_folder(path: Path) -> Path:
     absolute = Path(os.path.abspath(path))
     for made in (False, True):
         if absolute.resolve() != absolute:
-            raise LinkedLogFolder(
+            raise LogFolderError(
                 f"the logs folder {path} goes through a link (to {absolute.resolve()}): give a folder's own path"
             )
         if not made:
-            absolute.mkdir(parents=True, exist_ok=True)
+            try:
+                absolute.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise LogFolderError(f"cannot create the logs folder {str(path)!r}: {error.strerror}") from None
     return absolute
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from workers import launcher
 from workers.checks import output_tail
-from workers.logs import LinkedLogFolder, own_log_folder
+from workers.logs import LogFolderError, own_log_folder
 
 
 def test_a_logs_folder_through_a_link_is_refused_and_a_plain_one_is_made(tmp_path: Path) -> None:
@@ -19,9 +19,9 @@ def test_a_logs_folder_through_a_link_is_refused_and_a_plain_one_is_made(tmp_pat
     elsewhere.mkdir()
     (tmp_path / "bot").mkdir()
     (tmp_path / "bot" / "logs").symlink_to(elsewhere)
-    with pytest.raises(LinkedLogFolder, match="goes through a link"):
+    with pytest.raises(LogFolderError, match="goes through a link"):
         own_log_folder(tmp_path / "bot" / "logs")
-    with pytest.raises(LinkedLogFolder):
+    with pytest.raises(LogFolderError):
         own_log_folder(tmp_path / "bot" / "logs" / "persistent")  # a link further up counts too
     made = own_log_folder(tmp_path / "bot" / "plain" / "persistent")
     assert made.is_dir() and made == tmp_path / "bot" / "plain" / "persistent"

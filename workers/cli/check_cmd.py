@@ -19,7 +19,7 @@ from typer.core import TyperCommand
 from referee.engine.errors import MusError
 from workers.checks import VARIANT_NAMES, CheckConfig, CheckReport, CheckResult, Status, run_check
 from workers.cli.db import open_session
-from workers.cli.errors import fail, run_to_the_end
+from workers.cli.errors import fail, logs_folder, run_to_the_end
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.commands import add_command_line, misplaced_options
 from workers.db import repo
@@ -32,7 +32,6 @@ from workers.launcher import (
     sandbox_available,
     stdio_program,
 )
-from workers.logs import LinkedLogFolder, own_log_folder
 from workers.play import exposed_by, shown_to_every_seat
 
 COMMAND_KEY = "mus.command"
@@ -203,13 +202,7 @@ def check_config(
     if not 0 < join_timeout <= 600:
         fail("--join-timeout must be in (0, 600] seconds")
     parsed = parse_options(options)
-    if logs is not None:
-        try:
-            logs = own_log_folder(logs)
-        except LinkedLogFolder as error:
-            fail(str(error))
-        except OSError as error:
-            fail(f"cannot create the logs folder {str(logs)!r}: {error.strerror}")
+    logs = logs_folder(logs)
     config = CheckConfig(
         matches=matches,
         seed=seed,

@@ -8,14 +8,24 @@ import contextlib
 import signal
 import threading
 from collections.abc import Coroutine, Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
 import typer
 
 from referee.service.loop import run
+from workers.logs import LogFolderError, own_log_folder
 
 T = TypeVar("T")
+
+
+def logs_folder(logs: Path | None) -> Path | None:
+    """A command's `--logs` folder, made, or a one-line error (`own_log_folder`: never one through a link)."""
+    try:
+        return own_log_folder(logs) if logs is not None else None
+    except LogFolderError as error:
+        fail(str(error))
 
 
 def fail(message: str) -> NoReturn:

@@ -18,11 +18,10 @@ from referee.engine.transcript import render_transcript
 from referee.wire import NO_ACTION
 from workers.checks import output_tail
 from workers.cli.check_cmd import refuse_exposed_folder
-from workers.cli.errors import fail, run_to_the_end
+from workers.cli.errors import fail, logs_folder, run_to_the_end
 from workers.cli.noun import noun_app
 from workers.cli.rules_cmd import OptionList, parse_options
 from workers.launcher import INSTALL_HINT, LaunchError, Limits, resolve_program, sandbox_available, stdio_program
-from workers.logs import LinkedLogFolder, own_log_folder
 from workers.matches import PlayedMatch, fault_records, incident_records, play_programs
 from workers.play import shown_to_every_seat
 
@@ -99,13 +98,7 @@ def play_command(
         typer.echo(f"note: the bots run unconfined ({INSTALL_HINT})", err=True)
     if limits is not None and (shown := shown_to_every_seat(existing=True)):
         fail(shown)
-    if logs is not None:
-        try:
-            logs = own_log_folder(logs)
-        except LinkedLogFolder as error:
-            fail(str(error))
-        except OSError as error:
-            fail(f"cannot create the logs folder {str(logs)!r}: {error.strerror}")
+    logs = logs_folder(logs)
     try:
         played = run_to_the_end(play_programs(programs, rules, seed, sandbox=limits, log_dir=logs))
     except LaunchError as error:
